@@ -1,0 +1,3 @@
+import Resilience
+
+print("benchmarks: see issue 5")

@@ -1,0 +1,41 @@
+// swift-tools-version: 6.2
+
+import PackageDescription
+
+let package = Package(
+    name: "swift-resilience",
+    platforms: [
+        // Synchronization's Atomic needs these on Apple systems.
+        .macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2),
+    ],
+    products: [
+        .library(name: "Resilience", targets: ["Resilience"]),
+        .library(name: "ResilienceTesting", targets: ["ResilienceTesting"]),
+        .executable(name: "resilience-benchmarks", targets: ["ResilienceBenchmarks"]),
+    ],
+    targets: [
+        .target(name: "Resilience"),
+        .target(name: "ResilienceTesting", dependencies: ["Resilience"]),
+        .executableTarget(
+            name: "ResilienceBenchmarks",
+            dependencies: ["Resilience"],
+            path: "Benchmarks/ResilienceBenchmarks"
+        ),
+        .testTarget(
+            name: "ResilienceTests",
+            dependencies: ["Resilience", "ResilienceTesting"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets {
+    var settings = target.swiftSettings ?? []
+    // Spell existential types `any P`, so their cost is visible.
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    // A file sees only the modules it imports itself.
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    // Imports are internal unless marked public, so dependencies do not leak.
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,93 @@
+/// Decides whether a failure is worth another attempt.
+///
+/// Return `nil` for errors the classifier has no opinion about; the next
+/// classifier in a chain (see ``fallingBack(to:)``) or, at the end,
+/// ``DefaultRetryClassifier`` decides them.
+///
+/// Two rules sit above every classifier and cannot be overridden: a cancelled
+/// call is never retried, and a failure that reports HTTP status 429 is never
+/// retried (see ``ErrorHints/httpStatus(of:)``).
+///
+/// ```swift
+/// struct InventoryClassifier: RetryClassifier {
+///     func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
+///         switch error {
+///         case InventoryError.locked: .retry(after: .milliseconds(50))
+///         case InventoryError.outOfStock: .doNotRetry
+///         default: nil
+///         }
+///     }
+/// }
+/// ```
+public protocol RetryClassifier: Sendable {
+    /// The decision for `error`, or `nil` to leave it to the next classifier.
+    ///
+    /// Called in the caller's isolation after each failed attempt. Keep it fast and
+    /// free of side effects: it may be called for every failure of every call.
+    func decision(for error: any Error, context: RetryContext) -> RetryDecision?
+}
+
+/// A classifier made from a closure.
+public struct ClosureRetryClassifier: RetryClassifier {
+    private let body: @Sendable (any Error, RetryContext) -> RetryDecision?
+
+    /// Creates a classifier that calls `body` for each failure.
+    public init(_ body: @escaping @Sendable (any Error, RetryContext) -> RetryDecision?) {
+        self.body = body
+    }
+
+    /// Returns what the closure returns.
+    public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
+        self.body(error, context)
+    }
+}
+
+/// A chain of classifiers asked in order; the first with an opinion decides.
+public struct ChainedRetryClassifier: RetryClassifier {
+    /// The classifiers, in the order they are asked.
+    public let classifiers: [any RetryClassifier]
+
+    /// Creates a chain that asks `classifiers` in order.
+    public init(_ classifiers: [any RetryClassifier]) {
+        self.classifiers = classifiers
+    }
+
+    /// The first non-`nil` decision in the chain, or `nil` when none has an opinion.
+    public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
+        for classifier in self.classifiers {
+            if let decision = classifier.decision(for: error, context: context) {
+                return decision
+            }
+        }
+        return nil
+    }
+}
+
+extension RetryClassifier {
+    /// A chain that asks this classifier first and `next` when this one returns `nil`.
+    public func fallingBack(to next: some RetryClassifier) -> ChainedRetryClassifier {
+        var chain = (self as? ChainedRetryClassifier)?.classifiers ?? [self]
+        chain.append(next)
+        return ChainedRetryClassifier(chain)
+    }
+}
+
+extension RetryClassifier where Self == ClosureRetryClassifier {
+    /// A classifier made from a closure; return `nil` to defer to the next classifier.
+    ///
+    /// ```swift
+    /// let policy = try RetryPolicy(classifier: .closure { error, _ in
+    ///     (error as? PaymentError)?.isDeclined == true ? .doNotRetry : nil
+    /// })
+    /// ```
+    public static func closure(
+        _ body: @escaping @Sendable (any Error, RetryContext) -> RetryDecision?
+    ) -> ClosureRetryClassifier {
+        ClosureRetryClassifier(body)
+    }
+}
+
+extension RetryClassifier where Self == DefaultRetryClassifier {
+    /// The package's default rules; see ``DefaultRetryClassifier``.
+    public static var `default`: DefaultRetryClassifier { DefaultRetryClassifier() }
+}

@@ -1,0 +1,87 @@
+import Synchronization
+
+/// A token bucket that stops retries from multiplying load during an outage.
+///
+/// It follows gRPC's retry throttling (proposal A6): the bucket starts full at
+/// ``maximumTokens``; every failed attempt that is a candidate for a retry takes
+/// one token, every success gives back ``tokenRatio``; a retry is allowed only
+/// while more than half the tokens remain. The first attempt of a call is never
+/// gated, so a budget can slow retries but never blocks a request outright.
+///
+/// Share one budget among everything that calls the same dependency: pass it to
+/// one ``RetryPolicy`` used everywhere, or to several policies.
+///
+/// ```swift
+/// let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)
+/// let policy = try RetryPolicy(maximumAttempts: 3, budget: budget)
+/// ```
+///
+/// Tokens are kept in thousandths (gRPC also allows three decimal places) in a
+/// single atomic integer, so recording a success costs one atomic load when the
+/// bucket is full and one compare-and-swap otherwise; no lock, no actor hop.
+public final class RetryBudget: Sendable {
+    /// The bucket's capacity and starting level.
+    public let maximumTokens: Double
+    /// The tokens a success gives back.
+    public let tokenRatio: Double
+
+    private let milliTokens: Atomic<Int>
+    private let maximumMilliTokens: Int
+    private let refundMilliTokens: Int
+
+    private static let failureCost = 1_000
+
+    /// Creates a full bucket.
+    ///
+    /// - Parameters:
+    ///   - maximumTokens: Capacity, in `1...1_000_000`. Defaults to 10.
+    ///   - tokenRatio: Tokens refunded per success, in `0.001...maximumTokens`. Defaults to 0.1.
+    /// - Throws: ``ConfigurationError`` naming the setting out of range.
+    public init(maximumTokens: Double = 10, tokenRatio: Double = 0.1) throws(ConfigurationError) {
+        try ConfigurationError.require(
+            maximumTokens.isFinite && maximumTokens >= 1 && maximumTokens <= 1_000_000,
+            "maximumTokens", maximumTokens, "in 1...1000000")
+        try ConfigurationError.require(
+            tokenRatio.isFinite && tokenRatio >= 0.001 && tokenRatio <= maximumTokens,
+            "tokenRatio", tokenRatio, "in 0.001...maximumTokens")
+        self.maximumTokens = maximumTokens
+        self.tokenRatio = tokenRatio
+        self.maximumMilliTokens = Int((maximumTokens * 1_000).rounded())
+        self.refundMilliTokens = Int((tokenRatio * 1_000).rounded())
+        self.milliTokens = Atomic(self.maximumMilliTokens)
+    }
+
+    /// The tokens in the bucket now, in `0...maximumTokens`.
+    public var tokens: Double {
+        Double(self.milliTokens.load(ordering: .relaxed)) / 1_000
+    }
+
+    /// Whether a retry would be allowed now: more than half the tokens remain.
+    public var allowsRetry: Bool {
+        self.milliTokens.load(ordering: .relaxed) * 2 > self.maximumMilliTokens
+    }
+
+    /// Gives back ``tokenRatio`` tokens, up to the maximum.
+    public func recordSuccess() {
+        var current = self.milliTokens.load(ordering: .relaxed)
+        while current < self.maximumMilliTokens {
+            let next = Swift.min(self.maximumMilliTokens, current + self.refundMilliTokens)
+            let (exchanged, original) = self.milliTokens.weakCompareExchange(
+                expected: current, desired: next, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+
+    /// Takes one token for a failed attempt, down to zero.
+    public func recordFailure() {
+        var current = self.milliTokens.load(ordering: .relaxed)
+        while current > 0 {
+            let next = Swift.max(0, current - Self.failureCost)
+            let (exchanged, original) = self.milliTokens.weakCompareExchange(
+                expected: current, desired: next, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+}

@@ -1,0 +1,70 @@
+/// Receives what a ``RetryPolicy`` does: each failed attempt, each scheduled
+/// retry and each finished call.
+///
+/// Every method has an empty default, so implement only what you need. Calls
+/// arrive in the caller's isolation, synchronously, on the call's own path:
+/// keep them cheap and hand heavy work elsewhere. A policy without an observer
+/// pays nothing for this hook.
+///
+/// ```swift
+/// struct Logging: RetryObserver {
+///     func retryScheduled(_ event: RetryScheduledEvent) {
+///         print("retry \(event.attempt) in \(event.delay) after \(event.error)")
+///     }
+/// }
+/// ```
+public protocol RetryObserver: Sendable {
+    /// An attempt failed; `event.decision` says what the policy made of it.
+    func attemptFailed(_ event: RetryAttemptFailedEvent)
+    /// The policy will wait `event.delay` and try again.
+    func retryScheduled(_ event: RetryScheduledEvent)
+    /// The call ended, successfully or not.
+    func callFinished(_ event: RetryCallFinishedEvent)
+}
+
+extension RetryObserver {
+    /// Does nothing.
+    public func attemptFailed(_ event: RetryAttemptFailedEvent) {}
+    /// Does nothing.
+    public func retryScheduled(_ event: RetryScheduledEvent) {}
+    /// Does nothing.
+    public func callFinished(_ event: RetryCallFinishedEvent) {}
+}
+
+/// One failed attempt.
+public struct RetryAttemptFailedEvent: Sendable {
+    /// The attempt's number, 1 for the first.
+    public var attempt: Int
+    /// The error the operation threw.
+    public var error: any Error
+    /// The HTTP status the error reports, if any.
+    public var httpStatus: Int?
+    /// The retry-after hint the error or classifier gave, if any.
+    public var retryAfter: Duration?
+}
+
+/// A retry the policy has decided on.
+public struct RetryScheduledEvent: Sendable {
+    /// The number of the attempt that failed; the retry will be `attempt + 1`.
+    public var attempt: Int
+    /// How long the policy will wait before the retry.
+    public var delay: Duration
+    /// The error that caused the retry.
+    public var error: any Error
+    /// The server's or classifier's hint, when it set a floor under the delay.
+    public var retryAfter: Duration?
+}
+
+/// A finished call.
+public struct RetryCallFinishedEvent: Sendable {
+    /// How many attempts ran.
+    public var attempts: Int
+    /// Why the call stopped.
+    public var stopReason: RetryStopReason
+    /// The last retry-after hint seen.
+    public var retryAfter: Duration?
+    /// The call's duration on the policy's clock.
+    public var elapsed: Duration
+    /// The error that ended the call, or `nil` on success.
+    public var error: (any Error)?
+}

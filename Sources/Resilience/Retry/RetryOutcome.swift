@@ -1,0 +1,45 @@
+/// The full story of one call through a ``RetryPolicy``: its result, how many
+/// attempts ran, and why it stopped.
+///
+/// ```swift
+/// let outcome = await policy.outcome { try await api.fetchProfile() }
+/// if outcome.stopReason == .tooManyRequests, let wait = outcome.retryAfter {
+///     showBanner("Busy; try again in \(wait)")
+/// }
+/// let profile = try outcome.result.get()
+/// ```
+public struct RetryOutcome<Value> {
+    /// The value, or the error that ended the call: the operation's own error,
+    /// unchanged, or `CancellationError` when the call was cancelled.
+    public var result: Result<Value, any Error>
+    /// How many times the operation ran.
+    public var attempts: Int
+    /// Why the call stopped.
+    public var stopReason: RetryStopReason
+    /// The last retry-after hint seen, even one the policy refused to honour.
+    public var retryAfter: Duration?
+    /// The time from the first attempt's start to the end, on the policy's clock.
+    public var elapsed: Duration
+
+    /// Creates an outcome; the policy makes these.
+    public init(
+        result: Result<Value, any Error>,
+        attempts: Int,
+        stopReason: RetryStopReason,
+        retryAfter: Duration?,
+        elapsed: Duration
+    ) {
+        self.result = result
+        self.attempts = attempts
+        self.stopReason = stopReason
+        self.retryAfter = retryAfter
+        self.elapsed = elapsed
+    }
+
+    /// The value, or throws the error that ended the call.
+    public func get() throws -> Value {
+        try self.result.get()
+    }
+}
+
+extension RetryOutcome: Sendable where Value: Sendable {}

@@ -1,0 +1,365 @@
+/// Runs an async operation again when it fails, with jittered exponential
+/// backoff, a classifier that decides what is worth retrying, server
+/// retry-after hints, an overall deadline and an optional shared retry budget.
+///
+/// Create one policy per dependency and share it among all the call sites and
+/// tasks that talk to that dependency:
+///
+/// ```swift
+/// let policy = try RetryPolicy(
+///     maximumAttempts: 4,
+///     backoff: .exponential(initial: .milliseconds(200), maximum: .seconds(10))
+/// )
+/// let profile = try await policy.execute { try await api.fetchProfile() }
+/// ```
+///
+/// The operation runs in the caller's isolation: a `@MainActor` caller may touch
+/// main-actor state inside it, and a call that succeeds never hops to another
+/// executor. Only the failure path visits the policy's actor, which owns the
+/// random generator and the counters.
+///
+/// What a call does after its operation throws, in order:
+/// 1. A cancelled task, or a `CancellationError`, stops the call (``RetryStopReason/cancelled``).
+/// 2. HTTP 429 stops the call (``RetryStopReason/tooManyRequests``), whatever the
+///    classifier would say. The server's hint is still reported in the outcome.
+/// 3. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
+/// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
+///    pass the ``deadline``, or an empty ``budget`` each stop the call.
+/// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
+///    tries again; cancellation during the wait ends the call at once.
+///
+/// The error that ends a call is the operation's own, unchanged, so `catch`
+/// clauses for your error types keep working. Use ``outcome(isolation:operation:)``
+/// to also learn the number of attempts and the stop reason.
+public actor RetryPolicy {
+    /// The most attempts a call makes, counting the first.
+    public nonisolated let maximumAttempts: Int
+    /// The delay schedule before jitter.
+    public nonisolated let backoff: Backoff
+    /// The randomness added to each delay.
+    public nonisolated let jitter: Jitter
+    /// Decides which failures are worth retrying.
+    public nonisolated let classifier: any RetryClassifier
+    /// The most time a call may take across all attempts and waits, if limited.
+    public nonisolated let deadline: Duration?
+    /// The longest server-requested wait the policy will honour; a longer hint stops the call.
+    public nonisolated let maximumRetryAfter: Duration
+    /// The token bucket shared by every call through this policy, if any.
+    public nonisolated let budget: RetryBudget?
+    /// Receives attempt, retry and completion events, if set.
+    public nonisolated let observer: (any RetryObserver)?
+
+    nonisolated let clock: ElapsedClock
+    /// Whether even a first-attempt success must read the clock or report to the observer.
+    private nonisolated let needsFullPath: Bool
+    private var generator: AnyRandomNumberGenerator
+    private var counters = RetryStatistics()
+
+    /// Creates a policy, validating every setting.
+    ///
+    /// - Parameters:
+    ///   - maximumAttempts: Attempts per call, counting the first; at least 1. Defaults to 3,
+    ///     the most Google's SRE guidance recommends.
+    ///   - backoff: The delay schedule; defaults to ``Backoff/default``.
+    ///   - jitter: The randomness on each delay; defaults to ``Jitter/full``.
+    ///   - classifier: Decides retryability; `nil` answers fall back to ``DefaultRetryClassifier``.
+    ///   - deadline: A limit on the whole call, attempts and waits included; greater than zero.
+    ///     Between attempts the policy stops rather than start a wait that would pass it.
+    ///   - maximumRetryAfter: The longest server hint honoured; zero or more. Defaults to 60 s.
+    ///   - budget: A retry budget shared with other calls, or `nil` for none.
+    ///   - observer: Receives events, or `nil`.
+    ///   - clock: The clock for waits and the deadline; inject a test clock in tests.
+    ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public init(
+        maximumAttempts: Int = 3,
+        backoff: Backoff = .default,
+        jitter: Jitter = .default,
+        classifier: some RetryClassifier = DefaultRetryClassifier(),
+        deadline: Duration? = nil,
+        maximumRetryAfter: Duration = .seconds(60),
+        budget: RetryBudget? = nil,
+        observer: (any RetryObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock(),
+        generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) throws(ConfigurationError) {
+        try ConfigurationError.require(maximumAttempts >= 1, "maximumAttempts", maximumAttempts, "in 1...Int.max")
+        try backoff.validate()
+        try jitter.validate()
+        if let deadline {
+            try ConfigurationError.requirePositive(deadline, "deadline")
+        }
+        try ConfigurationError.requireNonNegative(maximumRetryAfter, "maximumRetryAfter")
+        self.maximumAttempts = maximumAttempts
+        self.backoff = backoff
+        self.jitter = jitter
+        self.classifier = classifier
+        self.deadline = deadline?.clampedToResilienceRange
+        self.maximumRetryAfter = maximumRetryAfter.clampedToResilienceRange
+        self.budget = budget
+        self.observer = observer
+        self.clock = ElapsedClock(clock)
+        self.needsFullPath = deadline != nil || observer != nil
+        self.generator = AnyRandomNumberGenerator(generator)
+    }
+
+    /// The counters so far.
+    public var statistics: RetryStatistics {
+        self.counters
+    }
+
+    // MARK: - Running operations
+
+    /// Runs `operation`, retrying its failures as the policy allows.
+    ///
+    /// - Parameters:
+    ///   - isolation: The actor the operation runs on; inferred from the caller.
+    ///   - operation: The work to attempt. It runs in the caller's isolation.
+    /// - Returns: The operation's value from the first attempt that succeeds.
+    /// - Throws: The error of the last attempt, unchanged, or `CancellationError` when
+    ///   the task was cancelled while waiting to retry.
+    @inlinable
+    public func execute<Value>(
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        guard self.canTakeFastPath else {
+            return try await self.run(isolation: isolation, firstFailure: nil) { _ in try await operation() }.get()
+        }
+        let value: Value
+        do {
+            value = try await operation()
+        } catch {
+            return try await self.run(isolation: isolation, firstFailure: error) { _ in try await operation() }.get()
+        }
+        self.recordFastSuccess()
+        return value
+    }
+
+    /// Runs `operation` as ``execute(isolation:operation:)`` does, and reports the whole outcome.
+    ///
+    /// Never throws: the operation's error, if the call failed, is in `result`.
+    public func outcome<Value>(
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> Value
+    ) async -> RetryOutcome<Value> {
+        await self.run(isolation: isolation, firstFailure: nil) { _ in try await operation() }
+    }
+
+    /// Runs `operation` with a time limit on each attempt, retrying as the policy allows.
+    ///
+    /// An attempt that outlives `attemptTimeout` (or the time left before the
+    /// ``deadline``, if sooner) is cancelled and fails with ``AttemptTimeoutError``,
+    /// which is retryable. The operation must be `Sendable` because it runs in a
+    /// child task, and it must respond to cancellation for the limit to take effect.
+    ///
+    /// - Throws: The error of the last attempt, unchanged.
+    public func execute<Value: Sendable>(
+        attemptTimeout: Duration,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        try await self.outcome(attemptTimeout: attemptTimeout, operation: operation).get()
+    }
+
+    /// Runs `operation` with a time limit on each attempt and reports the whole outcome.
+    public func outcome<Value: Sendable>(
+        attemptTimeout: Duration,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async -> RetryOutcome<Value> {
+        let clock = self.clock
+        let timeout = attemptTimeout.clampedToResilienceRange
+        return await self.run(isolation: isolation, firstFailure: nil) { remaining in
+            let limit = remaining.map { Swift.min($0, timeout) } ?? timeout
+            return try await Self.withTimeLimit(limit, clock: clock, operation: operation)
+        }
+    }
+
+    // MARK: - Fast path helpers
+
+    @usableFromInline
+    nonisolated var canTakeFastPath: Bool {
+        !self.needsFullPath && !Task.isCancelled
+    }
+
+    @usableFromInline
+    nonisolated func recordFastSuccess() {
+        self.budget?.recordSuccess()
+    }
+
+    // MARK: - The retry loop
+
+    /// The whole retry loop, in the caller's isolation.
+    ///
+    /// - Parameters:
+    ///   - firstFailure: The error of a first attempt the fast path already ran, if any.
+    ///   - attempt: Runs one attempt; its argument is the time left before the deadline, if any.
+    @usableFromInline
+    func run<Value>(
+        isolation: isolated (any Actor)?,
+        firstFailure: (any Error)?,
+        attempt: (Duration?) async throws -> Value
+    ) async -> RetryOutcome<Value> {
+        let start = self.clock.now()
+        var call = CallState(attempts: firstFailure == nil ? 0 : 1)
+        var pendingFailure = firstFailure
+
+        while true {
+            let error: any Error
+            if let failure = pendingFailure {
+                error = failure
+                pendingFailure = nil
+            } else {
+                if Task.isCancelled {
+                    return await self.finish(isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
+                }
+                var remaining: Duration?
+                if let deadline = self.deadline {
+                    let left = deadline - (self.clock.now() - start)
+                    if left <= .zero, let lastError = call.lastError {
+                        return await self.finish(isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
+                    }
+                    remaining = left
+                }
+                call.attempts += 1
+                do {
+                    let value = try await attempt(remaining)
+                    self.budget?.recordSuccess()
+                    return await self.finish(isolation: isolation, call, .success(value), .succeeded, start: start)
+                } catch let thrown {
+                    error = thrown
+                }
+            }
+            call.lastError = error
+
+            switch await self.plan(isolation: isolation, after: error, call: &call, start: start) {
+            case .stop(let reason):
+                return await self.finish(isolation: isolation, call, .failure(error), reason, start: start)
+            case .wait(let delay):
+                do {
+                    try await self.clock.sleepUntil(self.clock.now() + delay)
+                } catch {
+                    return await self.finish(isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
+                }
+            }
+        }
+    }
+
+    /// What one call has seen so far.
+    struct CallState {
+        var attempts: Int
+        var retries = 0
+        var lastError: (any Error)?
+        var previousDelay: Duration?
+        var lastHint: Duration?
+    }
+
+    enum Plan {
+        case stop(RetryStopReason)
+        case wait(Duration)
+    }
+
+    /// Decides what follows a failed attempt; runs in the caller's isolation except for one hop to draw jitter.
+    private func plan(
+        isolation: isolated (any Actor)?,
+        after error: any Error,
+        call: inout CallState,
+        start: Duration
+    ) async -> Plan {
+        let status = ErrorHints.httpStatus(of: error)
+        var hint = ErrorHints.retryAfter(of: error)
+        if let hint { call.lastHint = hint }
+
+        if error is CancellationError || Task.isCancelled {
+            self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+            return .stop(.cancelled)
+        }
+        if status == 429 {
+            // Server pushback: it costs budget like any retryable failure, and is never retried.
+            self.budget?.recordFailure()
+            self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+            return .stop(.tooManyRequests)
+        }
+
+        let context = RetryContext(attempt: call.attempts)
+        let decision =
+            self.classifier.decision(for: error, context: context)
+            ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry
+        if let floor = decision.retryAfter {
+            hint = Swift.max(hint ?? .zero, floor)
+            call.lastHint = hint
+        }
+        self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+        guard decision.isRetryable else { return .stop(.notRetryable) }
+
+        self.budget?.recordFailure()
+        if call.attempts >= self.maximumAttempts { return .stop(.exhausted) }
+        if let hint, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
+
+        let jittered = await self.nextDelay(forRetry: call.attempts - 1, previous: call.previousDelay)
+        let delay = Swift.max(jittered, hint ?? .zero)
+        if let deadline = self.deadline, (self.clock.now() - start) + delay >= deadline {
+            return .stop(.deadlineExceeded)
+        }
+        if let budget = self.budget, !budget.allowsRetry { return .stop(.budgetExhausted) }
+
+        call.previousDelay = jittered
+        call.retries += 1
+        self.observer?.retryScheduled(.init(attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
+        return .wait(delay)
+    }
+
+    private func finish<Value>(
+        isolation: isolated (any Actor)?,
+        _ call: CallState,
+        _ result: Result<Value, any Error>,
+        _ reason: RetryStopReason,
+        start: Duration
+    ) async -> RetryOutcome<Value> {
+        let elapsed = self.clock.now() - start
+        if let observer = self.observer {
+            var error: (any Error)?
+            if case .failure(let failure) = result { error = failure }
+            observer.callFinished(
+                .init(attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint, elapsed: elapsed, error: error))
+        }
+        if reason != .succeeded || call.attempts > 1 {
+            let failed = reason == .succeeded ? call.attempts - 1 : call.attempts
+            await self.record(failedAttempts: failed, retries: call.retries, stop: reason)
+        }
+        return RetryOutcome(
+            result: result, attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint, elapsed: elapsed)
+    }
+
+    // MARK: - Actor-isolated state
+
+    private func nextDelay(forRetry retry: Int, previous: Duration?) -> Duration {
+        self.jitter.delay(for: self.backoff, attempt: retry, previous: previous, using: &self.generator)
+    }
+
+    private func record(failedAttempts: Int, retries: Int, stop reason: RetryStopReason) {
+        self.counters.failedAttempts += failedAttempts
+        self.counters.retries += retries
+        self.counters.stopReasons[reason, default: 0] += 1
+    }
+
+    // MARK: - Per-attempt time limit
+
+    private static func withTimeLimit<Value: Sendable>(
+        _ limit: Duration,
+        clock: ElapsedClock,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        try await withThrowingTaskGroup(of: Value.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await clock.sleepUntil(clock.now() + limit)
+                throw AttemptTimeoutError(timeout: limit)
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw CancellationError() }
+            return first
+        }
+    }
+}

@@ -1,0 +1,35 @@
+/// Why a call through a ``RetryPolicy`` stopped.
+///
+/// A struct with static members rather than an enum, so that new reasons can be
+/// added without breaking a `switch`: compare with `==`.
+public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier, such as `"exhausted"`, suitable for logs and metrics.
+    public let rawValue: String
+
+    /// Creates a reason from its identifier.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The operation returned a value.
+    public static let succeeded = RetryStopReason(rawValue: "succeeded")
+    /// Every allowed attempt failed.
+    public static let exhausted = RetryStopReason(rawValue: "exhausted")
+    /// The classifier judged the failure final.
+    public static let notRetryable = RetryStopReason(rawValue: "notRetryable")
+    /// The failure reported HTTP 429 Too Many Requests, which is never retried.
+    public static let tooManyRequests = RetryStopReason(rawValue: "tooManyRequests")
+    /// The server asked for a longer wait than the policy's `maximumRetryAfter`.
+    public static let retryAfterTooLong = RetryStopReason(rawValue: "retryAfterTooLong")
+    /// Another attempt could not finish within the policy's overall deadline.
+    public static let deadlineExceeded = RetryStopReason(rawValue: "deadlineExceeded")
+    /// The shared ``RetryBudget`` had too few tokens left for a retry.
+    public static let budgetExhausted = RetryStopReason(rawValue: "budgetExhausted")
+    /// The calling task was cancelled.
+    public static let cancelled = RetryStopReason(rawValue: "cancelled")
+    /// The failure needs the user to sign in again; retrying cannot help.
+    public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
+
+    /// The identifier.
+    public var description: String { self.rawValue }
+}
