@@ -13,10 +13,13 @@ public struct RetryDecision: Sendable, Hashable, CustomStringConvertible {
     ///
     /// The policy waits at least this long and at least its backoff delay.
     public let retryAfter: Duration?
+    /// For a final failure, the stop reason the policy reports; ``RetryStopReason/notRetryable`` when `nil`.
+    public let stopReason: RetryStopReason?
 
-    private init(isRetryable: Bool, retryAfter: Duration?) {
+    private init(isRetryable: Bool, retryAfter: Duration?, stopReason: RetryStopReason? = nil) {
         self.isRetryable = isRetryable
         self.retryAfter = retryAfter
+        self.stopReason = stopReason
     }
 
     /// Retry after the policy's backoff delay (or any hint the error itself carries).
@@ -24,6 +27,15 @@ public struct RetryDecision: Sendable, Hashable, CustomStringConvertible {
 
     /// Do not retry: the failure is final.
     public static let doNotRetry = RetryDecision(isRetryable: false, retryAfter: nil)
+
+    /// Do not retry, and report `reason` as why the call stopped.
+    ///
+    /// ```swift
+    /// .doNotRetry(because: .authenticationRequired)  // send the user to sign in
+    /// ```
+    public static func doNotRetry(because reason: RetryStopReason) -> RetryDecision {
+        RetryDecision(isRetryable: false, retryAfter: nil, stopReason: reason)
+    }
 
     /// Retry, waiting at least `delay` (and at least the backoff delay).
     ///
@@ -34,7 +46,10 @@ public struct RetryDecision: Sendable, Hashable, CustomStringConvertible {
 
     /// `retry`, `retry(after: …)` or `doNotRetry`.
     public var description: String {
-        guard self.isRetryable else { return "doNotRetry" }
+        guard self.isRetryable else {
+            guard let stopReason = self.stopReason else { return "doNotRetry" }
+            return "doNotRetry(because: \(stopReason))"
+        }
         guard let retryAfter = self.retryAfter else { return "retry" }
         return "retry(after: \(retryAfter))"
     }

@@ -291,7 +291,7 @@ public actor RetryPolicy {
             call.lastHint = hint
         }
         self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
-        guard decision.isRetryable else { return .stop(.notRetryable) }
+        guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
         self.budget?.recordFailure()
         if call.attempts >= self.maximumAttempts { return .stop(.exhausted) }
