@@ -4,12 +4,20 @@
 /// In order:
 /// 1. `CancellationError`: never retried.
 /// 2. ``RetryableError``: as the error says.
-/// 3. An HTTP status (see ``ErrorHints/httpStatus(of:)``): 408, 500, 502, 503 and
-///    504 are retried; every other status is final. (429 never reaches a
-///    classifier's verdict: the policy stops on it first.)
-/// 4. `DecodingError` and `EncodingError`: final, since the same bytes will fail
+/// 3. ``RESTServiceError``: by ``RESTServiceErrorClassifier``'s default rules.
+/// 4. A CloudKit error (`CKErrorDomain`): by ``CloudKitRetryClassifier``'s rules,
+///    treating the operation as not idempotent.
+/// 5. An HTTP status (see ``ErrorHints/httpStatus(of:)``) or a URL loading error
+///    (`URLError`): by ``HTTPRetryClassifier``'s rules. 408, 500, 502, 503 and 504
+///    are retried, 401 and 407 stop with ``RetryStopReason/authenticationRequired``,
+///    every other status is final (429 never reaches a classifier's verdict: the
+///    policy stops on it first); transient URL errors are retried, except that a
+///    non-idempotent request sent by
+///    ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
+///    is not resent after a failure the server may have acted on.
+/// 6. `DecodingError` and `EncodingError`: final, since the same bytes will fail
 ///    the same way.
-/// 5. Anything else: retried, on the assumption that an unknown failure of a
+/// 7. Anything else: retried, on the assumption that an unknown failure of a
 ///    remote call is more often transient than not. Chain a classifier of your
 ///    own in front (``RetryClassifier/fallingBack(to:)``) to narrow this.
 public struct DefaultRetryClassifier: RetryClassifier {
@@ -25,9 +33,13 @@ public struct DefaultRetryClassifier: RetryClassifier {
         if let error = error as? any RetryableError {
             return error.isRetryable ? .retry : .doNotRetry
         }
-        if let status = ErrorHints.httpStatus(of: error) {
-            return Self.retryableHTTPStatuses.contains(status) ? .retry : .doNotRetry
+        if let error = error as? RESTServiceError,
+            let decision = RESTServiceErrorClassifier().decision(for: error, context: context)
+        {
+            return decision
         }
+        if let decision = CloudKitRetryClassifier().decision(for: error, context: context) { return decision }
+        if let decision = HTTPRetryClassifier().decision(for: error, context: context) { return decision }
         if error is DecodingError || error is EncodingError { return .doNotRetry }
         return .retry
     }

@@ -1,0 +1,109 @@
+import Foundation
+
+/// A CloudKit error code (`CKError.Code`), as the raw integer an `NSError` in
+/// ``domain`` carries.
+///
+/// The package does not import CloudKit, which exists only on Apple platforms;
+/// it reads the code off any error bridged to `NSError`. The values are those of
+/// Apple's `CKError.h`.
+///
+/// ```swift
+/// let error = NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.zoneBusy.rawValue)
+/// CloudKitErrorCode(error) == .zoneBusy  // true
+/// ```
+public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The error domain of CloudKit errors (`CKErrorDomain`).
+    public static let domain = "CKErrorDomain"
+    /// The `userInfo` key of a partial failure's per-item errors (`CKPartialErrorsByItemIDKey`).
+    public static let partialErrorsKey = "CKPartialErrors"
+
+    /// The raw code.
+    public let rawValue: Int
+
+    /// Creates a code from its raw value.
+    public init(rawValue: Int) {
+        self.rawValue = rawValue
+    }
+
+    /// The code of `error` when it is in ``domain``, or `nil`.
+    public init?(_ error: any Error) {
+        if error is CancellationError { return nil }
+        let nsError = error as NSError
+        guard nsError.domain == Self.domain else { return nil }
+        self.init(rawValue: nsError.code)
+    }
+
+    /// A nonrecoverable error inside CloudKit (1).
+    public static let internalError = CloudKitErrorCode(rawValue: 1)
+    /// Some items of a batch failed; see ``partialErrorsKey`` (2).
+    public static let partialFailure = CloudKitErrorCode(rawValue: 2)
+    /// The network is unavailable (3).
+    public static let networkUnavailable = CloudKitErrorCode(rawValue: 3)
+    /// The network is available but CloudKit could not be reached (4).
+    public static let networkFailure = CloudKitErrorCode(rawValue: 4)
+    /// The container is unknown or unauthorized (5).
+    public static let badContainer = CloudKitErrorCode(rawValue: 5)
+    /// CloudKit is unavailable; may carry a retry-after hint (6).
+    public static let serviceUnavailable = CloudKitErrorCode(rawValue: 6)
+    /// CloudKit is rate-limiting the app; carries a retry-after hint (7).
+    public static let requestRateLimited = CloudKitErrorCode(rawValue: 7)
+    /// The app lacks a required entitlement (8).
+    public static let missingEntitlement = CloudKitErrorCode(rawValue: 8)
+    /// The user is not signed in to iCloud (9).
+    public static let notAuthenticated = CloudKitErrorCode(rawValue: 9)
+    /// The user may not save or fetch this data (10).
+    public static let permissionFailure = CloudKitErrorCode(rawValue: 10)
+    /// The record does not exist (11).
+    public static let unknownItem = CloudKitErrorCode(rawValue: 11)
+    /// The request contains invalid information (12).
+    public static let invalidArguments = CloudKitErrorCode(rawValue: 12)
+    /// The server's version of the record is newer; merge, then save again (14).
+    public static let serverRecordChanged = CloudKitErrorCode(rawValue: 14)
+    /// The server rejected the request (15).
+    public static let serverRejectedRequest = CloudKitErrorCode(rawValue: 15)
+    /// An asset file was not found (16).
+    public static let assetFileNotFound = CloudKitErrorCode(rawValue: 16)
+    /// An asset file changed while being saved (17).
+    public static let assetFileModified = CloudKitErrorCode(rawValue: 17)
+    /// The app version is older than the oldest allowed (18).
+    public static let incompatibleVersion = CloudKitErrorCode(rawValue: 18)
+    /// A unique constraint was violated (19).
+    public static let constraintViolation = CloudKitErrorCode(rawValue: 19)
+    /// The operation was cancelled (20).
+    public static let operationCancelled = CloudKitErrorCode(rawValue: 20)
+    /// The change token expired; refetch from scratch (21).
+    public static let changeTokenExpired = CloudKitErrorCode(rawValue: 21)
+    /// The item failed because another item in the same atomic batch failed (22).
+    public static let batchRequestFailed = CloudKitErrorCode(rawValue: 22)
+    /// The record zone is too busy; may carry a retry-after hint (23).
+    public static let zoneBusy = CloudKitErrorCode(rawValue: 23)
+    /// The operation was sent to the wrong database (24).
+    public static let badDatabase = CloudKitErrorCode(rawValue: 24)
+    /// Saving would exceed the storage quota (25).
+    public static let quotaExceeded = CloudKitErrorCode(rawValue: 25)
+    /// The record zone does not exist (26).
+    public static let zoneNotFound = CloudKitErrorCode(rawValue: 26)
+    /// The request is too large; split the batch (27).
+    public static let limitExceeded = CloudKitErrorCode(rawValue: 27)
+    /// The user deleted the zone in Settings (28).
+    public static let userDeletedZone = CloudKitErrorCode(rawValue: 28)
+    /// The share has too many participants (29).
+    public static let tooManyParticipants = CloudKitErrorCode(rawValue: 29)
+    /// The record is already shared (30).
+    public static let alreadyShared = CloudKitErrorCode(rawValue: 30)
+    /// The target of a reference was not found (31).
+    public static let referenceViolation = CloudKitErrorCode(rawValue: 31)
+    /// A managed-account restriction rejected the request (32).
+    public static let managedAccountRestricted = CloudKitErrorCode(rawValue: 32)
+    /// The user is not a participant of the share (33).
+    public static let participantMayNeedVerification = CloudKitErrorCode(rawValue: 33)
+    /// The server processed the request but the response was lost (34).
+    public static let serverResponseLost = CloudKitErrorCode(rawValue: 34)
+    /// The asset is not available (35).
+    public static let assetNotAvailable = CloudKitErrorCode(rawValue: 35)
+    /// The iCloud account is temporarily unavailable; wait for the account-changed event (36).
+    public static let accountTemporarilyUnavailable = CloudKitErrorCode(rawValue: 36)
+
+    /// `CKErrorDomain 23`.
+    public var description: String { "\(Self.domain) \(self.rawValue)" }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// The per-item errors of a CloudKit `partialFailure`, split into the items
+/// worth sending again and the items that failed for good.
+///
+/// A batch operation such as `CKModifyRecordsOperation` fails with
+/// `partialFailure` when some items fail; their errors sit in `userInfo` under
+/// `CKPartialErrors` (`CKPartialErrorsByItemIDKey`), keyed by item ID. Items
+/// absent from that dictionary succeeded. In an atomic zone, the items that
+/// were fine fail as `batchRequestFailed` collateral.
+///
+/// - ``retryableItems``: transient failures (network, busy zone, rate limit, …)
+///   and `batchRequestFailed` collateral; send these again.
+/// - ``failedItems``: everything else, such as `serverRecordChanged` (merge first),
+///   `permissionFailure` or `invalidArguments`; retrying the same item would fail again.
+///
+/// ```swift
+/// do {
+///     try await save(records)
+/// } catch {
+///     guard let failure = CloudKitPartialFailure(error) else { throw error }
+///     report(failure.failedItems)
+///     let again = records.filter { failure.retryableItemIDs(as: CKRecord.ID.self).contains($0.recordID) }
+///     try await policy.execute { try await save(again) }
+/// }
+/// ```
+///
+/// Which code is retryable follows ``CloudKitRetryClassifier``, passed to the initializer.
+public struct CloudKitPartialFailure: CustomStringConvertible {
+    /// The items worth sending again, by item ID, with their errors.
+    public let retryableItems: [AnyHashable: any Error]
+    /// The items that failed for good, by item ID, with their errors.
+    public let failedItems: [AnyHashable: any Error]
+    /// The longest retry-after advice among the partial failure and its retryable items, if any.
+    public let retryAfter: Duration?
+
+    /// Splits `error`'s per-item errors, or returns `nil` when `error` is not a CloudKit `partialFailure`.
+    ///
+    /// - Parameters:
+    ///   - error: The operation's error.
+    ///   - classifier: Decides which item errors are retryable.
+    public init?(_ error: any Error, classifier: CloudKitRetryClassifier = CloudKitRetryClassifier()) {
+        guard CloudKitErrorCode(error) == .partialFailure else { return nil }
+        let nsError = error as NSError
+        var retryable: [AnyHashable: any Error] = [:]
+        var failed: [AnyHashable: any Error] = [:]
+        var hint = ErrorHints.retryAfter(of: error)
+        let items = nsError.userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any] ?? [:]
+        for (id, value) in items {
+            guard let itemError = value as? any Error else { continue }
+            if classifier.isRetryable(itemError: itemError) {
+                retryable[id] = itemError
+                if let itemHint = ErrorHints.retryAfter(of: itemError) {
+                    hint = Swift.max(hint ?? .zero, itemHint)
+                }
+            } else {
+                failed[id] = itemError
+            }
+        }
+        self.retryableItems = retryable
+        self.failedItems = failed
+        self.retryAfter = hint
+    }
+
+    /// Whether the whole batch may be retried as it is: some items failed, and all of them retryably.
+    public var isRetryable: Bool {
+        self.failedItems.isEmpty && !self.retryableItems.isEmpty
+    }
+
+    /// The IDs of the retryable items that are of type `ID`, in no particular order.
+    public func retryableItemIDs<ID: Hashable>(as type: ID.Type = ID.self) -> [ID] {
+        self.retryableItems.keys.compactMap { $0.base as? ID }
+    }
+
+    /// The IDs of the items that failed for good and are of type `ID`, in no particular order.
+    public func failedItemIDs<ID: Hashable>(as type: ID.Type = ID.self) -> [ID] {
+        self.failedItems.keys.compactMap { $0.base as? ID }
+    }
+
+    /// `partialFailure: 2 retryable, 1 failed`.
+    public var description: String {
+        "partialFailure: \(self.retryableItems.count) retryable, \(self.failedItems.count) failed"
+    }
+}

@@ -1,0 +1,71 @@
+/// Retry rules for CloudKit errors (`NSError` in `CKErrorDomain`), following
+/// Apple's guidance for each code.
+///
+/// | code | decision |
+/// |---|---|
+/// | `networkUnavailable`, `networkFailure`, `serviceUnavailable`, `requestRateLimited`, `zoneBusy` | retry, waiting at least `CKRetryAfter` when present |
+/// | `batchRequestFailed` | retry: the item failed only because another item in its atomic batch did |
+/// | `serverResponseLost` | retry only when the operation is idempotent |
+/// | `partialFailure` | retry when every item failed in a retryable way; otherwise stop, and split the batch with ``CloudKitPartialFailure`` |
+/// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
+/// | `operationCancelled` | stop: ``RetryStopReason/cancelled`` |
+/// | anything else | stop |
+///
+/// Some codes need the app to act before a retry can help, so they stop here:
+/// `serverRecordChanged` (merge the server's record, then save again),
+/// `limitExceeded` (split the batch in half), `changeTokenExpired` (refetch),
+/// `accountTemporarilyUnavailable` (wait for the account-changed notification).
+/// Errors outside `CKErrorDomain` get `nil`.
+///
+/// ```swift
+/// let policy = try RetryPolicy(classifier: CloudKitRetryClassifier(operationIsIdempotent: true))
+/// let records = try await policy.execute { try await database.records(for: ids) }
+/// ```
+///
+/// ``DefaultRetryClassifier`` applies these rules with `operationIsIdempotent` false.
+public struct CloudKitRetryClassifier: RetryClassifier {
+    /// The codes for conditions expected to pass, retried with backoff.
+    public static let transientCodes: Set<CloudKitErrorCode> = [
+        .networkUnavailable, .networkFailure, .serviceUnavailable, .requestRateLimited, .zoneBusy,
+    ]
+
+    /// Whether the operation may safely run twice, which makes `serverResponseLost` retryable.
+    public let operationIsIdempotent: Bool
+
+    /// Creates the classifier.
+    ///
+    /// - Parameter operationIsIdempotent: Whether running the operation twice has the same effect
+    ///   as once (a fetch, or a save with `.ifServerRecordUnchanged`); it makes a lost response retryable.
+    public init(operationIsIdempotent: Bool = false) {
+        self.operationIsIdempotent = operationIsIdempotent
+    }
+
+    /// The decision for a CloudKit error, or `nil` for any other error.
+    public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
+        guard let code = CloudKitErrorCode(error) else { return nil }
+        if code == .partialFailure {
+            guard let failure = CloudKitPartialFailure(error, classifier: self), failure.isRetryable else {
+                return .doNotRetry
+            }
+            return failure.retryAfter.map { .retry(after: $0) } ?? .retry
+        }
+        return self.decision(for: code)
+    }
+
+    /// The decision for an error with `code`, other than a partial failure.
+    public func decision(for code: CloudKitErrorCode) -> RetryDecision {
+        if Self.transientCodes.contains(code) || code == .batchRequestFailed { return .retry }
+        switch code {
+        case .serverResponseLost: return self.operationIsIdempotent ? .retry : .doNotRetry
+        case .notAuthenticated: return .doNotRetry(because: .authenticationRequired)
+        case .operationCancelled: return .doNotRetry(because: .cancelled)
+        default: return .doNotRetry
+        }
+    }
+
+    /// Whether one item's error, from a partial failure, is worth retrying.
+    public func isRetryable(itemError error: any Error) -> Bool {
+        guard let code = CloudKitErrorCode(error), code != .partialFailure else { return false }
+        return self.decision(for: code).isRetryable
+    }
+}

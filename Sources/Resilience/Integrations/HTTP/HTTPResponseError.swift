@@ -1,0 +1,89 @@
+public import Foundation
+
+/// A response whose HTTP status says the request failed.
+///
+/// It carries what a retry decision and a person reading the logs need: the
+/// status, the response headers, the server's `Retry-After` advice already
+/// parsed, and the start of the body, cut to a bounded length so a large error
+/// page cannot bloat logs or memory.
+///
+/// It adopts ``HTTPStatusReporting`` and ``RetryAfterProviding``, so every
+/// ``RetryPolicy`` understands it without configuration: 408, 500, 502, 503 and
+/// 504 are retried, 429 never is (its hint is still reported), and a 503's
+/// `Retry-After` sets the least wait before the next attempt.
+///
+/// ```swift
+/// let (data, response) = try await session.data(for: request)
+/// let body = try HTTPResponseValidation.validate(data, response).data  // throws HTTPResponseError on 503
+/// ```
+public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding, CustomStringConvertible {
+    /// The most body bytes kept in ``bodyExcerpt`` unless the caller asks otherwise.
+    public static let defaultBodyExcerptLimit = 1_024
+
+    /// The response's status code.
+    public let statusCode: Int
+    /// The response headers, with names as the server sent them.
+    ///
+    /// Header names are case-insensitive; look them up with ``headerValue(named:)``.
+    public let headers: [String: String]
+    /// The delay the `Retry-After` header asked for, if it was present and well formed.
+    public let retryAfter: Duration?
+    /// The first bytes of the body, decoded as UTF-8 (invalid bytes replaced), at most the limit given.
+    public let bodyExcerpt: String
+    /// The full length of the body in bytes, of which ``bodyExcerpt`` shows the start.
+    public let bodyByteCount: Int
+    /// The URL of the response, if known.
+    public let url: URL?
+
+    /// The status code, for ``HTTPStatusReporting``.
+    public var httpStatusCode: Int? { self.statusCode }
+
+    /// Creates the error for a response, parsing `Retry-After` and cutting the body excerpt.
+    ///
+    /// - Parameters:
+    ///   - statusCode: The response's status code.
+    ///   - headers: The response headers.
+    ///   - body: The response body; only its first `bodyExcerptLimit` bytes are kept.
+    ///   - url: The response's URL, if known.
+    ///   - receivedAt: When the response arrived; an HTTP-date `Retry-After` is measured from it.
+    ///   - bodyExcerptLimit: The most body bytes to keep; negative counts as zero.
+    public init(
+        statusCode: Int,
+        headers: [String: String] = [:],
+        body: Data = Data(),
+        url: URL? = nil,
+        receivedAt: Date = Date(),
+        bodyExcerptLimit: Int = HTTPResponseError.defaultBodyExcerptLimit
+    ) {
+        self.statusCode = statusCode
+        self.headers = headers
+        self.url = url
+        self.bodyByteCount = body.count
+        self.bodyExcerpt = String(decoding: body.prefix(Swift.max(bodyExcerptLimit, 0)), as: UTF8.self)
+        self.retryAfter = Self.headerValue(named: "Retry-After", in: headers).flatMap {
+            RetryAfterHeader.delay(parsing: $0, receivedAt: receivedAt)
+        }
+    }
+
+    /// The value of the header called `name`, compared case-insensitively, or `nil`.
+    public func headerValue(named name: String) -> String? {
+        Self.headerValue(named: name, in: self.headers)
+    }
+
+    /// `HTTP 503 from http://…: <excerpt>`.
+    public var description: String {
+        var text = "HTTP \(self.statusCode)"
+        if let url = self.url { text += " from \(url.absoluteString)" }
+        if let retryAfter = self.retryAfter { text += " (retry after \(retryAfter))" }
+        if !self.bodyExcerpt.isEmpty {
+            text += ": \(self.bodyExcerpt)"
+            if self.bodyByteCount > self.bodyExcerpt.utf8.count { text += "…" }
+        }
+        return text
+    }
+
+    private static func headerValue(named name: String, in headers: [String: String]) -> String? {
+        if let exact = headers[name] { return exact }
+        return headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}

@@ -1,0 +1,64 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// Turns what `URLSession` returns into the body, or a thrown ``HTTPResponseError``.
+///
+/// `URLSession` reports a 503 as a successful load; a retry policy only sees a
+/// failure if something throws. Validate inside the operation:
+///
+/// ```swift
+/// let body = try await policy.execute {
+///     let (data, response) = try await session.data(for: request)
+///     return try HTTPResponseValidation.validate(data, response).data
+/// }
+/// ```
+///
+/// ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
+/// does this for you, and also knows the request's method.
+public enum HTTPResponseValidation {
+    /// The statuses accepted unless the caller says otherwise: every 2xx.
+    public static let defaultAcceptableStatusCodes = 200..<300
+
+    /// Returns the body and the HTTP response when the status is acceptable.
+    ///
+    /// - Parameters:
+    ///   - data: The body.
+    ///   - response: The response `URLSession` returned.
+    ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
+    ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After`.
+    /// - Returns: The body and the response as an `HTTPURLResponse`.
+    /// - Throws: ``HTTPResponseError`` for any other status, or `URLError(.badServerResponse)`
+    ///   when the response is not an HTTP response.
+    public static func validate(
+        _ data: Data,
+        _ response: URLResponse,
+        acceptableStatusCodes: Range<Int> = HTTPResponseValidation.defaultAcceptableStatusCodes,
+        receivedAt: Date = Date()
+    ) throws -> (data: Data, response: HTTPURLResponse) {
+        guard let http = response as? HTTPURLResponse else {
+            throw URLError(.badServerResponse)
+        }
+        guard acceptableStatusCodes.contains(http.statusCode) else {
+            throw HTTPResponseError(
+                statusCode: http.statusCode,
+                headers: self.headers(of: http),
+                body: data,
+                url: http.url,
+                receivedAt: receivedAt
+            )
+        }
+        return (data, http)
+    }
+
+    /// The response's headers as strings.
+    static func headers(of response: HTTPURLResponse) -> [String: String] {
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            headers[String(describing: name)] = String(describing: value)
+        }
+        return headers
+    }
+}

@@ -1,0 +1,105 @@
+public import Foundation
+
+/// What a URL loading failure (`URLError`, or an `NSError` in `NSURLErrorDomain`)
+/// means for a retry.
+///
+/// Four categories:
+///
+/// | category | meaning | examples |
+/// |---|---|---|
+/// | ``requestNotSent`` | transient; the request never reached the server, so any method may be retried | cannot find or connect to host, DNS failure, not connected |
+/// | ``requestMayHaveBeenSent`` | transient; the server may already have received and acted on the request | timed out, connection lost, response lost or garbled |
+/// | ``authenticationRequired`` | the server wants credentials the user must supply | user authentication required or cancelled |
+/// | ``permanent`` | retrying cannot help | bad or unsupported URL, cancelled, certificate failures, too many redirects |
+///
+/// The split between the first two is what makes retrying a `POST` safe or not:
+/// ``HTTPRetryClassifier`` retries ``requestMayHaveBeenSent`` only for idempotent
+/// methods. Codes not listed in any category are ``permanent``.
+///
+/// Linux's `URLSession` (FoundationNetworking, built on libcurl) reports a
+/// connection the server closed without answering as `badServerResponse`, where
+/// Apple platforms say `networkConnectionLost`; both are
+/// ``requestMayHaveBeenSent``.
+///
+/// ```swift
+/// URLErrorCategory(code: .timedOut)             // .requestMayHaveBeenSent
+/// URLErrorCategory(code: .cannotConnectToHost)  // .requestNotSent
+/// URLErrorCategory(error)                       // nil when error is not a URL loading error
+/// ```
+public struct URLErrorCategory: Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier, such as `"requestNotSent"`.
+    public let rawValue: String
+
+    private init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// A transient failure that happened before the request reached the server.
+    public static let requestNotSent = URLErrorCategory(rawValue: "requestNotSent")
+    /// A transient failure after which the server may have received, and acted on, the request.
+    public static let requestMayHaveBeenSent = URLErrorCategory(rawValue: "requestMayHaveBeenSent")
+    /// The server requires credentials; the user must sign in.
+    public static let authenticationRequired = URLErrorCategory(rawValue: "authenticationRequired")
+    /// A failure that another attempt would repeat.
+    public static let permanent = URLErrorCategory(rawValue: "permanent")
+
+    /// Whether another attempt may succeed, setting idempotency aside.
+    public var isTransient: Bool {
+        self == .requestNotSent || self == .requestMayHaveBeenSent
+    }
+
+    /// The category of a `URLError` code.
+    public init(code: URLError.Code) {
+        if Self.notSentCodes.contains(code) {
+            self = .requestNotSent
+        } else if Self.mayHaveBeenSentCodes.contains(code) {
+            self = .requestMayHaveBeenSent
+        } else if Self.authenticationCodes.contains(code) {
+            self = .authenticationRequired
+        } else {
+            self = .permanent
+        }
+    }
+
+    /// The category of `error` when it is a URL loading error, or `nil`.
+    ///
+    /// Recognizes `URLError` and any `NSError` in `NSURLErrorDomain`, also a few
+    /// levels down its `NSUnderlyingErrorKey` chain.
+    public init?(_ error: any Error) {
+        guard let code = Self.urlErrorCode(of: error, depth: 0) else { return nil }
+        self.init(code: code)
+    }
+
+    /// The identifier.
+    public var description: String { self.rawValue }
+
+    // MARK: - The tables
+
+    /// Codes for failures before the request left the device or reached the server.
+    public static let notSentCodes: Set<URLError.Code> = [
+        .cannotFindHost, .cannotConnectToHost, .dnsLookupFailed, .notConnectedToInternet,
+        .internationalRoamingOff, .callIsActive, .dataNotAllowed,
+    ]
+
+    /// Codes for transient failures after which the server may have received the request.
+    public static let mayHaveBeenSentCodes: Set<URLError.Code> = [
+        .timedOut, .networkConnectionLost, .badServerResponse, .cannotParseResponse, .zeroByteResource,
+        .backgroundSessionWasDisconnected,
+    ]
+
+    /// Codes that mean the user must provide credentials.
+    public static let authenticationCodes: Set<URLError.Code> = [
+        .userAuthenticationRequired, .userCancelledAuthentication,
+    ]
+
+    private static func urlErrorCode(of error: any Error, depth: Int) -> URLError.Code? {
+        if let urlError = error as? URLError { return urlError.code }
+        if error is CancellationError { return nil }
+        let nsError = error as NSError
+        if nsError.domain == NSURLErrorDomain { return URLError.Code(rawValue: nsError.code) }
+        if depth < ErrorHints.maximumDepth, let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error {
+            return self.urlErrorCode(of: underlying, depth: depth + 1)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,79 @@
+/// Retry rules for ``RESTServiceError``: the SDK's code first, then the server's
+/// error code, then the HTTP status.
+///
+/// 1. ``sdkCodeDecisions``: the SDK's own codes, for example Kii's
+///    `codeRefreshTokenFailed` mapped to `.doNotRetry(because: .authenticationRequired)`.
+///    Codes in `tokenRefreshFailureCodes` are added with that decision.
+/// 2. ``serverCodeDecisions``: the server's error codes, compared exactly. By default
+///    the OAuth 2.0 codes for a rejected or expired token (`invalid_grant`, RFC 6749;
+///    `invalid_token`, RFC 6750) stop with ``RetryStopReason/authenticationRequired``.
+/// 3. The HTTP status: 429 is never retried (``RetryStopReason/tooManyRequests``);
+///    401 stops with ``RetryStopReason/authenticationRequired``; 408, 500, 502, 503 and
+///    504 are retried; every other status stops.
+/// 4. No status: the ``RESTServiceError/underlying`` error decides through
+///    ``DefaultRetryClassifier`` (a `URLError` timeout is retried, for instance);
+///    without one, `nil`.
+///
+/// An authentication failure is reported as its own stop reason, so the app can
+/// send the user to sign in again:
+///
+/// ```swift
+/// let policy = try RetryPolicy(classifier: RESTServiceErrorClassifier(tokenRefreshFailureCodes: [kiiRefreshFailed]))
+/// let outcome = await policy.outcome { try await loadProfile() }
+/// if outcome.stopReason == .authenticationRequired { showSignIn() }
+/// ```
+///
+/// Other errors get `nil`. ``DefaultRetryClassifier`` applies these rules with the default tables.
+public struct RESTServiceErrorClassifier: RetryClassifier {
+    /// The server codes understood by default: OAuth 2.0's rejected-token codes.
+    public static let standardServerCodeDecisions: [String: RetryDecision] = [
+        "invalid_grant": .doNotRetry(because: .authenticationRequired),
+        "invalid_token": .doNotRetry(because: .authenticationRequired),
+    ]
+
+    /// Decisions by the SDK's error code, consulted first.
+    public let sdkCodeDecisions: [Int: RetryDecision]
+    /// Decisions by the server's error code, consulted when the SDK code has none.
+    public let serverCodeDecisions: [String: RetryDecision]
+
+    /// Creates the classifier.
+    ///
+    /// - Parameters:
+    ///   - tokenRefreshFailureCodes: SDK codes that mean the access token could not be refreshed;
+    ///     they stop with ``RetryStopReason/authenticationRequired``.
+    ///   - sdkCodeDecisions: Further decisions by SDK code; they win over `tokenRefreshFailureCodes`.
+    ///   - serverCodeDecisions: Decisions by server error code.
+    public init(
+        tokenRefreshFailureCodes: Set<Int> = [],
+        sdkCodeDecisions: [Int: RetryDecision] = [:],
+        serverCodeDecisions: [String: RetryDecision] = RESTServiceErrorClassifier.standardServerCodeDecisions
+    ) {
+        var decisions: [Int: RetryDecision] = [:]
+        for code in tokenRefreshFailureCodes {
+            decisions[code] = .doNotRetry(because: .authenticationRequired)
+        }
+        decisions.merge(sdkCodeDecisions) { _, explicit in explicit }
+        self.sdkCodeDecisions = decisions
+        self.serverCodeDecisions = serverCodeDecisions
+    }
+
+    /// The decision for a ``RESTServiceError``, or `nil` for any other error.
+    public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
+        guard let error = error as? RESTServiceError else { return nil }
+        if error.sdkCode != 0, let decision = self.sdkCodeDecisions[error.sdkCode] {
+            return decision
+        }
+        if let code = error.serverErrorCode, let decision = self.serverCodeDecisions[code] {
+            return decision
+        }
+        if let status = error.httpStatus, (100...599).contains(status) {
+            if status == 429 { return .doNotRetry(because: .tooManyRequests) }
+            if status == 401 { return .doNotRetry(because: .authenticationRequired) }
+            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status) ? .retry : .doNotRetry
+        }
+        if let underlying = error.underlying {
+            return DefaultRetryClassifier().decision(for: underlying, context: context)
+        }
+        return nil
+    }
+}
