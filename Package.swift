@@ -21,15 +21,22 @@ let package = Package(
             dependencies: ["Resilience"],
             path: "Benchmarks/ResilienceBenchmarks"
         ),
+        // The system's libsqlite3, linked by the tests alone; the library only knows result codes.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Tests/CSQLite",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
         .testTarget(
             name: "ResilienceTests",
-            dependencies: ["Resilience", "ResilienceTesting"]
+            dependencies: ["Resilience", "ResilienceTesting", "CSQLite"],
+            exclude: ["Integrations/Live/Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets {
+for target in package.targets where target.type != .system {
     var settings = target.swiftSettings ?? []
     // Spell existential types `any P`, so their cost is visible.
     settings.append(.enableUpcomingFeature("ExistentialAny"))

@@ -1,0 +1,126 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite struct HTTPRetryClassifierTests {
+    private let context = RetryContext(attempt: 1)
+
+    private func decision(_ classifier: HTTPRetryClassifier, _ error: any Error) -> RetryDecision? {
+        classifier.decision(for: error, context: self.context)
+    }
+
+    @Test(arguments: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE", "get", "Put"])
+    func idempotentMethodsAreRecognizedCaseInsensitively(method: String) {
+        #expect(HTTPRetryClassifier.isIdempotent(method: method))
+    }
+
+    @Test(arguments: ["POST", "PATCH", "CONNECT", "post"])
+    func nonIdempotentMethodsAreRecognized(method: String) {
+        #expect(!HTTPRetryClassifier.isIdempotent(method: method))
+    }
+
+    @Test(arguments: [408, 500, 502, 503, 504])
+    func retryableStatusesAreRetriedForGET(status: Int) {
+        let classifier = HTTPRetryClassifier(method: "GET")
+        #expect(self.decision(classifier, HTTPResponseError(statusCode: status)) == .retry)
+    }
+
+    @Test(arguments: [400, 403, 404, 409, 422, 501, 505])
+    func otherStatusesAreFinal(status: Int) {
+        let classifier = HTTPRetryClassifier(method: "GET")
+        #expect(self.decision(classifier, HTTPResponseError(statusCode: status)) == .doNotRetry)
+    }
+
+    @Test func tooManyRequestsIsNeverRetried() {
+        let decision = self.decision(HTTPRetryClassifier(method: "GET"), HTTPResponseError(statusCode: 429))
+        #expect(decision == .doNotRetry(because: .tooManyRequests))
+    }
+
+    @Test(arguments: [401, 407])
+    func authenticationStatusesStopWithAuthenticationRequired(status: Int) {
+        let decision = self.decision(HTTPRetryClassifier(method: "GET"), HTTPResponseError(statusCode: status))
+        #expect(decision == .doNotRetry(because: .authenticationRequired))
+        #expect(decision?.stopReason == .authenticationRequired)
+    }
+
+    @Test func postIsRetriedOnlyWhenTheServerSaysItDidNotProcessTheRequest() {
+        let post = HTTPRetryClassifier(method: "POST")
+        #expect(self.decision(post, HTTPResponseError(statusCode: 503)) == .retry)
+        #expect(self.decision(post, HTTPResponseError(statusCode: 408)) == .retry)
+        #expect(self.decision(post, HTTPResponseError(statusCode: 500)) == .doNotRetry)
+        #expect(self.decision(post, HTTPResponseError(statusCode: 502)) == .doNotRetry)
+        #expect(self.decision(post, HTTPResponseError(statusCode: 504)) == .doNotRetry)
+    }
+
+    @Test func postIsNotResentAfterAFailureTheServerMayHaveActedOn() {
+        let post = HTTPRetryClassifier(method: "POST")
+        #expect(self.decision(post, URLError(.timedOut)) == .doNotRetry)
+        #expect(self.decision(post, URLError(.networkConnectionLost)) == .doNotRetry)
+        #expect(self.decision(post, URLError(.badServerResponse)) == .doNotRetry)
+    }
+
+    @Test func postIsResentWhenTheConnectionWasNeverMade() {
+        let post = HTTPRetryClassifier(method: "POST")
+        #expect(self.decision(post, URLError(.cannotConnectToHost)) == .retry)
+        #expect(self.decision(post, URLError(.notConnectedToInternet)) == .retry)
+    }
+
+    @Test func postIsResentAfterAnAmbiguousFailureWhenTheCallerOptsIn() {
+        let post = HTTPRetryClassifier(method: "POST", allowsNonIdempotentRetries: true)
+        #expect(self.decision(post, URLError(.timedOut)) == .retry)
+        #expect(self.decision(post, HTTPResponseError(statusCode: 502)) == .retry)
+        #expect(self.decision(post, HTTPResponseError(statusCode: 429)) == .doNotRetry(because: .tooManyRequests))
+    }
+
+    @Test func getIsResentAfterAnAmbiguousFailure() {
+        let get = HTTPRetryClassifier(method: "GET")
+        #expect(self.decision(get, URLError(.timedOut)) == .retry)
+        #expect(self.decision(get, URLError(.networkConnectionLost)) == .retry)
+    }
+
+    @Test func methodComesFromTheRequestAndDefaultsToGET() {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:1/")!)
+        #expect(HTTPRetryClassifier(request: request).method == "GET")
+        request.httpMethod = "patch"
+        let classifier = HTTPRetryClassifier(request: request)
+        #expect(classifier.method == "PATCH")
+        #expect(self.decision(classifier, URLError(.timedOut)) == .doNotRetry)
+    }
+
+    @Test func urlAuthenticationFailuresStopWithAuthenticationRequired() {
+        let decision = self.decision(HTTPRetryClassifier(), URLError(.userAuthenticationRequired))
+        #expect(decision == .doNotRetry(because: .authenticationRequired))
+    }
+
+    @Test func otherErrorsAreLeftToTheNextClassifier() {
+        struct Unrelated: Error {}
+        #expect(self.decision(HTTPRetryClassifier(), Unrelated()) == nil)
+        #expect(self.decision(HTTPRetryClassifier(), CancellationError()) == nil)
+    }
+
+    @Test func defaultClassifierRetriesTransientURLErrorsAndStopsOnPermanentOnes() {
+        let classifier = DefaultRetryClassifier()
+        #expect(classifier.decision(for: URLError(.timedOut), context: self.context) == .retry)
+        #expect(classifier.decision(for: URLError(.cannotFindHost), context: self.context) == .retry)
+        #expect(classifier.decision(for: URLError(.badURL), context: self.context) == .doNotRetry)
+        #expect(
+            classifier.decision(for: URLError(.cancelled), context: self.context) == .doNotRetry)
+        #expect(
+            classifier.decision(for: HTTPResponseError(statusCode: 401), context: self.context)
+                == .doNotRetry(because: .authenticationRequired))
+    }
+
+    @Test func policyReportsAuthenticationRequiredAsTheStopReason() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, clock: TestClock())
+        let outcome = await policy.outcome { () async throws -> Int in
+            throw HTTPResponseError(statusCode: 401)
+        }
+        #expect(outcome.attempts == 1)
+        #expect(outcome.stopReason == .authenticationRequired)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Resilience
+import Testing
+
+@Suite struct URLErrorCategoryTests {
+    @Test(arguments: [
+        URLError.Code.cannotFindHost, .cannotConnectToHost, .dnsLookupFailed, .notConnectedToInternet,
+        .internationalRoamingOff, .callIsActive, .dataNotAllowed,
+    ])
+    func connectionFailuresMeanTheRequestWasNotSent(code: URLError.Code) {
+        #expect(URLErrorCategory(code: code) == .requestNotSent)
+        #expect(URLErrorCategory(code: code).isTransient)
+    }
+
+    @Test(arguments: [
+        URLError.Code.timedOut, .networkConnectionLost, .badServerResponse, .cannotParseResponse,
+        .zeroByteResource,
+    ])
+    func midFlightFailuresMeanTheRequestMayHaveBeenSent(code: URLError.Code) {
+        #expect(URLErrorCategory(code: code) == .requestMayHaveBeenSent)
+        #expect(URLErrorCategory(code: code).isTransient)
+    }
+
+    @Test(arguments: [URLError.Code.userAuthenticationRequired, .userCancelledAuthentication])
+    func credentialFailuresNeedAuthentication(code: URLError.Code) {
+        #expect(URLErrorCategory(code: code) == .authenticationRequired)
+        #expect(!URLErrorCategory(code: code).isTransient)
+    }
+
+    @Test(arguments: [
+        URLError.Code.badURL, .unsupportedURL, .cancelled, .serverCertificateUntrusted,
+        .serverCertificateHasBadDate, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
+        .clientCertificateRejected, .clientCertificateRequired, .secureConnectionFailed,
+        .httpTooManyRedirects, .redirectToNonExistentLocation, .fileDoesNotExist,
+        .appTransportSecurityRequiresSecureConnection, .dataLengthExceedsMaximum, .unknown,
+    ])
+    func everythingElseIsPermanent(code: URLError.Code) {
+        #expect(URLErrorCategory(code: code) == .permanent)
+        #expect(!URLErrorCategory(code: code).isTransient)
+    }
+
+    @Test func recognizesURLErrorsAndNSErrorsInTheURLDomain() {
+        #expect(URLErrorCategory(URLError(.timedOut)) == .requestMayHaveBeenSent)
+        let bridged = NSError(domain: NSURLErrorDomain, code: URLError.Code.cannotConnectToHost.rawValue)
+        #expect(URLErrorCategory(bridged) == .requestNotSent)
+    }
+
+    @Test func findsAURLErrorUnderAnotherError() {
+        let wrapper = NSError(
+            domain: "SDKErrorDomain", code: 9,
+            userInfo: [NSUnderlyingErrorKey: NSError(domain: NSURLErrorDomain, code: URLError.Code.timedOut.rawValue)])
+        #expect(URLErrorCategory(wrapper) == .requestMayHaveBeenSent)
+    }
+
+    @Test func otherErrorsHaveNoCategory() {
+        struct Unrelated: Error {}
+        #expect(URLErrorCategory(Unrelated()) == nil)
+        #expect(URLErrorCategory(CancellationError()) == nil)
+        #expect(URLErrorCategory(NSError(domain: "Other", code: -1001)) == nil)
+    }
+}
