@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""A scripted HTTP server for the integration tests: it fails on purpose, in
+sequences the test asks for, and counts every request it receives.
+
+It binds 127.0.0.1 on a free port, prints the port on its first line of
+standard output, and serves until it is terminated or its standard input
+closes (so it never outlives the test process that started it).
+
+Paths (GET or POST; KEY is any name the test picks, counted separately):
+  /fail/KEY?times=N&status=S&retry_after=R
+      the first N requests answer status S (default 503), with a Retry-After
+      header when R is given; later requests answer 200 "ok".
+  /drop/KEY?times=N
+      the first N requests (default: all) are read and then the connection is
+      closed without any response; later requests answer 200 "ok".
+  /slow/KEY?times=N&delay=D
+      the first N requests (default: all) wait D seconds (default 3) before
+      answering 200 "slow"; later requests answer 200 "ok" at once.
+  /_count/KEY
+      the number of requests received so far for KEY, as plain text; not counted.
+
+Responses use HTTP/1.0 and close the connection, so a client never reuses one.
+"""
+
+import http.server
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from urllib.parse import parse_qs, urlsplit
+
+counts = {}
+counts_lock = threading.Lock()
+
+
+def record(key):
+    """Counts one request for key and returns its number, 1 for the first."""
+    with counts_lock:
+        counts[key] = counts.get(key, 0) + 1
+        return counts[key]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self):
+        self.handle_request()
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.handle_request()
+
+    def handle_request(self):
+        url = urlsplit(self.path)
+        parts = url.path.strip("/").split("/", 1)
+        if len(parts) != 2:
+            self.answer(404, "unknown path\n")
+            return
+        behaviour, key = parts
+        query = {name: values[-1] for name, values in parse_qs(url.query).items()}
+
+        if behaviour == "_count":
+            with counts_lock:
+                count = counts.get(key, 0)
+            self.answer(200, f"{count}\n")
+            return
+
+        number = record(key)
+        times = int(query.get("times", "1000000"))
+        if behaviour == "fail":
+            if number <= times:
+                status = int(query.get("status", "503"))
+                headers = {}
+                if "retry_after" in query:
+                    headers["Retry-After"] = query["retry_after"]
+                self.answer(status, f"scripted failure {number}\n", headers)
+            else:
+                self.answer(200, "ok\n")
+        elif behaviour == "drop":
+            if number <= times:
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            else:
+                self.answer(200, "ok\n")
+        elif behaviour == "slow":
+            if number <= times:
+                time.sleep(float(query.get("delay", "3")))
+                self.answer(200, "slow\n")
+            else:
+                self.answer(200, "ok\n")
+        else:
+            self.answer(404, "unknown behaviour\n")
+
+    def answer(self, status, body, headers=None):
+        data = body.encode()
+        try:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass  # The client gave up (a timeout test); nothing to do.
+
+    def log_message(self, format, *args):
+        pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # Dropped and timed-out connections are the point here.
+
+
+def exit_when_stdin_closes():
+    sys.stdin.read()
+    os._exit(0)
+
+
+def main():
+    # A Swift test process passes down a mask that blocks most signals; clear it
+    # so that SIGTERM works as usual.
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    server = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

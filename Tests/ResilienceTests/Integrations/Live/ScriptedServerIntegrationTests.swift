@@ -1,0 +1,208 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Retry policies against the scripted Python server, through the real
+/// `URLSession`; request counts come from the server's own counter.
+///
+/// The policies back off by zero on a test clock, so retries run at once; the
+/// only real waiting is the one-second request timeout of the slow-answer tests.
+@Suite(.timeLimit(.minutes(1)))
+struct ScriptedServerIntegrationTests {
+    private func makePolicy(
+        maximumAttempts: Int = 3, classifier: some RetryClassifier = DefaultRetryClassifier()
+    ) throws -> RetryPolicy {
+        try RetryPolicy(
+            maximumAttempts: maximumAttempts, backoff: .constant(.zero), jitter: .none, classifier: classifier,
+            clock: TestClock())
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func failuresFollowedBySuccessAreRetriedUntilItSucceeds() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/fail/twice?times=2&status=503"))
+        let (data, _) = try await policy.data(for: request, session: session)
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        #expect(try await server.requestCount(for: "twice") == 3)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func persistentFailuresUseExactlyTheAllowedAttempts() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/fail/always?times=100&status=502"))
+        let error = try await #require(throws: HTTPResponseError.self) {
+            try await policy.data(for: request, session: session)
+        }
+        #expect(error.statusCode == 502)
+        #expect(error.bodyExcerpt == "scripted failure 3\n")
+        #expect(try await server.requestCount(for: "always") == 3)
+        #expect(await policy.statistics.stopReasons[.exhausted] == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func clientErrorsAreNotRetried() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/fail/missing?times=100&status=404"))
+        let error = try await #require(throws: HTTPResponseError.self) {
+            try await policy.data(for: request, session: session)
+        }
+        #expect(error.statusCode == 404)
+        #expect(try await server.requestCount(for: "missing") == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func postIsRetriedOn503ButNotOn500() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let unavailable = LiveServerSupport.request(server.url("/fail/post503?times=1&status=503"), method: "POST")
+        #expect(try await policy.data(for: unavailable, session: session).response.statusCode == 200)
+        #expect(try await server.requestCount(for: "post503") == 2)
+
+        let broken = LiveServerSupport.request(server.url("/fail/post500?times=1&status=500"), method: "POST")
+        let error = try await #require(throws: HTTPResponseError.self) {
+            try await policy.data(for: broken, session: session)
+        }
+        #expect(error.statusCode == 500)
+        #expect(try await server.requestCount(for: "post500") == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func droppedConnectionIsRetriedForGET() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/drop/get?times=1"))
+        let (data, _) = try await policy.data(for: request, session: session)
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        #expect(try await server.requestCount(for: "get") == 2)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func postWhoseConnectionDropsIsNotRetriedByDefault() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/drop/post"), method: "POST")
+        let error = try await #require(throws: URLError.self) {
+            try await policy.data(for: request, session: session)
+        }
+        // Linux reports the drop as badServerResponse, Apple platforms as networkConnectionLost.
+        #expect(URLErrorCategory(code: error.code) == .requestMayHaveBeenSent)
+        #expect(try await server.requestCount(for: "post") == 1)
+        #expect(await policy.statistics.stopReasons[.notRetryable] == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func postWhoseConnectionDropsIsRetriedWhenTheCallerOptsIn() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/drop/optin"), method: "POST")
+        await #expect(throws: URLError.self) {
+            try await policy.data(for: request, session: session, allowsNonIdempotentRetries: true)
+        }
+        #expect(try await server.requestCount(for: "optin") == 3)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func explicitClassifierForAPOSTStopsAfterADrop() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let request = LiveServerSupport.request(server.url("/drop/explicit"), method: "POST")
+        let policy = try self.makePolicy(maximumAttempts: 3, classifier: HTTPRetryClassifier(request: request))
+
+        let outcome = await policy.outcome {
+            let (data, response) = try await session.data(for: request)
+            return try HTTPResponseValidation.validate(data, response).data
+        }
+        #expect(outcome.attempts == 1)
+        #expect(outcome.stopReason == .notRetryable)
+        #expect(try await server.requestCount(for: "explicit") == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func slowAnswerTimesOutAndIsRetriedForGET() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/slow/get?times=1&delay=4"), timeout: 1)
+        let (data, _) = try await policy.data(for: request, session: session)
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        #expect(try await server.requestCount(for: "get") == 2)
+        #expect(await policy.statistics.failedAttempts == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func slowPostTimesOutAndIsNotRetried() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(server.url("/slow/post?times=1&delay=4"), method: "POST", timeout: 1)
+        let error = try await #require(throws: URLError.self) {
+            try await policy.data(for: request, session: session)
+        }
+        #expect(error.code == .timedOut)
+        #expect(try await server.requestCount(for: "post") == 1)
+    }
+}
+
+/// Failures before any server is reached.
+@Suite(.timeLimit(.minutes(1)))
+struct UnreachableServerIntegrationTests {
+    @Test func refusedConnectionIsRetriedEvenForAPOST() async throws {
+        let port = try LiveServerSupport.freeLoopbackPort()  // nothing listens here
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let request = LiveServerSupport.request(URL(string: "http://127.0.0.1:\(port)/orders")!, method: "POST")
+        let policy = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none,
+            classifier: HTTPRetryClassifier(request: request), clock: TestClock())
+
+        let outcome = await policy.outcome { try await session.data(for: request) }
+        #expect(outcome.attempts == 3)
+        #expect(outcome.stopReason == .exhausted)
+        let error = try #require(throws: URLError.self) { try outcome.get() }
+        #expect(URLErrorCategory(code: error.code) == .requestNotSent)
+    }
+}
