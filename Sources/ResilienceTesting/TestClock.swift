@@ -108,7 +108,10 @@ public final class TestClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                enum Action { case resume, cancel, park([CheckedContinuation<Void, Never>]) }
+                enum Action {
+                    case resume, cancel
+                    case park([CheckedContinuation<Void, Never>])
+                }
                 let action: Action = self.state.withLock { state in
                     if state.cancelledBeforeSleeping.remove(id) != nil { return .cancel }
                     if deadline <= state.now { return .resume }
@@ -118,7 +121,8 @@ public final class TestClock: Clock, Sendable {
                 switch action {
                 case .resume: continuation.resume()
                 case .cancel: continuation.resume(throwing: CancellationError())
-                case .park(let waiters): waiters.forEach { $0.resume() }
+                case .park(let waiters):
+                    for waiter in waiters { waiter.resume() }
                 }
             }
         } onCancel: {
