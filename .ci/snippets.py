@@ -28,7 +28,7 @@ and GitHub do not render them):
 A block that does not import `Resilience` gets the import added. Compiler
 messages point at the Markdown file and line, through `#sourceLocation`.
 
-Usage: .ci/snippets.py [--list] [--keep] [FILE.md ...]
+Usage: .ci/snippets.py [--list] [FILE.md ...]
 Without files it checks README.md and every Sources/*/*.docc/**/*.md.
 """
 
@@ -48,7 +48,8 @@ WORK = os.path.join(ROOT, ".build-snippets")
 PACKAGE = os.path.join(WORK, "package")
 PRELUDES = os.path.join(ROOT, ".ci", "snippet-preludes")
 
-FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
+# Any indentation: a fence inside a list item is indented, and must not be missed.
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
 MARKER = re.compile(r"^\s*<!--\s*snippet:\s*(?P<body>.*?)\s*-->\s*$")
 
 
