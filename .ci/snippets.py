@@ -39,6 +39,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -222,11 +223,24 @@ let package = Package(
         handle.write(manifest)
 
 
-def run(arguments: list[str]) -> None:
+def run(arguments: list[str], timeout: int) -> None:
     print("+ " + " ".join(arguments), flush=True)
-    result = subprocess.run(arguments, cwd=ROOT)
-    if result.returncode != 0:
-        fail(f"'{' '.join(arguments[:3])} …' failed with exit code {result.returncode}")
+    # Its own process group, so that a timeout also ends the test runner it spawns.
+    process = subprocess.Popen(arguments, cwd=ROOT, start_new_session=True)
+    try:
+        returncode = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # SIGINT first: `swift test` then stops the test runner, which it starts
+        # in a process group of its own.
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        fail(f"'{' '.join(arguments[:3])} …' took more than {timeout} s; does an example hang?")
+    if returncode != 0:
+        fail(f"'{' '.join(arguments[:3])} …' failed with exit code {returncode}")
 
 
 def main() -> None:
@@ -259,9 +273,9 @@ def main() -> None:
 
     write_package(units)
     scratch = ["--package-path", PACKAGE, "--scratch-path", os.path.join(WORK, "build")]
-    run(["swift", "build", *scratch, "--build-tests", "-Xswiftc", "-warnings-as-errors"])
+    run(["swift", "build", *scratch, "--build-tests", "-Xswiftc", "-warnings-as-errors"], timeout=1_200)
     if any(unit.is_test for unit in units):
-        run(["swift", "test", *scratch, "--skip-build"])
+        run(["swift", "test", *scratch, "--skip-build"], timeout=int(os.environ.get("SNIPPETS_TEST_TIMEOUT", "300")))
     print(f"snippets: all {len(units)} units compile")
 
 
