@@ -50,7 +50,9 @@ public final class TestClock: Clock, Sendable {
     }
 
     private struct Waiter {
+        /// The number of parked sleepers, or of sleep requests ever made, that wakes this waiter.
         var count: Int
+        var countsRequests: Bool
         var continuation: CheckedContinuation<Void, Never>
     }
 
@@ -66,7 +68,8 @@ public final class TestClock: Clock, Sendable {
         mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
             var ready: [CheckedContinuation<Void, Never>] = []
             self.waiters.removeAll { waiter in
-                guard self.sleepers.count >= waiter.count else { return false }
+                let reached = waiter.countsRequests ? self.sleepRequests.count : self.sleepers.count
+                guard reached >= waiter.count else { return false }
                 ready.append(waiter.continuation)
                 return true
             }
@@ -101,14 +104,19 @@ public final class TestClock: Clock, Sendable {
     ///
     /// - Throws: `CancellationError` as soon as the sleeping task is cancelled.
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        let id = self.state.withLock { state in
+        let (id, ready) = self.state.withLock { state in
             state.nextID += 1
             state.sleepRequests.append(state.now.duration(to: deadline))
-            return state.nextID
+            return (state.nextID, state.satisfiedWaiters())
         }
+        for waiter in ready { waiter.resume() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                enum Action { case resume, cancel, park([CheckedContinuation<Void, Never>]) }
+                enum Action {
+                    case resume
+                    case cancel
+                    case park([CheckedContinuation<Void, Never>])
+                }
                 let action: Action = self.state.withLock { state in
                     if state.cancelledBeforeSleeping.remove(id) != nil { return .cancel }
                     if deadline <= state.now { return .resume }
@@ -118,7 +126,8 @@ public final class TestClock: Clock, Sendable {
                 switch action {
                 case .resume: continuation.resume()
                 case .cancel: continuation.resume(throwing: CancellationError())
-                case .park(let waiters): waiters.forEach { $0.resume() }
+                case .park(let waiters):
+                    for waiter in waiters { waiter.resume() }
                 }
             }
         } onCancel: {
@@ -160,10 +169,25 @@ public final class TestClock: Clock, Sendable {
     /// This is the synchronization point tests use instead of yielding and hoping:
     /// it returns exactly when the code under test has reached its sleep.
     public func waitForSleepers(count: Int = 1) async {
+        await self.wait(until: count, countsRequests: false)
+    }
+
+    /// Suspends until at least `count` sleeps have been requested since the clock was made.
+    ///
+    /// Use it when a sleeper from an earlier step may still be parked, so that the
+    /// number of parked sleepers cannot tell whether the next sleep has begun.
+    /// Advancing the clock as soon as this returns is safe: a sleep whose deadline
+    /// has already passed when it parks returns at once.
+    public func waitForSleepRequests(count: Int) async {
+        await self.wait(until: count, countsRequests: true)
+    }
+
+    private func wait(until count: Int, countsRequests: Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready: Bool = self.state.withLock { state in
-                if state.sleepers.count >= count { return true }
-                state.waiters.append(Waiter(count: count, continuation: continuation))
+                let reached = countsRequests ? state.sleepRequests.count : state.sleepers.count
+                if reached >= count { return true }
+                state.waiters.append(Waiter(count: count, countsRequests: countsRequests, continuation: continuation))
                 return false
             }
             if ready { continuation.resume() }

@@ -14,7 +14,7 @@
 /// }
 /// ```
 public protocol RetryObserver: Sendable {
-    /// An attempt failed; `event.decision` says what the policy made of it.
+    /// An attempt failed; the event carries its error and any HTTP status or hint it reported.
     func attemptFailed(_ event: RetryAttemptFailedEvent)
     /// The policy will wait `event.delay` and try again.
     func retryScheduled(_ event: RetryScheduledEvent)

@@ -75,7 +75,7 @@ public actor RetryPolicy {
         maximumAttempts: Int = 3,
         backoff: Backoff = .default,
         jitter: Jitter = .default,
-        classifier: some RetryClassifier = DefaultRetryClassifier(),
+        classifier: any RetryClassifier = DefaultRetryClassifier(),
         deadline: Duration? = nil,
         maximumRetryAfter: Duration = .seconds(60),
         budget: RetryBudget? = nil,
@@ -212,13 +212,15 @@ public actor RetryPolicy {
                 pendingFailure = nil
             } else {
                 if Task.isCancelled {
-                    return await self.finish(isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
+                    return await self.finish(
+                        isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
                 }
                 var remaining: Duration?
                 if let deadline = self.deadline {
                     let left = deadline - (self.clock.now() - start)
                     if left <= .zero, let lastError = call.lastError {
-                        return await self.finish(isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
+                        return await self.finish(
+                            isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
                     }
                     remaining = left
                 }
@@ -240,7 +242,8 @@ public actor RetryPolicy {
                 do {
                     try await self.clock.sleepUntil(self.clock.now() + delay)
                 } catch {
-                    return await self.finish(isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
+                    return await self.finish(
+                        isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
                 }
             }
         }
@@ -272,13 +275,15 @@ public actor RetryPolicy {
         if let hint { call.lastHint = hint }
 
         if error is CancellationError || Task.isCancelled {
-            self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+            self.observer?.attemptFailed(
+                .init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
             return .stop(.cancelled)
         }
         if status == 429 {
             // Server pushback: it costs budget like any retryable failure, and is never retried.
             self.budget?.recordFailure()
-            self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+            self.observer?.attemptFailed(
+                .init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
             return .stop(.tooManyRequests)
         }
 
@@ -322,7 +327,9 @@ public actor RetryPolicy {
             var error: (any Error)?
             if case .failure(let failure) = result { error = failure }
             observer.callFinished(
-                .init(attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint, elapsed: elapsed, error: error))
+                .init(
+                    attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint, elapsed: elapsed,
+                    error: error))
         }
         if reason != .succeeded || call.attempts > 1 {
             let failed = reason == .succeeded ? call.attempts - 1 : call.attempts

@@ -1,0 +1,84 @@
+import Foundation
+import Resilience
+import Testing
+
+@Suite("Retry-After header")
+struct RetryAfterHeaderTests {
+    /// 1994-11-06 08:49:37 UTC, the instant of RFC 9110's example dates.
+    static let exampleInstant = Date(timeIntervalSince1970: 784_111_777)
+
+    @Test func delaySecondsAreSecondsFromReceipt() {
+        #expect(RetryAfterHeader.delay(parsing: "120") == .seconds(120))
+        #expect(RetryAfterHeader.delay(parsing: "0") == .zero)
+        #expect(RetryAfterHeader.delay(parsing: " 7\t") == .seconds(7))
+        #expect(RetryAfterHeader.delay(parsing: "007") == .seconds(7))
+    }
+
+    @Test(arguments: [
+        "Sun, 06 Nov 1994 08:49:37 GMT",  // IMF-fixdate
+        "Sunday, 06-Nov-94 08:49:37 GMT",  // obsolete RFC 850
+        "Sun Nov  6 08:49:37 1994",  // asctime
+    ])
+    func allThreeDateFormsNameTheSameInstant(value: String) {
+        let receivedAt = Self.exampleInstant.addingTimeInterval(-90)
+        #expect(RetryAfterHeader.delay(parsing: value, receivedAt: receivedAt) == .seconds(90))
+        let date = RetryAfterHeader.date(parsing: value, relativeTo: receivedAt)
+        #expect(date == Self.exampleInstant)
+    }
+
+    @Test func asctimeWithATwoDigitDay() {
+        let receivedAt = Date(timeIntervalSince1970: 784_111_777 + 10 * 86_400 - 60)
+        #expect(RetryAfterHeader.delay(parsing: "Wed Nov 16 08:49:37 1994", receivedAt: receivedAt) == .seconds(60))
+    }
+
+    @Test func dateInThePastMeansRetryNow() {
+        let receivedAt = Self.exampleInstant.addingTimeInterval(3_600)
+        #expect(RetryAfterHeader.delay(parsing: "Sun, 06 Nov 1994 08:49:37 GMT", receivedAt: receivedAt) == .zero)
+    }
+
+    @Test func rfc850TwoDigitYearsAreInterpretedWithinFiftyYears() {
+        let now = Date(timeIntervalSince1970: 1_795_000_000)  // 2026-11
+        let date = RetryAfterHeader.date(parsing: "Monday, 23-Nov-26 10:00:00 GMT", relativeTo: now)
+        let expected = Date(timeIntervalSince1970: 1_795_428_000)  // 2026-11-23 10:00:00 UTC
+        #expect(date == expected)
+        // "94" is more than 50 years ahead as 2094, so it means 1994.
+        #expect(
+            RetryAfterHeader.date(parsing: "Sunday, 06-Nov-94 08:49:37 GMT", relativeTo: now) == Self.exampleInstant)
+    }
+
+    @Test func leapDayIsAcceptedOnlyInLeapYears() {
+        #expect(RetryAfterHeader.date(parsing: "Thu, 29 Feb 2024 00:00:00 GMT") != nil)
+        #expect(RetryAfterHeader.date(parsing: "Sat, 29 Feb 2025 00:00:00 GMT") == nil)
+    }
+
+    @Test(arguments: [
+        "",  // empty
+        "   ",  // only spaces
+        "-1",  // negative
+        "+5",  // explicit sign
+        "1.5",  // fractional
+        "120s",  // unit suffix
+        "12 0",  // inner space
+        "99999999999999999999999",  // overflows 64 bits
+        "0x10",  // hexadecimal
+        "soon",  // garbage
+        "Sun, 06 Nov 1994 08:49:37 UTC",  // wrong zone
+        "Sun, 6 Nov 1994 08:49:37 GMT",  // one-digit day in IMF-fixdate
+        "Sun, 06 nov 1994 08:49:37 GMT",  // lower-case month
+        "Sun, 31 Nov 1994 08:49:37 GMT",  // impossible day
+        "Sun, 06 Nov 1994 24:00:00 GMT",  // impossible hour
+        "Sun, 06 Nov 1994 08:49:37 GMT extra",  // trailing garbage
+        "Funday, 06-Nov-94 08:49:37 GMT",  // unknown day name
+        "Sun Nov 6 08:49:37 1994",  // asctime without the padding space
+        "١٢٠",  // non-ASCII digits
+    ])
+    func malformedValuesAreIgnored(value: String) {
+        #expect(RetryAfterHeader.delay(parsing: value, receivedAt: Self.exampleInstant) == nil)
+    }
+
+    @Test func hugeButValidDelayIsClampedNotFatal() throws {
+        let delay = try #require(RetryAfterHeader.delay(parsing: "9223372036854775807"))
+        #expect(delay > .seconds(1_000_000_000))
+        #expect(delay <= .seconds(Int64.max / 1_000_000_000))
+    }
+}

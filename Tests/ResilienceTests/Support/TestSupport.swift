@@ -1,0 +1,61 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+
+/// A thread-safe counter tests share with operations under test.
+final class Counter: Sendable {
+    private let storage = Lock(0)
+
+    /// The current count.
+    var value: Int { self.storage.withLock { $0 } }
+
+    /// Adds one and returns the new count.
+    @discardableResult
+    func increment() -> Int {
+        self.storage.withLock { count in
+            count += 1
+            return count
+        }
+    }
+}
+
+/// A thread-safe log of values, for recording events in order.
+final class Recorder<Element: Sendable>: Sendable {
+    private let storage = Lock<[Element]>([])
+
+    /// Everything recorded so far, in order.
+    var values: [Element] { self.storage.withLock { $0 } }
+
+    /// Appends `element`.
+    func record(_ element: Element) {
+        self.storage.withLock { $0.append(element) }
+    }
+}
+
+/// A failure that classifiers treat as transient.
+struct TransientError: Error, Equatable {
+    var id = 0
+}
+
+/// A failure that says it is permanent.
+struct PermanentError: RetryableError, Equatable {
+    var isRetryable: Bool { false }
+}
+
+/// An HTTP-shaped failure with an optional retry-after hint.
+struct StatusError: HTTPStatusReporting, RetryAfterProviding, Equatable {
+    var status: Int
+    var hint: Duration?
+
+    var httpStatusCode: Int? { self.status }
+    var retryAfter: Duration? { self.hint }
+}
+
+/// Advances `clock` through `count` consecutive sleeps, waiting for each one to be requested first.
+func advanceThroughSleeps(_ clock: TestClock, count: Int) async {
+    for _ in 0..<count {
+        await clock.waitForSleepers(count: 1)
+        let pending = clock.sleepRequests.last ?? .zero
+        clock.advance(by: pending)
+    }
+}
