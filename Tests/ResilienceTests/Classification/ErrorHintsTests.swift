@@ -67,7 +67,8 @@ struct ClassifierTests {
         #expect(DefaultRetryClassifier().decision(for: StatusError(status: status), context: self.context) == .retry)
     }
 
-    @Test(arguments: [400, 401, 403, 404, 409, 422, 501, 505])
+    // 401 and 407 stop too, with their own reason: see HTTPRetryClassifierTests.
+    @Test(arguments: [400, 403, 404, 409, 422, 501, 505])
     func defaultStopsOnOtherStatuses(status: Int) {
         #expect(
             DefaultRetryClassifier().decision(for: StatusError(status: status), context: self.context) == .doNotRetry)

@@ -58,7 +58,10 @@ import Testing
             userInfo: [CloudKitErrorCode.partialErrorsKey: ["X": cloudKitError(.serverResponseLost)]])
         #expect(try #require(CloudKitPartialFailure(error)).failedItemIDs(as: String.self) == ["X"])
         let idempotent = CloudKitRetryClassifier(operationIsIdempotent: true)
-        #expect(try #require(CloudKitPartialFailure(error, classifier: idempotent)).retryableItemIDs(as: String.self) == ["X"])
+        #expect(
+            try #require(CloudKitPartialFailure(error, classifier: idempotent)).retryableItemIDs(as: String.self) == [
+                "X"
+            ])
     }
 
     @Test func itemErrorsFromOtherDomainsFailForGood() throws {
@@ -72,7 +75,9 @@ import Testing
         let failure = try #require(CloudKitPartialFailure(cloudKitError(.partialFailure)))
         #expect(failure.retryableItems.isEmpty && failure.failedItems.isEmpty)
         #expect(!failure.isRetryable)
-        #expect(CloudKitRetryClassifier().decision(for: cloudKitError(.partialFailure), context: self.context) == .doNotRetry)
+        #expect(
+            CloudKitRetryClassifier().decision(for: cloudKitError(.partialFailure), context: self.context)
+                == .doNotRetry)
     }
 
     @Test func otherErrorsAreNotPartialFailures() {

@@ -81,10 +81,10 @@ func cloudKitError(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> 
         let policy = try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.milliseconds(100)), jitter: .none,
             classifier: CloudKitRetryClassifier(), clock: clock)
-        let attempts = AttemptTally()
+        let attempts = Counter()
         let call = Task {
             try await policy.execute {
-                if attempts.next() == 1 {
+                if attempts.increment() == 1 {
                     throw cloudKitError(.requestRateLimited, userInfo: [ErrorHints.cloudKitRetryAfterKey: 3.5])
                 }
                 return "saved"
@@ -94,7 +94,7 @@ func cloudKitError(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> 
         #expect(clock.sleepRequests == [.milliseconds(3_500)])
         clock.advance(by: .milliseconds(3_500))
         #expect(try await call.value == "saved")
-        #expect(attempts.count == 2)
+        #expect(attempts.value == 2)
     }
 
     @Test func policyStopsAtOnceOnAPermissionFailure() async throws {

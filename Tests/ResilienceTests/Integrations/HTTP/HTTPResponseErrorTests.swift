@@ -90,10 +90,10 @@ import Testing
         let clock = TestClock()
         let policy = try RetryPolicy(
             maximumAttempts: 2, backoff: .constant(.milliseconds(10)), jitter: .none, clock: clock)
-        let attempts = AttemptTally()
+        let attempts = Counter()
         let call = Task {
             try await policy.execute {
-                if attempts.next() == 1 {
+                if attempts.increment() == 1 {
                     throw HTTPResponseError(statusCode: 503, headers: ["Retry-After": "7"])
                 }
                 return "ok"
@@ -103,18 +103,18 @@ import Testing
         #expect(clock.sleepRequests == [.seconds(7)])
         clock.advance(by: .seconds(7))
         #expect(try await call.value == "ok")
-        #expect(attempts.count == 2)
+        #expect(attempts.value == 2)
     }
 
     @Test func policyStopsOnA429AndSurfacesItsHint() async throws {
         let policy = try RetryPolicy(maximumAttempts: 5, clock: TestClock())
-        let attempts = AttemptTally()
+        let attempts = Counter()
         let outcome = await policy.outcome {
-            _ = attempts.next()
+            attempts.increment()
             throw HTTPResponseError(statusCode: 429, headers: ["Retry-After": "30"])
         }
         #expect(outcome.attempts == 1)
-        #expect(attempts.count == 1)
+        #expect(attempts.value == 1)
         #expect(outcome.stopReason == .tooManyRequests)
         #expect(outcome.retryAfter == .seconds(30))
     }

@@ -96,7 +96,8 @@ struct NginxIntegrationTests {
         defer { session.invalidateAndCancel() }
         let policy = try RetryPolicy(clock: TestClock())
 
-        let (data, response) = try await policy.data(for: LiveServerSupport.request(server.url("/ok")), session: session)
+        let (data, response) = try await policy.data(
+            for: LiveServerSupport.request(server.url("/ok")), session: session)
         #expect(response.statusCode == 200)
         #expect(String(decoding: data, as: UTF8.self) == "ok\n")
         #expect(try await server.loggedRequests() == ["GET /ok 200"])

@@ -10,7 +10,8 @@ import Foundation
 /// its side, exposed at `/_count/KEY`.
 final class ScriptedHTTPServer {
     /// The Python interpreter, if installed.
-    static let python = LiveServerSupport.executable(named: "python3", extraDirectories: ["/usr/bin", "/usr/local/bin"])
+    static let python = LiveServerSupport.executable(
+        named: "python3", extraDirectories: ["/usr/bin", "/usr/local/bin"])
 
     /// Whether the tests can use the server here, or must fail trying (in CI).
     static var canRun: Bool { Self.python != nil || LiveServerSupport.isCI }

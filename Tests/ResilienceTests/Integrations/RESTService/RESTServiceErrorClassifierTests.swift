@@ -89,7 +89,8 @@ import Testing
     }
 
     @Test func describesAllItsFields() {
-        let error = RESTServiceError(sdkCode: 503, httpStatus: 409, serverErrorCode: "USER_ALREADY_EXISTS", message: "taken")
+        let error = RESTServiceError(
+            sdkCode: 503, httpStatus: 409, serverErrorCode: "USER_ALREADY_EXISTS", message: "taken")
         #expect(error.description == "REST error (code 503, HTTP 409, USER_ALREADY_EXISTS): taken")
     }
 
@@ -97,12 +98,12 @@ import Testing
         let policy = try RetryPolicy(
             maximumAttempts: 5, classifier: RESTServiceErrorClassifier(sdkCodeDecisions: [1: .retry]),
             clock: TestClock())
-        let attempts = AttemptTally()
+        let attempts = Counter()
         let outcome = await policy.outcome { () async throws -> Int in
-            _ = attempts.next()
+            attempts.increment()
             throw RESTServiceError(sdkCode: 1, httpStatus: 429, retryAfter: .seconds(60))
         }
-        #expect(attempts.count == 1)
+        #expect(attempts.value == 1)
         #expect(outcome.stopReason == .tooManyRequests)
         #expect(outcome.retryAfter == .seconds(60))
     }
@@ -111,12 +112,12 @@ import Testing
         let policy = try RetryPolicy(
             maximumAttempts: 5, classifier: RESTServiceErrorClassifier(tokenRefreshFailureCodes: [self.refreshFailed]),
             clock: TestClock())
-        let attempts = AttemptTally()
+        let attempts = Counter()
         let outcome = await policy.outcome { () async throws -> Int in
-            _ = attempts.next()
+            attempts.increment()
             throw RESTServiceError(sdkCode: self.refreshFailed, httpStatus: 400, serverErrorCode: "invalid_grant")
         }
-        #expect(attempts.count == 1)
+        #expect(attempts.value == 1)
         #expect(outcome.stopReason == .authenticationRequired)
     }
 
@@ -124,9 +125,11 @@ import Testing
         let policy = try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, classifier: RESTServiceErrorClassifier(),
             clock: TestClock())
-        let attempts = AttemptTally()
+        let attempts = Counter()
         let outcome = await policy.outcome {
-            if attempts.next() < 3 { throw RESTServiceError(httpStatus: 503, serverErrorCode: "SERVICE_UNAVAILABLE") }
+            if attempts.increment() < 3 {
+                throw RESTServiceError(httpStatus: 503, serverErrorCode: "SERVICE_UNAVAILABLE")
+            }
             return "profile"
         }
         #expect(try outcome.get() == "profile")

@@ -34,7 +34,8 @@ import Testing
         #expect(SQLiteResultCode.busy.description == "SQLITE_BUSY (5)")
         #expect(SQLiteResultCode(rawValue: 773).description == "SQLite result 773 (SQLITE_BUSY)")
         #expect(SQLiteResultCode(rawValue: 4_242).description == "SQLite result 4242")
-        #expect(SQLiteError(code: 5, message: "database is locked").description == "SQLITE_BUSY (5): database is locked")
+        #expect(
+            SQLiteError(code: 5, message: "database is locked").description == "SQLITE_BUSY (5): database is locked")
     }
 
     @Test func readsCodesFromOtherLibrariesErrors() {
@@ -50,10 +51,10 @@ import Testing
     @Test func transactionRollsBackBeforeEachRetryAndCommitsOnce() async throws {
         let log = StatementLog()
         let policy = try RetryPolicy(maximumAttempts: 4, backoff: .constant(.zero), jitter: .none, clock: TestClock())
-        let attempts = AttemptTally()
-        let value = try await policy.writeTransaction(executeSQL: { log.record($0) }) {
+        let attempts = Counter()
+        let value = try await policy.writeTransaction(executeSQL: log.record) {
             log.record("INSERT")
-            if attempts.next() < 3 { throw SQLiteError(code: .busy) }
+            if attempts.increment() < 3 { throw SQLiteError(code: .busy) }
             return 42
         }
         #expect(value == 42)
@@ -69,7 +70,7 @@ import Testing
         let log = StatementLog()
         let policy = try RetryPolicy(maximumAttempts: 4, backoff: .constant(.zero), jitter: .none, clock: TestClock())
         await #expect(throws: SQLiteError(code: .constraintUnique)) {
-            try await policy.writeTransaction(beginStatement: "BEGIN", executeSQL: { log.record($0) }) {
+            try await policy.writeTransaction(beginStatement: "BEGIN", executeSQL: log.record) {
                 throw SQLiteError(code: .constraintUnique)
             }
         }
@@ -79,11 +80,11 @@ import Testing
     @Test func aBusyCommitIsRolledBackAndRetried() async throws {
         let log = StatementLog()
         let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: TestClock())
-        let commits = AttemptTally()
+        let commits = Counter()
         try await policy.writeTransaction(
             executeSQL: { statement in
                 log.record(statement)
-                if statement == "COMMIT", commits.next() == 1 { throw SQLiteError(code: .busy) }
+                if statement == "COMMIT", commits.increment() == 1 { throw SQLiteError(code: .busy) }
             },
             operation: { log.record("UPDATE") }
         )
