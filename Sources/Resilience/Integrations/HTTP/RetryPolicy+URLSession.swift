@@ -18,7 +18,7 @@ extension RetryPolicy {
     ///
     /// ```swift
     /// let policy = try RetryPolicy(maximumAttempts: 4)
-    /// let (data, _) = try await policy.data(for: URLRequest(url: statusURL), session: .shared)
+    /// let (data, _) = try await policy.data(for: URLRequest(url: statusURL))
     /// ```
     ///
     /// Bound each attempt with the request's `timeoutInterval` (or the session's
@@ -27,7 +27,7 @@ extension RetryPolicy {
     ///
     /// - Parameters:
     ///   - request: The request to send; its `httpMethod` decides what may be retried.
-    ///   - session: The session that sends it.
+    ///   - session: The session that sends it; `URLSession.shared` unless given.
     ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
     ///   - allowsNonIdempotentRetries: Resend a non-idempotent request even when the server may
     ///     have acted on it; set it only when the server deduplicates (an idempotency key).
@@ -37,7 +37,7 @@ extension RetryPolicy {
     ///   `CancellationError`.
     public func data(
         for request: URLRequest,
-        session: URLSession,
+        session: URLSession = .shared,
         acceptableStatusCodes: Range<Int> = HTTPResponseValidation.defaultAcceptableStatusCodes,
         allowsNonIdempotentRetries: Bool = false,
         isolation: isolated (any Actor)? = #isolation
