@@ -58,7 +58,7 @@ public struct CircuitBreakerWindow: Sendable, Hashable, CustomStringConvertible 
                 buckets >= 1 && buckets <= Self.maximumBuckets, "window.buckets", buckets,
                 "in 1...\(Self.maximumBuckets)")
             try ConfigurationError.require(
-                duration / buckets > .zero, "window.duration", duration,
+                duration >= .nanoseconds(buckets), "window.duration", duration,
                 "at least one nanosecond per bucket (\(buckets) buckets)")
         }
     }
