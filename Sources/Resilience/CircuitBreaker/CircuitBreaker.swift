@@ -79,7 +79,7 @@ public final class CircuitBreaker: Sendable {
     let clock: ElapsedClock
     let storage: CircuitBreakerStorage
     /// Whether a closed-state success with no failures pending needs no lock (the consecutive rule).
-    @usableFromInline let successNeedsNoLock: Bool
+    let successNeedsNoLock: Bool
     /// Whether calls read the clock when they start (a slow-call rule).
     let readsClockOnAdmission: Bool
     /// Whether a success reads the clock (a slow-call rule or a time window).

@@ -173,7 +173,8 @@ package struct CircuitBreakerStateMachine: Sendable {
         let slowStart = self.configuration.slowCallRule == nil ? nil : now
         switch self.phase {
         case .closed:
-            return (.permitted(CircuitBreakerPermit(generation: self.generation, ticket: 0, start: slowStart)), transition)
+            let permit = CircuitBreakerPermit(generation: self.generation, ticket: 0, start: slowStart)
+            return (.permitted(permit), transition)
         case .open(let until):
             return (.rejected(state: .open, retryAfter: until - now), transition)
         case .isolated:
@@ -186,7 +187,8 @@ package struct CircuitBreakerStateMachine: Sendable {
             self.nextTicket &+= 1
             if self.nextTicket == 0 { self.nextTicket = 1 }
             self.probes.append(Probe(ticket: ticket, leaseExpiry: now + self.configuration.probeLease))
-            return (.permitted(CircuitBreakerPermit(generation: self.generation, ticket: ticket, start: now)), transition)
+            let permit = CircuitBreakerPermit(generation: self.generation, ticket: ticket, start: now)
+            return (.permitted(permit), transition)
         }
     }
 

@@ -117,7 +117,8 @@ import Testing
     }
 
     @Test func pushbackIsOnByDefaultFor429() async throws {
-        let breaker = try CircuitBreaker(name: "default-pushback", tripRule: .consecutiveFailures(5), clock: TestClock())
+        let breaker = try CircuitBreaker(
+            name: "default-pushback", tripRule: .consecutiveFailures(5), clock: TestClock())
         await breaker.fail(with: HTTPFailure(status: 429, retryAfter: .seconds(5)))
         #expect(breaker.snapshot().remainingOpenTime == .seconds(5))
     }
@@ -142,7 +143,8 @@ import Testing
     }
 
     @Test func hintsAreCappedAtTheMaximum() async throws {
-        let breaker = try Self.breaker(tripRule: .consecutiveFailures(5), pushback: .tooManyRequests(maximum: .seconds(60)))
+        let breaker = try Self.breaker(
+            tripRule: .consecutiveFailures(5), pushback: .tooManyRequests(maximum: .seconds(60)))
         await breaker.fail(with: HTTPFailure(status: 429, retryAfter: .seconds(86_400)))
         #expect(breaker.snapshot().remainingOpenTime == .seconds(60))
     }
@@ -158,7 +160,8 @@ import Testing
 
     @Test func anUncountedFailureCausesNoPushback() async throws {
         let breaker = try Self.breaker(
-            tripRule: .consecutiveFailures(5), classifier: ClosureCircuitBreakerFailureClassifier { _ in false }, pushback: .anyRetryAfter())
+            tripRule: .consecutiveFailures(5), classifier: ClosureCircuitBreakerFailureClassifier { _ in false },
+            pushback: .anyRetryAfter())
         await breaker.fail(with: HTTPFailure(status: 429, retryAfter: .seconds(5)))
         #expect(breaker.state == .closed)
     }

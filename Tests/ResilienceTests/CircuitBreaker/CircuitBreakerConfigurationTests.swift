@@ -44,7 +44,8 @@ import Testing
                 tripRule: .failureRate(threshold: 0.5, window: .time(.nanoseconds(5), buckets: 10)))
         },
         .init(setting: "window.buckets") {
-            try CircuitBreakerConfiguration(tripRule: .failureRate(threshold: 0.5, window: .time(.seconds(1), buckets: 0)))
+            try CircuitBreakerConfiguration(
+                tripRule: .failureRate(threshold: 0.5, window: .time(.seconds(1), buckets: 0)))
         },
         .init(setting: "slowCallRule.threshold") {
             try CircuitBreakerConfiguration(slowCallRule: .slowerThan(.zero))
