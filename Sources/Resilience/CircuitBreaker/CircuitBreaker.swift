@@ -45,11 +45,13 @@
 /// ## Cost
 /// The operation runs in the caller's isolation, as with ``RetryPolicy``: a
 /// `@MainActor` caller may touch main-actor state inside it, and no call hops
-/// to another executor. While closed under the consecutive-failures rule, a
-/// call that succeeds reads one atomic word before and one after the operation:
-/// no lock, no clock, no allocation. Failures, failure-rate rules and the
-/// other states take the breaker's lock, briefly, never across the operation,
-/// an observer call or an await.
+/// to another executor. While closed under the consecutive-failures rule with
+/// no failure pending, a call that succeeds reads one atomic word before and
+/// one after the operation: no lock, no clock, no allocation (a slow-call rule
+/// adds two clock reads). Failures, failure-rate rules (which record every
+/// call, and read the clock for a time window) and the other states take the
+/// breaker's lock briefly, never across the operation, an observer call or an
+/// await.
 ///
 /// ## With a retry policy
 /// The two nest either way round, with different meanings:
