@@ -110,32 +110,6 @@ public actor RetryPolicy {
 
     // MARK: - Running operations
 
-    /// Runs `operation`, retrying its failures as the policy allows.
-    ///
-    /// - Parameters:
-    ///   - isolation: The actor the operation runs on; inferred from the caller.
-    ///   - operation: The work to attempt. It runs in the caller's isolation.
-    /// - Returns: The operation's value from the first attempt that succeeds.
-    /// - Throws: The error of the last attempt, unchanged, or `CancellationError` when
-    ///   the task was cancelled while waiting to retry.
-    @inlinable
-    public func execute<Value>(
-        isolation: isolated (any Actor)? = #isolation,
-        operation: () async throws -> Value
-    ) async throws -> Value {
-        guard self.canTakeFastPath else {
-            return try await self.run(isolation: isolation, firstFailure: nil) { _ in try await operation() }.get()
-        }
-        let value: Value
-        do {
-            value = try await operation()
-        } catch {
-            return try await self.run(isolation: isolation, firstFailure: error) { _ in try await operation() }.get()
-        }
-        self.recordFastSuccess()
-        return value
-    }
-
     /// Runs `operation` as ``execute(isolation:operation:)`` does, and reports the whole outcome.
     ///
     /// Never throws: the operation's error, if the call failed, is in `result`.
@@ -183,9 +157,14 @@ public actor RetryPolicy {
         !self.needsFullPath && !Task.isCancelled
     }
 
+    /// The slow path of ``execute(isolation:operation:)``: the whole loop, then the value or the error.
     @usableFromInline
-    nonisolated func recordFastSuccess() {
-        self.budget?.recordSuccess()
+    func retry<Value>(
+        isolation: isolated (any Actor)?,
+        firstFailure: (any Error)?,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        try await self.run(isolation: isolation, firstFailure: firstFailure) { _ in try await operation() }.get()
     }
 
     // MARK: - The retry loop
@@ -195,7 +174,6 @@ public actor RetryPolicy {
     /// - Parameters:
     ///   - firstFailure: The error of a first attempt the fast path already ran, if any.
     ///   - attempt: Runs one attempt; its argument is the time left before the deadline, if any.
-    @usableFromInline
     func run<Value>(
         isolation: isolated (any Actor)?,
         firstFailure: (any Error)?,

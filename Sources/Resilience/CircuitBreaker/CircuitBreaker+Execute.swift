@@ -1,0 +1,87 @@
+extension CircuitBreaker {
+    /// Runs `operation` if the breaker allows it, and counts its result.
+    ///
+    /// - Parameters:
+    ///   - isolation: The actor the operation runs on; inferred from the caller.
+    ///   - operation: The call to the dependency. It runs in the caller's isolation.
+    /// - Returns: The operation's value.
+    /// - Throws: ``CircuitBreakerOpenError`` without running the operation when the
+    ///   breaker is open, isolated, or half-open with every probe slot taken;
+    ///   otherwise the operation's own error, unchanged.
+    @inlinable
+    public func execute<Value>(
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        let permit = try self.admit()
+        let value: Value
+        do {
+            value = try await operation()
+        } catch {
+            self.recordFailure(error, for: permit)
+            throw error
+        }
+        self.recordSuccess(for: permit)
+        return value
+    }
+
+    /// Takes a permit, or throws the rejection; lock-free while closed.
+    @usableFromInline
+    func admit() throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+        let word = self.storage.fastPathWord
+        if word & CircuitBreakerStateMachine.closedBit != 0 {
+            return CircuitBreakerPermit(
+                generation: word >> 2, ticket: 0, start: self.readsClockOnAdmission ? self.clock.now() : nil)
+        }
+        return try self.admitThroughLock()
+    }
+
+    private func admitThroughLock() throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+        let now = self.clock.now()
+        let (admission, transition) = self.storage.update { $0.admit(at: now) }
+        self.report(transition, error: nil)
+        switch admission {
+        case .permitted(let permit):
+            return permit
+        case .rejected(let state, let retryAfter):
+            self.observer?.callRejected(
+                CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
+            throw CircuitBreakerOpenError(breakerName: self.name, state: state, retryAfter: retryAfter)
+        }
+    }
+
+    /// Counts a success; lock-free while closed with nothing to reset.
+    @usableFromInline
+    func recordSuccess(for permit: CircuitBreakerPermit) {
+        let now = self.readsClockOnSuccess ? self.clock.now() : nil
+        if !permit.isProbe {
+            let word = self.storage.fastPathWord
+            // A result from an earlier generation is ignored; no need to ask the machine.
+            if word >> 2 != permit.generation { return }
+            if self.successNeedsNoLock, word & CircuitBreakerStateMachine.pendingFailuresBit == 0 {
+                let isSlow =
+                    now.map {
+                        CircuitBreakerStateMachine.isSlow(permit, at: $0, rule: self.configuration.slowCallRule)
+                    } ?? false
+                if !isSlow { return }
+            }
+        }
+        let transition = self.storage.update { $0.record(.success, for: permit, at: now) }
+        self.report(transition, error: nil)
+    }
+
+    /// Classifies a failure and counts it, or frees a probe slot when it does not count.
+    @usableFromInline
+    func recordFailure(_ error: any Error, for permit: CircuitBreakerPermit) {
+        let counts = !Task.isCancelled && self.configuration.classifier.countsAsFailure(error)
+        guard counts else {
+            guard permit.isProbe else { return }  // an ignored closed-state result changes nothing
+            self.storage.update { _ = $0.record(.ignored, for: permit, at: nil) }
+            return
+        }
+        let pushback = self.configuration.pushback.openDuration(for: error)
+        let now = self.clock.now()
+        let transition = self.storage.update { $0.record(.failure(pushback: pushback), for: permit, at: now) }
+        self.report(transition, error: error)
+    }
+}

@@ -1,0 +1,227 @@
+/// Stops calling a dependency that keeps failing, tells callers how long to
+/// wait, and probes for recovery without a stampede.
+///
+/// Create one breaker per dependency (or one per host with a
+/// ``CircuitBreakerRegistry``) and share it among every call site and task
+/// that talks to it:
+///
+/// ```swift
+/// let breaker = try CircuitBreaker(
+///     name: "inventory",
+///     tripRule: .consecutiveFailures(5),
+///     openDuration: .growing(initial: .seconds(5), maximum: .seconds(120))
+/// )
+///
+/// do {
+///     let stock = try await breaker.execute { try await inventory.stock(for: item) }
+///     show(stock)
+/// } catch let rejection as CircuitBreakerOpenError {
+///     showBanner("Inventory is unavailable; try again in \(rejection.retryAfter ?? .seconds(5))")
+/// }
+/// ```
+///
+/// ## States
+/// - **Closed:** calls run; the ``CircuitBreakerConfiguration/tripRule`` counts failures
+///   (as judged by the ``CircuitBreakerConfiguration/classifier``) and opens the breaker
+///   when its threshold is reached.
+/// - **Open:** calls fail at once with ``CircuitBreakerOpenError``, which carries the
+///   time left, for the ``CircuitBreakerConfiguration/openDuration`` (fixed, or growing
+///   with each consecutive trip). A server's retry-after hint may open it too
+///   (``CircuitBreakerConfiguration/pushback``).
+/// - **Half-open:** once the open time has passed, the next callers become probes, at
+///   most ``CircuitBreakerConfiguration/maximumProbes`` at a time; the rest are
+///   rejected. ``CircuitBreakerConfiguration/successesToClose`` successful probes close
+///   the breaker; one failed probe re-opens it. A probe still running after its
+///   ``CircuitBreakerConfiguration/probeLease`` loses its slot to the next caller, so a
+///   hung probe cannot wedge the breaker.
+/// - **Isolated:** held open by ``isolate()`` until ``reset()``.
+///
+/// Transitions happen when a call arrives or finishes (or a snapshot is taken),
+/// judged against the injected clock; there are no timers. Every transition
+/// starts a new generation, and a call's result counts only in the generation
+/// that admitted it: a slow call from before a trip can neither re-open a
+/// breaker that has since closed nor close one that has since opened.
+///
+/// ## Cost
+/// The operation runs in the caller's isolation, as with ``RetryPolicy``: a
+/// `@MainActor` caller may touch main-actor state inside it, and no call hops
+/// to another executor. While closed under the consecutive-failures rule with
+/// no failure pending, a call that succeeds reads one atomic word before and
+/// one after the operation: no lock, no clock, no allocation (a slow-call rule
+/// adds two clock reads). Failures, failure-rate rules (which record every
+/// call, and read the clock for a time window) and the other states take the
+/// breaker's lock briefly, never across the operation, an observer call or an
+/// await.
+///
+/// ## With a retry policy
+/// The two nest either way round, with different meanings:
+///
+/// - **Retry around breaker** (`policy.execute { try await breaker.execute { ... } }`):
+///   the breaker sees every attempt. When it rejects one, ``CircuitBreakerOpenError``
+///   is retryable and carries the open time left as a retry-after hint, so the policy
+///   waits at least that long before its next attempt, which then probes the breaker;
+///   if the wait exceeds the policy's `maximumRetryAfter` (or its deadline), the policy
+///   stops and throws the rejection. An isolated breaker's rejection is not retryable.
+/// - **Breaker around retry** (`breaker.execute { try await policy.execute { ... } }`):
+///   the breaker sees whole retried calls: one failure per call that exhausted its
+///   attempts, one success per call that eventually succeeded. It trips later, but a
+///   rejection costs no attempts at all. A 429 stops the policy at once and reaches the
+///   breaker, whose pushback then opens it for the server's hint.
+///
+/// Retry around breaker is the usual choice: the policy rides out a short outage
+/// and the breaker stops it from hammering a long one.
+public final class CircuitBreaker: Sendable {
+    /// The name rejections and events carry, such as the dependency's host.
+    public let name: String
+    /// The breaker's settings.
+    public let configuration: CircuitBreakerConfiguration
+    /// Receives state changes and rejections, if set.
+    public let observer: (any CircuitBreakerObserver)?
+
+    let clock: ElapsedClock
+    let storage: CircuitBreakerStorage
+    /// Whether a closed-state success with no failures pending needs no lock (the consecutive rule).
+    let successNeedsNoLock: Bool
+    /// Whether calls read the clock when they start (a slow-call rule).
+    let readsClockOnAdmission: Bool
+    /// Whether a success reads the clock (a slow-call rule or a time window).
+    let readsClockOnSuccess: Bool
+
+    /// Creates a breaker from a validated configuration.
+    ///
+    /// - Parameters:
+    ///   - name: The name rejections and events carry.
+    ///   - configuration: The settings.
+    ///   - observer: Receives state changes and rejections, or `nil`.
+    ///   - clock: The clock for open times, leases, windows and slow calls; inject a
+    ///     test clock in tests.
+    public convenience init(
+        name: String,
+        configuration: CircuitBreakerConfiguration,
+        observer: (any CircuitBreakerObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock()
+    ) {
+        self.init(name: name, configuration: configuration, observer: observer, elapsedClock: ElapsedClock(clock))
+    }
+
+    /// Creates a breaker, validating every setting.
+    ///
+    /// - Parameters:
+    ///   - name: The name rejections and events carry, such as the dependency's host.
+    ///   - tripRule: When the breaker opens; defaults to five consecutive failures.
+    ///   - slowCallRule: Counts slow successes as failures; `nil` (the default) for none.
+    ///   - openDuration: The open time after each trip; defaults to a fixed 30 seconds.
+    ///   - maximumProbes: Probe calls in flight at once while half-open; at least 1. Defaults to 1.
+    ///   - successesToClose: Successful probes that close the breaker; at least 1. Defaults to 1.
+    ///   - probeLease: How long a probe may run before its slot goes to another caller;
+    ///     greater than zero. Defaults to 60 seconds.
+    ///   - classifier: Decides what counts as a failure; defaults to
+    ///     ``DefaultCircuitBreakerFailureClassifier``.
+    ///   - pushback: Whether server retry-after hints open the breaker; defaults to HTTP 429 only.
+    ///   - observer: Receives state changes and rejections, or `nil`.
+    ///   - clock: The clock for open times, leases, windows and slow calls.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public convenience init(
+        name: String,
+        tripRule: CircuitBreakerTripRule = .default,
+        slowCallRule: CircuitBreakerSlowCallRule? = nil,
+        openDuration: CircuitBreakerOpenDuration = .default,
+        maximumProbes: Int = 1,
+        successesToClose: Int = 1,
+        probeLease: Duration = .seconds(60),
+        classifier: some CircuitBreakerFailureClassifier = DefaultCircuitBreakerFailureClassifier(),
+        pushback: CircuitBreakerPushback = .default,
+        observer: (any CircuitBreakerObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock()
+    ) throws(ConfigurationError) {
+        let configuration = try CircuitBreakerConfiguration(
+            tripRule: tripRule, slowCallRule: slowCallRule, openDuration: openDuration,
+            maximumProbes: maximumProbes, successesToClose: successesToClose, probeLease: probeLease,
+            classifier: classifier, pushback: pushback)
+        self.init(name: name, configuration: configuration, observer: observer, clock: clock)
+    }
+
+    /// Creates a breaker on an existing elapsed clock, so that a registry's breakers share one origin.
+    package init(
+        name: String,
+        configuration: CircuitBreakerConfiguration,
+        observer: (any CircuitBreakerObserver)?,
+        elapsedClock: ElapsedClock
+    ) {
+        self.name = name
+        self.configuration = configuration
+        self.observer = observer
+        self.clock = elapsedClock
+        self.storage = CircuitBreakerStorage(CircuitBreakerStateMachine(configuration: configuration))
+        let hasTimeWindow: Bool
+        switch configuration.tripRule.window?.kind {
+        case .time: hasTimeWindow = true
+        case .count, nil: hasTimeWindow = false
+        }
+        self.successNeedsNoLock = configuration.tripRule.window == nil
+        self.readsClockOnAdmission = configuration.slowCallRule != nil
+        self.readsClockOnSuccess = configuration.slowCallRule != nil || hasTimeWindow
+    }
+
+    // MARK: - Observing
+
+    /// The breaker's state and counts now.
+    ///
+    /// Performs the transitions already due, so an open breaker whose time has
+    /// passed reports half-open, and the observer hears of it.
+    public func snapshot() -> CircuitBreakerSnapshot {
+        let now = self.clock.now()
+        let name = self.name
+        let (transition, snapshot) = self.storage.update { machine in
+            let transition = machine.advance(to: now)
+            return (transition, machine.snapshot(name: name, at: now))
+        }
+        self.report(transition, error: nil)
+        return snapshot
+    }
+
+    /// The state now; see ``snapshot()``.
+    public var state: CircuitBreakerState {
+        self.snapshot().state
+    }
+
+    // MARK: - Manual controls
+
+    /// Holds the breaker open until ``reset()``: every call is rejected with a
+    /// ``CircuitBreakerOpenError`` whose state is ``CircuitBreakerState/isolated``.
+    ///
+    /// Use it to take a dependency out of service by hand, for maintenance or
+    /// from an operator's switch. Calls already running finish, but their
+    /// results no longer count. Isolating an isolated breaker does nothing.
+    public func isolate() {
+        let now = self.clock.now()
+        let transition = self.storage.update { $0.isolate(at: now) }
+        self.report(transition, error: nil)
+    }
+
+    /// Closes the breaker and forgets its counts, its trips and its probes.
+    ///
+    /// Calls already running finish, but their results no longer count. A
+    /// growing open duration starts again from its initial value.
+    public func reset() {
+        let now = self.clock.now()
+        let transition = self.storage.update { $0.reset(at: now) }
+        self.report(transition, error: nil)
+    }
+
+    // MARK: - Internals shared with the registry
+
+    /// Whether the breaker is closed, from the atomic word, without the lock.
+    var isClosed: Bool {
+        self.storage.isClosed
+    }
+
+    func report(_ transition: CircuitBreakerStateMachine.Transition?, error: (any Error)?) {
+        guard let transition, let observer = self.observer else { return }
+        observer.stateChanged(
+            CircuitBreakerStateChangeEvent(
+                breakerName: self.name, from: transition.from, to: transition.to, reason: transition.reason,
+                generation: transition.generation, at: transition.at, openDuration: transition.openDuration,
+                error: error))
+    }
+}

@@ -1,0 +1,46 @@
+/// Decides whether an error thrown through a ``CircuitBreaker`` says something
+/// about the dependency's health.
+///
+/// Errors that count feed the trip rule; errors that do not are left out
+/// entirely (they neither fail nor succeed, and a half-open probe that ends
+/// with one just frees its slot). Keep the decision fast and free of side
+/// effects: it runs in the caller's isolation for every failed call.
+///
+/// ```swift
+/// struct PaymentsClassifier: CircuitBreakerFailureClassifier {
+///     func countsAsFailure(_ error: any Error) -> Bool {
+///         if error is CardDeclinedError { return false }  // the service answered fine
+///         return DefaultCircuitBreakerFailureClassifier().countsAsFailure(error)
+///     }
+/// }
+/// ```
+///
+/// Whatever a classifier says, a call whose task was cancelled when it failed is
+/// never counted: cancellation says nothing about the dependency.
+public protocol CircuitBreakerFailureClassifier: Sendable {
+    /// Whether `error` counts as a failure of the dependency.
+    func countsAsFailure(_ error: any Error) -> Bool
+}
+
+extension CircuitBreakerFailureClassifier where Self == DefaultCircuitBreakerFailureClassifier {
+    /// The package's default rules; see ``DefaultCircuitBreakerFailureClassifier``.
+    public static var `default`: DefaultCircuitBreakerFailureClassifier { DefaultCircuitBreakerFailureClassifier() }
+}
+
+extension CircuitBreakerFailureClassifier where Self == ClosureCircuitBreakerFailureClassifier {
+    /// A classifier made from a closure that returns whether an error counts.
+    ///
+    /// Spell out `@Sendable` on the closure: Swift 6.3 does not infer it when the
+    /// closure is passed through a `some CircuitBreakerFailureClassifier` parameter.
+    ///
+    /// ```swift
+    /// let breaker = try CircuitBreaker(name: "db", classifier: .closure { @Sendable error in
+    ///     !(error is ValidationError)
+    /// })
+    /// ```
+    public static func closure(
+        _ body: @escaping @Sendable (any Error) -> Bool
+    ) -> ClosureCircuitBreakerFailureClassifier {
+        ClosureCircuitBreakerFailureClassifier(body)
+    }
+}

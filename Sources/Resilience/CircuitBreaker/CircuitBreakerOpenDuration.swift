@@ -1,0 +1,77 @@
+/// How long a ``CircuitBreaker`` stays open after it trips: a fixed time, or a
+/// time that grows with each consecutive trip up to a cap.
+///
+/// ```swift
+/// let fixed = CircuitBreakerOpenDuration.fixed(.seconds(30))
+/// let growing = CircuitBreakerOpenDuration.growing(
+///     initial: .seconds(5), multiplier: 2, maximum: .seconds(300))
+/// growing.duration(forTrip: 1)  // 5 s
+/// growing.duration(forTrip: 3)  // 20 s
+/// ```
+///
+/// Trips are consecutive while the breaker never closes in between: a failed
+/// half-open probe re-opens it as the next trip, and closing (or a manual
+/// reset) starts the count again.
+public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConvertible {
+    /// The schedule, reusing the retry engine's overflow-free arithmetic.
+    let schedule: Backoff
+
+    /// The same open time after every trip.
+    ///
+    /// - Parameter duration: The open time; greater than zero.
+    public static func fixed(_ duration: Duration) -> CircuitBreakerOpenDuration {
+        CircuitBreakerOpenDuration(schedule: .constant(duration))
+    }
+
+    /// An open time of `initial * multiplier^(trip - 1)` for the trip-th consecutive trip, capped at `maximum`.
+    ///
+    /// - Parameters:
+    ///   - initial: The open time after the first trip; greater than zero.
+    ///   - multiplier: The growth per consecutive trip; finite and at least 1. Defaults to 2.
+    ///   - maximum: The cap; at least `initial`.
+    public static func growing(
+        initial: Duration,
+        multiplier: Double = 2,
+        maximum: Duration
+    ) -> CircuitBreakerOpenDuration {
+        CircuitBreakerOpenDuration(schedule: .exponential(initial: initial, multiplier: multiplier, maximum: maximum))
+    }
+
+    /// The package default: 30 seconds, fixed.
+    public static let `default` = CircuitBreakerOpenDuration.fixed(.seconds(30))
+
+    /// The open time after the trip-th consecutive trip (1 for the first).
+    ///
+    /// Trips below 1 are treated as 1. Never overflows: a huge trip number yields the cap.
+    public func duration(forTrip trip: Int) -> Duration {
+        self.schedule.delay(forAttempt: trip - 1).clampedToResilienceRange
+    }
+
+    /// `fixed(30.0 seconds)` or `growing(initial: 5.0 seconds, multiplier: 2.0, maximum: 300.0 seconds)`.
+    public var description: String {
+        switch self.schedule.kind {
+        case .constant(let duration):
+            "fixed(\(duration))"
+        case .exponential(let initial, let multiplier, let maximum):
+            "growing(initial: \(initial), multiplier: \(multiplier), maximum: \(maximum))"
+        case .linear:
+            "\(self.schedule)"
+        }
+    }
+
+    func validate() throws(ConfigurationError) {
+        switch self.schedule.kind {
+        case .constant(let duration):
+            try ConfigurationError.requirePositive(duration, "openDuration")
+        case .exponential(let initial, let multiplier, let maximum):
+            try ConfigurationError.requirePositive(initial, "openDuration.initial")
+            try ConfigurationError.require(
+                multiplier.isFinite && multiplier >= 1, "openDuration.multiplier", multiplier,
+                "a finite number in 1...")
+            try ConfigurationError.require(
+                maximum >= initial, "openDuration.maximum", maximum, "at least openDuration.initial (\(initial))")
+        case .linear:
+            try self.schedule.validate()
+        }
+    }
+}

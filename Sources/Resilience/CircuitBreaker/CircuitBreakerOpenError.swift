@@ -1,0 +1,49 @@
+/// The error a ``CircuitBreaker`` throws instead of running an operation it rejects.
+///
+/// It names the breaker and says how long until the breaker will let a call
+/// through again. It adopts ``RetryAfterProviding``, so a ``RetryPolicy``
+/// wrapped around the breaker waits out the open time like any server hint (or
+/// stops, if the wait exceeds its `maximumRetryAfter`), and ``RetryableError``,
+/// so the default classifier retries it.
+///
+/// ```swift
+/// do {
+///     try await breaker.execute { try await api.fetch() }
+/// } catch let error as CircuitBreakerOpenError {
+///     showBanner("\(error.breakerName) is unavailable; retry in \(error.retryAfter ?? .zero)")
+/// }
+/// ```
+public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableError, Sendable, Hashable,
+    CustomStringConvertible
+{
+    /// The name of the breaker that rejected the call.
+    public let breakerName: String
+    /// The breaker's state when it rejected the call: ``CircuitBreakerState/open``,
+    /// ``CircuitBreakerState/halfOpen`` (every probe slot taken) or ``CircuitBreakerState/isolated``.
+    public let state: CircuitBreakerState
+    /// The time left before the breaker lets a probe through, when open.
+    ///
+    /// `nil` when half-open (a slot frees when a probe finishes, which no one can
+    /// predict) and when isolated (only a reset ends it).
+    public let retryAfter: Duration?
+
+    /// Creates a rejection; breakers make these, tests may too.
+    public init(breakerName: String, state: CircuitBreakerState, retryAfter: Duration?) {
+        self.breakerName = breakerName
+        self.state = state
+        self.retryAfter = retryAfter
+    }
+
+    /// Whether waiting can help: true unless the breaker is isolated, which only a manual reset ends.
+    public var isRetryable: Bool {
+        self.state != .isolated
+    }
+
+    /// A sentence naming the breaker, its state and the remaining open time.
+    public var description: String {
+        guard let retryAfter else {
+            return "circuit breaker '\(self.breakerName)' is \(self.state) and rejected the call"
+        }
+        return "circuit breaker '\(self.breakerName)' is \(self.state) and rejected the call; retry after \(retryAfter)"
+    }
+}

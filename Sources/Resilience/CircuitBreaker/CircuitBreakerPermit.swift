@@ -1,0 +1,25 @@
+/// The right to run one call through a breaker, and the key its result is recorded under.
+///
+/// A permit remembers the breaker's generation when it was granted, so a
+/// result that arrives after the breaker has changed state is ignored, and,
+/// for a half-open probe, the ticket of the probe slot it holds.
+@usableFromInline
+package struct CircuitBreakerPermit: Sendable, Hashable {
+    /// The breaker's generation when the permit was granted.
+    package let generation: UInt64
+    /// The probe ticket, or 0 for a call admitted while closed.
+    package let ticket: UInt64
+    /// When the call started, on the breaker's clock; kept only when a slow-call rule needs it.
+    package let start: Duration?
+
+    package init(generation: UInt64, ticket: UInt64, start: Duration?) {
+        self.generation = generation
+        self.ticket = ticket
+        self.start = start
+    }
+
+    /// Whether the permit holds a half-open probe slot.
+    package var isProbe: Bool {
+        self.ticket != 0
+    }
+}

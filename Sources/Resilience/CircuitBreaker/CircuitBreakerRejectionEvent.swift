@@ -1,0 +1,9 @@
+/// One call a ``CircuitBreaker`` refused, as reported to a ``CircuitBreakerObserver``.
+public struct CircuitBreakerRejectionEvent: Sendable {
+    /// The breaker's name.
+    public var breakerName: String
+    /// The state that refused the call.
+    public var state: CircuitBreakerState
+    /// The open time left, as carried by the ``CircuitBreakerOpenError`` the caller receives.
+    public var retryAfter: Duration?
+}

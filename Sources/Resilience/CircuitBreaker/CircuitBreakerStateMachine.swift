@@ -1,0 +1,328 @@
+/// The pure transition logic of a ``CircuitBreaker``: closed, open, half-open
+/// and isolated, with the trip rule, the open-time schedule, half-open probe
+/// slots with leases, and a generation counter.
+///
+/// A value with no locks, no clock and no awaits: every method takes the time
+/// as a `Duration` elapsed on the breaker's clock and returns what happened
+/// (an admission decision, a transition) for the caller to act on after it
+/// has released its lock. Tests drive it with plain instants.
+///
+/// Time never goes backwards here: a `now` earlier than one already seen is
+/// taken as the latest seen, since concurrent callers read the clock before
+/// they take the breaker's lock and may arrive in a different order.
+///
+/// Every transition bumps ``generation``; a permit records the generation it
+/// was granted in, and a result recorded with an older generation is ignored,
+/// so a slow call from a previous state can never trip, close or re-open the
+/// breaker in its current one.
+package struct CircuitBreakerStateMachine: Sendable {
+    /// Where the breaker is, with the data that only that state needs.
+    package enum Phase: Sendable, Hashable {
+        case closed
+        case open(until: Duration)
+        case halfOpen
+        case isolated
+    }
+
+    /// What a finished call means to the breaker.
+    package enum CallResult: Sendable, Hashable {
+        /// The call succeeded (it may still count as a failure if it was slow).
+        case success
+        /// The call failed in a way that counts; `pushback` is the open time a server hint asks for.
+        case failure(pushback: Duration?)
+        /// The call's failure does not count (cancelled, a client error).
+        case ignored
+    }
+
+    /// Whether a call may run.
+    package enum Admission: Sendable, Hashable {
+        case permitted(CircuitBreakerPermit)
+        case rejected(state: CircuitBreakerState, retryAfter: Duration?)
+    }
+
+    /// A change of state, for the observer.
+    package struct Transition: Sendable, Hashable {
+        package var from: CircuitBreakerState
+        package var to: CircuitBreakerState
+        package var reason: CircuitBreakerTransitionReason
+        /// The generation the breaker entered.
+        package var generation: UInt64
+        package var at: Duration
+        /// How long the breaker will stay open, when `to` is open.
+        package var openDuration: Duration?
+    }
+
+    private struct Probe: Sendable {
+        var ticket: UInt64
+        var leaseExpiry: Duration
+    }
+
+    /// Bit 0 of ``fastPathWord``: the breaker is closed.
+    package static let closedBit: UInt64 = 1
+    /// Bit 1 of ``fastPathWord``: a closed-state success must be recorded (there is a run of failures to reset).
+    package static let pendingFailuresBit: UInt64 = 2
+    /// Generations wrap within 62 bits, so they fit in ``fastPathWord`` above the two flag bits.
+    private static let generationMask: UInt64 = (1 << 62) - 1
+
+    let configuration: CircuitBreakerConfiguration
+
+    package private(set) var phase: Phase = .closed
+    package private(set) var generation: UInt64 = 0
+    /// When the breaker last opened or was isolated; `nil` while closed.
+    package private(set) var openedAt: Duration?
+    /// Trips since the breaker last closed; drives a growing open duration.
+    package private(set) var consecutiveTrips = 0
+    /// Counted failures in a row while closed.
+    package private(set) var consecutiveFailures = 0
+    /// Successful probes in the current half-open state.
+    package private(set) var successfulProbes = 0
+    /// The latest time seen.
+    package private(set) var latest: Duration = .zero
+
+    private var window: CircuitBreakerSlidingWindow?
+    private var probes: [Probe]
+    private var nextTicket: UInt64 = 1
+
+    /// A closed breaker with nothing counted.
+    package init(configuration: CircuitBreakerConfiguration) {
+        self.configuration = configuration
+        self.window = configuration.tripRule.window.map(CircuitBreakerSlidingWindow.init)
+        self.probes = []
+        self.probes.reserveCapacity(Swift.min(configuration.maximumProbes, 16))
+    }
+
+    // MARK: - Reading
+
+    /// The public face of ``phase``.
+    package var state: CircuitBreakerState {
+        switch self.phase {
+        case .closed: .closed
+        case .open: .open
+        case .halfOpen: .halfOpen
+        case .isolated: .isolated
+        }
+    }
+
+    /// The generation and two flags, published in an atomic word so that the
+    /// closed-state fast path can admit a call, and skip recording a success
+    /// that changes nothing, without the lock.
+    package var fastPathWord: UInt64 {
+        var word = self.generation << 2
+        if self.phase == .closed { word |= Self.closedBit }
+        if self.consecutiveFailures > 0 { word |= Self.pendingFailuresBit }
+        return word
+    }
+
+    /// Probe slots taken now, counting leases not yet found expired.
+    package var probesInFlight: Int {
+        self.probes.count
+    }
+
+    /// Whether a call admitted with `permit` and finished at `now` was slow under `rule`.
+    package static func isSlow(_ permit: CircuitBreakerPermit, at now: Duration, rule: CircuitBreakerSlowCallRule?)
+        -> Bool
+    {
+        guard let rule, let start = permit.start else { return false }
+        return now - start > rule.threshold
+    }
+
+    /// A snapshot as of `now`; call ``advance(to:)`` first for due transitions.
+    package func snapshot(name: String, at now: Duration) -> CircuitBreakerSnapshot {
+        let now = Swift.max(now, self.latest)
+        let totals = self.window?.totals(at: now) ?? (calls: 0, failures: 0)
+        var remaining: Duration?
+        if case .open(let until) = self.phase { remaining = Swift.max(.zero, until - now) }
+        return CircuitBreakerSnapshot(
+            name: name,
+            state: self.state,
+            generation: self.generation,
+            consecutiveFailures: self.consecutiveFailures,
+            recentCalls: totals.calls,
+            recentFailures: totals.failures,
+            failureRate: totals.calls > 0 ? Double(totals.failures) / Double(totals.calls) : nil,
+            probesInFlight: self.probes.count,
+            successfulProbes: self.successfulProbes,
+            consecutiveTrips: self.consecutiveTrips,
+            openedAt: self.openedAt,
+            remainingOpenTime: remaining,
+            takenAt: now)
+    }
+
+    // MARK: - Calls
+
+    /// Performs the transitions that are due by `now`: an open breaker whose
+    /// time has passed turns half-open, and expired probe leases free their slots.
+    package mutating func advance(to now: Duration) -> Transition? {
+        let now = self.observe(now)
+        switch self.phase {
+        case .open(let until) where now >= until:
+            let transition = self.enter(.halfOpen, reason: .openDurationElapsed, at: now)
+            return transition
+        case .halfOpen:
+            self.probes.removeAll { $0.leaseExpiry <= now }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// Decides whether a call arriving at `now` may run, taking a probe slot if half-open.
+    package mutating func admit(at now: Duration) -> (Admission, Transition?) {
+        let transition = self.advance(to: now)
+        let now = self.latest
+        let slowStart = self.configuration.slowCallRule == nil ? nil : now
+        switch self.phase {
+        case .closed:
+            let permit = CircuitBreakerPermit(generation: self.generation, ticket: 0, start: slowStart)
+            return (.permitted(permit), transition)
+        case .open(let until):
+            return (.rejected(state: .open, retryAfter: until - now), transition)
+        case .isolated:
+            return (.rejected(state: .isolated, retryAfter: nil), transition)
+        case .halfOpen:
+            guard self.probes.count < self.configuration.maximumProbes else {
+                return (.rejected(state: .halfOpen, retryAfter: nil), transition)
+            }
+            let ticket = self.nextTicket
+            self.nextTicket &+= 1
+            if self.nextTicket == 0 { self.nextTicket = 1 }
+            self.probes.append(Probe(ticket: ticket, leaseExpiry: now + self.configuration.probeLease))
+            let permit = CircuitBreakerPermit(generation: self.generation, ticket: ticket, start: now)
+            return (.permitted(permit), transition)
+        }
+    }
+
+    /// Records the result of a call admitted with `permit`, finished at `now`.
+    ///
+    /// - Parameter now: The time the call finished, or `nil` when the caller did not
+    ///   read the clock because the result cannot need it (a success under a
+    ///   rule without a time window or slow-call rule); the latest time seen stands in.
+    /// - Returns: The transition the result caused, if any.
+    package mutating func record(_ result: CallResult, for permit: CircuitBreakerPermit, at now: Duration?)
+        -> Transition?
+    {
+        let now = now.map { self.observe($0) } ?? self.latest
+        guard permit.generation == self.generation else { return nil }  // from an earlier state
+        var result = result
+        if result == .success, Self.isSlow(permit, at: now, rule: self.configuration.slowCallRule) {
+            result = .failure(pushback: nil)
+        }
+        switch self.phase {
+        case .closed:
+            return self.recordClosed(result, at: now)
+        case .halfOpen:
+            guard let index = self.probes.firstIndex(where: { $0.ticket == permit.ticket }) else {
+                return nil  // the probe's lease expired and its slot went to another caller
+            }
+            self.probes.remove(at: index)
+            switch result {
+            case .ignored:
+                return nil
+            case .success:
+                self.successfulProbes += 1
+                guard self.successfulProbes >= self.configuration.successesToClose else { return nil }
+                self.consecutiveTrips = 0
+                return self.enter(.closed, reason: .probesSucceeded, at: now)
+            case .failure(let pushback):
+                return self.open(at: now, reason: .probeFailed, tripped: true, pushback: pushback)
+            }
+        case .open, .isolated:
+            return nil  // unreachable: every permit from these states was refused
+        }
+    }
+
+    private mutating func recordClosed(_ result: CallResult, at now: Duration) -> Transition? {
+        switch result {
+        case .ignored:
+            return nil
+        case .success:
+            self.consecutiveFailures = 0
+            self.window?.record(failure: false, at: now)
+            return nil
+        case .failure(let pushback):
+            self.consecutiveFailures += 1
+            self.window?.record(failure: true, at: now)
+            if self.tripRuleIsMet(at: now) {
+                return self.open(at: now, reason: .tripped, tripped: true, pushback: pushback)
+            }
+            if pushback != nil {
+                return self.open(at: now, reason: .pushback, tripped: false, pushback: pushback)
+            }
+            return nil
+        }
+    }
+
+    private func tripRuleIsMet(at now: Duration) -> Bool {
+        switch self.configuration.tripRule.kind {
+        case .consecutiveFailures(let count):
+            return self.consecutiveFailures >= count
+        case .failureRate(let threshold, let minimumCalls, _):
+            guard let totals = self.window?.totals(at: now), totals.calls >= minimumCalls else { return false }
+            return Double(totals.failures) / Double(totals.calls) >= threshold
+        }
+    }
+
+    // MARK: - Manual controls
+
+    /// Holds the breaker open until ``reset(at:)``; nothing if already isolated.
+    package mutating func isolate(at now: Duration) -> Transition? {
+        let now = self.observe(now)
+        guard self.phase != .isolated else { return nil }
+        let transition = self.enter(.isolated, reason: .isolated, at: now)
+        self.openedAt = now
+        return transition
+    }
+
+    /// Closes the breaker and forgets every count, trip and call in flight.
+    ///
+    /// Always starts a new generation, so results of calls admitted before the
+    /// reset are ignored; reports a transition only if the state changed.
+    package mutating func reset(at now: Duration) -> Transition? {
+        let now = self.observe(now)
+        let wasClosed = self.phase == .closed
+        self.consecutiveTrips = 0
+        let transition = self.enter(.closed, reason: .reset, at: now)
+        return wasClosed ? nil : transition
+    }
+
+    // MARK: - Transitions
+
+    private mutating func open(
+        at now: Duration,
+        reason: CircuitBreakerTransitionReason,
+        tripped: Bool,
+        pushback: Duration?
+    ) -> Transition {
+        self.consecutiveTrips = self.consecutiveTrips == .max ? .max : self.consecutiveTrips + 1
+        var duration = tripped ? self.configuration.openDuration.duration(forTrip: self.consecutiveTrips) : .zero
+        if let pushback { duration = Swift.max(duration, pushback) }
+        duration = duration.clampedToResilienceRange
+        var transition = self.enter(.open(until: now + duration), reason: reason, at: now)
+        transition.openDuration = duration
+        self.openedAt = now
+        return transition
+    }
+
+    /// Moves to `phase` in a new generation, clearing what the old state counted.
+    private mutating func enter(
+        _ phase: Phase,
+        reason: CircuitBreakerTransitionReason,
+        at now: Duration
+    ) -> Transition {
+        let from = self.state
+        self.phase = phase
+        self.generation = (self.generation &+ 1) & Self.generationMask
+        self.consecutiveFailures = 0
+        self.successfulProbes = 0
+        self.probes.removeAll(keepingCapacity: true)
+        self.window?.removeAll()
+        if phase == .closed { self.openedAt = nil }
+        return Transition(
+            from: from, to: self.state, reason: reason, generation: self.generation, at: now, openDuration: nil)
+    }
+
+    private mutating func observe(_ now: Duration) -> Duration {
+        if now > self.latest { self.latest = now }
+        return self.latest
+    }
+}

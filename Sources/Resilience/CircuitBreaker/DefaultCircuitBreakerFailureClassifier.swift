@@ -1,0 +1,27 @@
+/// The package's default rules for what counts as a failure of the dependency.
+///
+/// In order:
+/// 1. `CancellationError`: does not count; the caller gave up, the dependency did not fail.
+/// 2. ``CircuitBreakerOpenError`` from another breaker inside the operation: counts,
+///    since that dependency is unavailable to this one.
+/// 3. An HTTP status (see ``ErrorHints/httpStatus(of:)``) in 400...499 other than
+///    408 Request Timeout and 429 Too Many Requests: does not count. A 404 or a 422
+///    is the client's problem and proves the server is answering.
+/// 4. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
+public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClassifier {
+    /// The client-error statuses that still count as failures.
+    public static let countedClientErrorStatuses: Set<Int> = [408, 429]
+
+    /// Creates the default classifier.
+    public init() {}
+
+    /// Whether `error` counts under the default rules.
+    public func countsAsFailure(_ error: any Error) -> Bool {
+        if error is CancellationError { return false }
+        if error is CircuitBreakerOpenError { return true }
+        if let status = ErrorHints.httpStatus(of: error), (400...499).contains(status) {
+            return Self.countedClientErrorStatuses.contains(status)
+        }
+        return true
+    }
+}
