@@ -4,7 +4,7 @@
 /// schedules can be asserted exactly.
 ///
 /// ```swift
-/// var generator = SeededRandomNumberGenerator(seed: 42)
+/// let generator = SeededRandomNumberGenerator(seed: 42)
 /// let delays = RetryDelays(backoff: .default, jitter: .full, generator: generator)
 /// ```
 public struct SeededRandomNumberGenerator: RandomNumberGenerator, Sendable, Hashable {

@@ -181,6 +181,9 @@ public final class CircuitBreaker: Sendable {
     }
 
     /// The state now; see ``snapshot()``.
+    ///
+    /// Like a snapshot, reading it performs the transitions already due: an open
+    /// breaker whose time has passed reports ``CircuitBreakerState/halfOpen``.
     public var state: CircuitBreakerState {
         self.snapshot().state
     }

@@ -19,6 +19,10 @@
 /// never counted: cancellation says nothing about the dependency.
 public protocol CircuitBreakerFailureClassifier: Sendable {
     /// Whether `error` counts as a failure of the dependency.
+    ///
+    /// Return `false` for errors that prove the dependency answered, such as a
+    /// validation error or a 404: the call then counts neither as a failure nor
+    /// as a success.
     func countsAsFailure(_ error: any Error) -> Bool
 }
 

@@ -3,8 +3,9 @@
 /// It names the breaker and says how long until the breaker will let a call
 /// through again. It adopts ``RetryAfterProviding``, so a ``RetryPolicy``
 /// wrapped around the breaker waits out the open time like any server hint (or
-/// stops, if the wait exceeds its `maximumRetryAfter`), and ``RetryableError``,
-/// so the default classifier retries it.
+/// stops, if the wait exceeds its ``RetryPolicy/maximumRetryAfter``), and
+/// ``RetryableError``, so the default classifier retries it unless the breaker
+/// is isolated.
 ///
 /// ```swift
 /// do {
@@ -28,6 +29,11 @@ public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableErro
     public let retryAfter: Duration?
 
     /// Creates a rejection; breakers make these, tests may too.
+    ///
+    /// - Parameters:
+    ///   - breakerName: The name of the breaker that rejected the call.
+    ///   - state: The state that rejected it: open, half-open or isolated.
+    ///   - retryAfter: The open time left, or `nil` when no one can say.
     public init(breakerName: String, state: CircuitBreakerState, retryAfter: Duration?) {
         self.breakerName = breakerName
         self.state = state

@@ -4,6 +4,7 @@ public struct CircuitBreakerRejectionEvent: Sendable {
     public var breakerName: String
     /// The state that refused the call.
     public var state: CircuitBreakerState
-    /// The open time left, as carried by the ``CircuitBreakerOpenError`` the caller receives.
+    /// The open time left, as carried by the ``CircuitBreakerOpenError`` the caller receives;
+    /// `nil` when the breaker was half-open or isolated.
     public var retryAfter: Duration?
 }

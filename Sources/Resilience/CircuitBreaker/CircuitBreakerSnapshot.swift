@@ -36,7 +36,7 @@ public struct CircuitBreakerSnapshot: Sendable, Hashable {
     public var consecutiveTrips: Int
     /// When the breaker last opened or was isolated; `nil` while closed.
     public var openedAt: Duration?
-    /// The open time left, when open.
+    /// The open time left, when open; `nil` in the other states.
     public var remainingOpenTime: Duration?
     /// When the snapshot was taken.
     public var takenAt: Duration

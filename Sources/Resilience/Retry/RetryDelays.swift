@@ -3,7 +3,7 @@
 /// Use it to preview a configuration or to assert a schedule in a test:
 ///
 /// ```swift
-/// var delays = RetryDelays(backoff: .exponential(initial: .seconds(1), maximum: .seconds(8)), jitter: .none)
+/// let delays = RetryDelays(backoff: .exponential(initial: .seconds(1), maximum: .seconds(8)), jitter: .none)
 /// Array(delays.prefix(5))  // [1 s, 2 s, 4 s, 8 s, 8 s]
 /// ```
 ///
