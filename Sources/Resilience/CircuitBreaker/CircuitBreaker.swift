@@ -129,7 +129,7 @@ public final class CircuitBreaker: Sendable {
         maximumProbes: Int = 1,
         successesToClose: Int = 1,
         probeLease: Duration = .seconds(60),
-        classifier: some CircuitBreakerFailureClassifier = DefaultCircuitBreakerFailureClassifier(),
+        classifier: any CircuitBreakerFailureClassifier = DefaultCircuitBreakerFailureClassifier(),
         pushback: CircuitBreakerPushback = .default,
         observer: (any CircuitBreakerObserver)? = nil,
         clock: some Clock<Duration> = ContinuousClock()

@@ -56,7 +56,7 @@ public struct CircuitBreakerConfiguration: Sendable {
         maximumProbes: Int = 1,
         successesToClose: Int = 1,
         probeLease: Duration = .seconds(60),
-        classifier: some CircuitBreakerFailureClassifier = DefaultCircuitBreakerFailureClassifier(),
+        classifier: any CircuitBreakerFailureClassifier = DefaultCircuitBreakerFailureClassifier(),
         pushback: CircuitBreakerPushback = .default
     ) throws(ConfigurationError) {
         try tripRule.validate()

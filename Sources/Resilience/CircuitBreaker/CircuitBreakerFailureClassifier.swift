@@ -34,11 +34,8 @@ extension CircuitBreakerFailureClassifier where Self == DefaultCircuitBreakerFai
 extension CircuitBreakerFailureClassifier where Self == ClosureCircuitBreakerFailureClassifier {
     /// A classifier made from a closure that returns whether an error counts.
     ///
-    /// Spell out `@Sendable` on the closure: Swift 6.3 does not infer it when the
-    /// closure is passed through a `some CircuitBreakerFailureClassifier` parameter.
-    ///
     /// ```swift
-    /// let breaker = try CircuitBreaker(name: "db", classifier: .closure { @Sendable error in
+    /// let breaker = try CircuitBreaker(name: "db", classifier: .closure { error in
     ///     !(error is ValidationError)
     /// })
     /// ```

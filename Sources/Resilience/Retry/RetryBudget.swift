@@ -7,6 +7,8 @@ import Synchronization
 /// one token, every success gives back ``tokenRatio``; a retry is allowed only
 /// while more than half the tokens remain. The first attempt of a call is never
 /// gated, so a budget can slow retries but never blocks a request outright.
+/// A ``CircuitBreakerOpenError`` costs no token: the breaker rejected the call
+/// locally, so the dependency saw no load from it.
 ///
 /// Share one budget among everything that calls the same dependency: pass it to
 /// one ``RetryPolicy`` used everywhere, or to several policies.

@@ -276,7 +276,10 @@ public actor RetryPolicy {
         self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
         guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
-        self.budget?.recordFailure()
+        // A breaker's rejection put no load on the dependency, so it costs no token.
+        if !(error is CircuitBreakerOpenError) {
+            self.budget?.recordFailure()
+        }
         if call.attempts >= self.maximumAttempts { return .stop(.exhausted) }
         if let hint, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
 

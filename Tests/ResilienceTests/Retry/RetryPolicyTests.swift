@@ -285,6 +285,28 @@ struct RetryPolicyTests {
         #expect(recovered.stopReason == .succeeded)
     }
 
+    @Test func breakerRejectionsCostNoBudgetTokens() async throws {
+        let clock = TestClock()
+        let budget = try RetryBudget(maximumTokens: 4, tokenRatio: 1)
+        let policy = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, budget: budget, clock: clock)
+        let calls = Counter()
+        let call = Task {
+            await policy.outcome { () async throws -> Int in
+                if calls.increment() < 3 {
+                    throw CircuitBreakerOpenError(breakerName: "db", state: .open, retryAfter: .seconds(1))
+                }
+                return 1
+            }
+        }
+        await advanceThroughSleeps(clock, count: 2)
+        let outcome = await call.value
+        #expect(outcome.stopReason == .succeeded)
+        #expect(outcome.attempts == 3)
+        #expect(budget.tokens == 4, "two rejections took no tokens")
+        #expect(clock.sleepRequests == [.seconds(1), .seconds(1)])
+    }
+
     @Test func observerSeesEveryFailureEveryRetryAndTheFinish() async throws {
         struct Observer: RetryObserver {
             let log: Recorder<String>
