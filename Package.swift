@@ -18,9 +18,11 @@ let package = Package(
         .target(name: "ResilienceTesting", dependencies: ["Resilience"]),
         .executableTarget(
             name: "ResilienceBenchmarks",
-            dependencies: ["Resilience"],
+            dependencies: ["Resilience", "ResilienceTesting", "MallocCounter"],
             path: "Benchmarks/ResilienceBenchmarks"
         ),
+        // Counts heap allocations for the benchmark executable; nothing else links it.
+        .target(name: "MallocCounter", path: "Benchmarks/MallocCounter"),
         .testTarget(
             name: "ResilienceTests",
             dependencies: ["Resilience", "ResilienceTesting"]
@@ -29,7 +31,7 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets {
+for target in package.targets where target.name != "MallocCounter" {
     var settings = target.swiftSettings ?? []
     // Spell existential types `any P`, so their cost is visible.
     settings.append(.enableUpcomingFeature("ExistentialAny"))
