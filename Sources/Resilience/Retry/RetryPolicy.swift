@@ -31,7 +31,7 @@
 /// The error that ends a call is the operation's own, unchanged, so `catch`
 /// clauses for your error types keep working. Use ``outcome(isolation:operation:)``
 /// to also learn the number of attempts and the stop reason.
-public actor RetryPolicy {
+public final actor RetryPolicy {
     /// The most attempts a call makes, counting the first.
     public nonisolated let maximumAttempts: Int
     /// The delay schedule before jitter.
