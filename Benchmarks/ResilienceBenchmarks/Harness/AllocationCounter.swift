@@ -2,8 +2,8 @@ import MallocCounter
 
 /// Heap allocations counted by the malloc-interposing shim in `Benchmarks/MallocCounter`.
 ///
-/// Counting is process-wide (every thread), and off except inside ``measure(_:)``,
-/// so timing loops pay nothing for it. Where the shim cannot interpose the
+/// Counting is process-wide (every thread), and off except between ``start()``
+/// and ``stop(since:)``, so timing loops pay nothing for it. Where the shim cannot interpose the
 /// allocator (non-glibc systems, sanitizer builds) ``isSupported`` is false and
 /// callers report allocations as unavailable rather than as zero.
 enum AllocationCounter {
@@ -18,19 +18,6 @@ enum AllocationCounter {
     /// Whether this build can count allocations at all.
     static var isSupported: Bool {
         mc_is_supported() != 0
-    }
-
-    /// Counts the allocations `body` makes, on any thread, while it runs.
-    static func measure<T>(_ body: () async throws -> T) async rethrows -> (T, Delta) {
-        let before = mc_read()
-        mc_start()
-        let value = try await body()
-        mc_stop()
-        let after = mc_read()
-        let delta = Delta(
-            allocations: Int(after.allocations &- before.allocations),
-            liveBytes: Int(after.liveBytes &- before.liveBytes))
-        return (value, delta)
     }
 
     /// Starts counting; pair with ``stop()`` around a timed region that must not include setup.

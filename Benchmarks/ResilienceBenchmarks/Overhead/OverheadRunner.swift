@@ -6,7 +6,7 @@ struct MeasurementSettings: Sendable {
     var targetDuration: Duration
 
     /// The settings of a full run.
-    static let standard = MeasurementSettings(repetitions: 11, targetDuration: .milliseconds(20))
+    static let standard = MeasurementSettings(repetitions: 15, targetDuration: .milliseconds(25))
     /// The settings of `--quick`: enough to check that everything runs, not to publish.
     static let quick = MeasurementSettings(repetitions: 3, targetDuration: .milliseconds(2))
 }

@@ -113,7 +113,11 @@ struct BenchmarkReport: Sendable {
                 .object([
                     ("date", .string(self.environment.date)),
                     ("mode", .string(self.environment.mode)),
-                    ("seed", .string(String(self.environment.seed))),
+                    (
+                        "seed",
+                        Int(exactly: self.environment.seed).map(JSONValue.integer)
+                            ?? .string(String(self.environment.seed))
+                    ),
                     ("allocation_counter_verified", .bool(self.allocationCounter.isVerified)),
                     (
                         "allocation_counter_control_per_op",

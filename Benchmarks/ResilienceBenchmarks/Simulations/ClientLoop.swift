@@ -40,9 +40,8 @@ struct ClientLoop: Sendable {
         var retryAfter: Duration?
     }
 
-    /// Runs the client until the simulation ends; returns every completed request, or
-    /// only those `keep` accepts.
-    func run(keep: @Sendable (Request) -> Bool = { _ in true }) async -> [Request] {
+    /// Runs the client until the simulation ends; returns every request it completed.
+    func run() async -> [Request] {
         var generator = self.generator
         var requests: [Request] = []
         let clock = self.clock
@@ -64,10 +63,10 @@ struct ClientLoop: Sendable {
                 successArrival = clock.now
             }
             if clock.isStopped { break }
-            let request = Request(
-                start: start, end: clock.now, attempts: attempts, succeeded: outcome.succeeded,
-                successArrival: successArrival, retryAfter: outcome.retryAfter)
-            if keep(request) { requests.append(request) }
+            requests.append(
+                Request(
+                    start: start, end: clock.now, attempts: attempts, succeeded: outcome.succeeded,
+                    successArrival: successArrival, retryAfter: outcome.retryAfter))
             do {
                 try await clock.sleep(for: .seconds(Double.random(in: self.thinkTime, using: &generator)))
             } catch {

@@ -7,21 +7,20 @@ import ResilienceTesting
 enum SeedDerivation {
     /// A seed for the stream identified by `path` under `seed`.
     static func derive(_ seed: UInt64, _ path: Int...) -> UInt64 {
+        Self.derive(seed, path)
+    }
+
+    /// A generator for the stream identified by `path` under `seed`.
+    static func generator(_ seed: UInt64, _ path: Int...) -> SeededRandomNumberGenerator {
+        SeededRandomNumberGenerator(seed: Self.derive(seed, path))
+    }
+
+    private static func derive(_ seed: UInt64, _ path: [Int]) -> UInt64 {
         var state = seed
         for component in path {
             var generator = SeededRandomNumberGenerator(seed: state ^ UInt64(truncatingIfNeeded: component))
             state = generator.next()
         }
         return state
-    }
-
-    /// A generator for the stream identified by `path` under `seed`.
-    static func generator(_ seed: UInt64, _ path: Int...) -> SeededRandomNumberGenerator {
-        var state = seed
-        for component in path {
-            var generator = SeededRandomNumberGenerator(seed: state ^ UInt64(truncatingIfNeeded: component))
-            state = generator.next()
-        }
-        return SeededRandomNumberGenerator(seed: state)
     }
 }
