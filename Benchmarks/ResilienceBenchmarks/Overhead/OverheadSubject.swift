@@ -16,12 +16,10 @@ protocol OverheadSubject: Sendable {
 
 /// The baseline: awaiting the operation directly, with nothing around it.
 struct DirectCall: OverheadSubject {
-    @inline(__always)
     func call(_ input: Int) async -> Int {
         (try? await Workload.operation(input)) ?? input
     }
 
-    @inline(__always)
     @MainActor func callFromMainActor(_ input: Int) async -> Int {
         (try? await Workload.operation(input)) ?? input
     }
