@@ -101,8 +101,9 @@ struct OverheadRunner {
             let elapsed = await subject.run(configuration, iterations, false).elapsed.nanoseconds
             if elapsed >= target / 8 || iterations >= Self.maximumIterations {
                 let scaled = Double(iterations) * target / Swift.max(elapsed, 1)
-                let rounded = Int(scaled.rounded())
-                return Swift.min(Self.maximumIterations, Swift.max(configuration.tasks, rounded))
+                // A whole number of calls per task, so that every task runs the same loop.
+                let perTask = Swift.max(1, Int((scaled / Double(configuration.tasks)).rounded()))
+                return Swift.min(Self.maximumIterations, perTask * configuration.tasks)
             }
             let factor = elapsed > 0 ? Swift.min(64, Swift.max(2, target / 8 / elapsed * 2)) : 64
             iterations = Swift.min(Self.maximumIterations, Int(Double(iterations) * factor))
