@@ -41,7 +41,7 @@ final class SimulationClock: Clock, Sendable {
     private struct Sleeper: Comparable {
         var deadline: Instant
         var sequence: UInt64
-        var continuation: UnsafeContinuation<Void, any Error>
+        var continuation: CheckedContinuation<Void, any Error>
 
         static func < (lhs: Sleeper, rhs: Sleeper) -> Bool {
             (lhs.deadline, lhs.sequence) < (rhs.deadline, rhs.sequence)
@@ -57,14 +57,14 @@ final class SimulationClock: Clock, Sendable {
         var sleepers = MinHeap<Sleeper>()
         var nextSequence: UInt64 = 0
         var liveTasks = 0
-        var idleWaiter: UnsafeContinuation<Void, Never>?
+        var idleWaiter: CheckedContinuation<Void, Never>?
         var isStopped = false
         var wakeUps = 0
 
         var isIdle: Bool { self.sleepers.count == self.liveTasks }
 
         /// The waiter to resume, if every live task is now parked.
-        mutating func takeWaiterIfIdle() -> UnsafeContinuation<Void, Never>? {
+        mutating func takeWaiterIfIdle() -> CheckedContinuation<Void, Never>? {
             guard self.isIdle, let waiter = self.idleWaiter else { return nil }
             self.idleWaiter = nil
             return waiter
@@ -98,11 +98,11 @@ final class SimulationClock: Clock, Sendable {
     ///
     /// - Throws: `CancellationError` once the run has ended.
     func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             enum Action {
                 case resume
                 case stop
-                case park(UnsafeContinuation<Void, Never>?)
+                case park(CheckedContinuation<Void, Never>?)
             }
             let action: Action = self.state.withLock { state in
                 if state.isStopped { return .stop }
@@ -168,7 +168,7 @@ final class SimulationClock: Clock, Sendable {
     }
 
     private func waitUntilIdle() async {
-        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let isIdle: Bool = self.state.withLock { state in
                 if state.isIdle || state.isStopped { return true }
                 state.idleWaiter = continuation
