@@ -31,6 +31,7 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// The C target that counts allocations takes no Swift settings.
 for target in package.targets where target.name != "MallocCounter" {
     var settings = target.swiftSettings ?? []
     // Spell existential types `any P`, so their cost is visible.
