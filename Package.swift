@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "ResilienceTesting", dependencies: ["Resilience"]),
         .executableTarget(
             name: "ResilienceBenchmarks",
-            dependencies: ["Resilience"],
+            dependencies: ["Resilience", "ResilienceTesting", "MallocCounter"],
             path: "Benchmarks/ResilienceBenchmarks"
         ),
         // The system's libsqlite3, linked by the tests alone; the library only knows result codes.
@@ -27,6 +27,8 @@ let package = Package(
             path: "Tests/CSQLite",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // Counts heap allocations for the benchmark executable; nothing else links it.
+        .target(name: "MallocCounter", path: "Benchmarks/MallocCounter"),
         .testTarget(
             name: "ResilienceTests",
             dependencies: ["Resilience", "ResilienceTesting", "CSQLite"],
@@ -36,7 +38,8 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets where target.type != .system {
+// The system library and the C allocation counter take no Swift settings.
+for target in package.targets where target.type != .system && target.name != "MallocCounter" {
     var settings = target.swiftSettings ?? []
     // Spell existential types `any P`, so their cost is visible.
     settings.append(.enableUpcomingFeature("ExistentialAny"))

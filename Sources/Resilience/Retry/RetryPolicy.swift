@@ -31,7 +31,7 @@
 /// The error that ends a call is the operation's own, unchanged, so `catch`
 /// clauses for your error types keep working. Use ``outcome(isolation:operation:)``
 /// to also learn the number of attempts and the stop reason.
-public actor RetryPolicy {
+public final actor RetryPolicy {
     /// The most attempts a call makes, counting the first.
     public nonisolated let maximumAttempts: Int
     /// The delay schedule before jitter.
@@ -109,6 +109,37 @@ public actor RetryPolicy {
     }
 
     // MARK: - Running operations
+
+    /// Runs `operation`, retrying its failures as the policy allows.
+    ///
+    /// - Parameters:
+    ///   - isolation: The actor the operation runs on; inferred from the caller.
+    ///   - operation: The work to attempt. It runs in the caller's isolation.
+    /// - Returns: The operation's value from the first attempt that succeeds.
+    /// - Throws: The error of the last attempt, unchanged, or `CancellationError` when
+    ///   the task was cancelled while waiting to retry.
+    @inlinable
+    public func execute<Value>(
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        // The fast path is kept tiny so that it inlines and specializes into the caller:
+        // one flag test, the cancellation check, the operation, and a budget refund.
+        // Everything else lives in `retry(isolation:firstFailure:operation:)`. The
+        // actor is `final` for the same reason: Swift 6.3 does not inline a non-final
+        // actor's methods into other modules, which costs an executor switch per call.
+        guard self.canTakeFastPath else {
+            return try await self.retry(isolation: isolation, firstFailure: nil, operation: operation)
+        }
+        let value: Value
+        do {
+            value = try await operation()
+        } catch {
+            return try await self.retry(isolation: isolation, firstFailure: error, operation: operation)
+        }
+        self.budget?.recordSuccess()
+        return value
+    }
 
     /// Runs `operation` as ``execute(isolation:operation:)`` does, and reports the whole outcome.
     ///

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The benchmark executable in its quick mode: it must run, print JSON with every
+# required row and field, write its charts, and give identical simulation figures
+# for the same seed. Figures are not gated: CI machines are noisy.
+set -euo pipefail
+
+out=.ci-artifacts/benchmark
+rm -rf "$out"
+mkdir -p "$out"
+
+swift build -c release --product resilience-benchmarks
+bin="$(swift build -c release --show-bin-path)/resilience-benchmarks"
+
+"$bin" --quick --json --svg "$out/charts" > "$out/quick.json"
+# A second run of the simulations alone, same seed: the figures must not change.
+"$bin" --quick --json --only simulations --quiet > "$out/simulations-again.json"
+
+python3 - "$out/quick.json" "$out/simulations-again.json" "$out/charts" <<'PY'
+import json
+import os
+import sys
+import xml.etree.ElementTree as ElementTree
+
+report_path, again_path, charts_dir = sys.argv[1:4]
+
+# ---- Required rows: extend these lists when rows are added. ---------------------
+CALLERS = ["nonisolated", "main-actor"]
+# (name, caller, tasks) for every overhead row that must be present.
+REQUIRED_OVERHEAD_ROWS = (
+    [("direct", caller, 1) for caller in CALLERS]
+    + [("retry.success", caller, 1) for caller in CALLERS]
+    + [(f"{design}.{row}", caller, 1)
+       for design in ["seed-design", "actor-per-call"]
+       for row in ["retry.success", "breaker.success", "retry+breaker.success", "breaker.rejection"]
+       for caller in CALLERS]
+    + [(f"{design}.breaker.success", "nonisolated", tasks)
+       for design in ["seed-design", "actor-per-call"] for tasks in [2, 64]]
+    + [("direct", "nonisolated", tasks) for tasks in [2, 64]]
+    # When the CircuitBreaker lands, add:
+    # + [(name, caller, 1) for name in ["breaker.success.consecutive", "breaker.success.window",
+    #                                   "retry+breaker.success", "breaker.rejection"] for caller in CALLERS]
+    # + [("breaker.success.consecutive", "nonisolated", tasks) for tasks in [2, 64]]
+)
+OVERHEAD_FIELDS = ["name", "caller", "tasks", "ns_per_op", "baseline_ns_per_op", "ratio", "allocations_per_op"]
+REQUIRED_MEMORY_ROWS = ["retry-policy", "retry-budget"]  # later: "breaker", "registry-entry"
+SCHEDULES = ["none", "exponential", "full", "equal", "decorrelated", "default"]
+# Outage rows as (budget, breaker); later add (True, True) or (False, True) for the breaker variant.
+REQUIRED_OUTAGE_ROWS = [(False, False), (True, False)]
+REQUIRED_THROTTLE_ROWS = [False, True]
+CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg"]
+# ----------------------------------------------------------------------------------
+
+problems = []
+
+def number(row, key, nullable=False):
+    value = row.get(key)
+    if value is None and nullable:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        problems.append(f"{row.get('name')}: '{key}' is not a number: {value!r}")
+
+with open(report_path) as handle:
+    report = json.load(handle)
+
+for key in ["swift", "machine"]:
+    if not isinstance(report.get(key), str) or not report[key]:
+        problems.append(f"top-level '{key}' missing or empty")
+
+overhead = report.get("overhead", [])
+present = {(row.get("name"), row.get("caller"), row.get("tasks")) for row in overhead}
+for required in REQUIRED_OVERHEAD_ROWS:
+    if required not in present:
+        problems.append(f"overhead row missing: {required}")
+counter_verified = report.get("run", {}).get("allocation_counter_verified") is True
+for row in overhead:
+    for key in OVERHEAD_FIELDS:
+        if key not in row:
+            problems.append(f"overhead row {row.get('name')}: field '{key}' missing")
+    for key in ["ns_per_op", "baseline_ns_per_op", "ratio"]:
+        number(row, key)
+    number(row, "allocations_per_op", nullable=not counter_verified)
+    if row.get("caller") not in CALLERS:
+        problems.append(f"overhead row {row.get('name')}: unknown caller {row.get('caller')!r}")
+
+memory = {row.get("name"): row for row in report.get("memory", [])}
+if counter_verified:
+    for name in REQUIRED_MEMORY_ROWS:
+        if name not in memory:
+            problems.append(f"memory row missing: {name}")
+        else:
+            number(memory[name], "bytes")
+
+simulations = report.get("simulations", [])
+contention = {row.get("schedule"): row for row in simulations if row.get("name") == "contention"}
+for schedule in SCHEDULES:
+    if schedule not in contention:
+        problems.append(f"contention row missing: {schedule}")
+    else:
+        number(contention[schedule], "calls")
+        number(contention[schedule], "completion_ms")
+outage = {(row.get("budget"), row.get("breaker")): row for row in simulations if row.get("name") == "outage"}
+for key in REQUIRED_OUTAGE_ROWS:
+    if key not in outage:
+        problems.append(f"outage row missing: budget={key[0]} breaker={key[1]}")
+    else:
+        number(outage[key], "attempts_per_request")
+        number(outage[key], "recovery_ms", nullable=True)
+        if "recovery_ms" not in outage[key]:
+            problems.append(f"outage row budget={key[0]}: field 'recovery_ms' missing")
+throttle = {row.get("retry_after"): row for row in simulations if row.get("name") == "throttle"}
+for key in REQUIRED_THROTTLE_ROWS:
+    if key not in throttle:
+        problems.append(f"throttle row missing: retry_after={key}")
+    else:
+        number(throttle[key], "attempts_per_request")
+
+with open(again_path) as handle:
+    again = json.load(handle)
+if again.get("simulations") != simulations:
+    problems.append("simulations differ between two runs with the same seed")
+
+for chart in CHARTS:
+    path = os.path.join(charts_dir, chart)
+    try:
+        root = ElementTree.parse(path).getroot()
+        if not root.tag.endswith("svg"):
+            problems.append(f"{chart}: root element is {root.tag}, not svg")
+    except (OSError, ElementTree.ParseError) as error:
+        problems.append(f"{chart}: {error}")
+
+if problems:
+    print("benchmark JSON check failed:")
+    for problem in problems:
+        print("  -", problem)
+    sys.exit(1)
+print(f"benchmark JSON ok: {len(overhead)} overhead rows, {len(simulations)} simulation rows, "
+      f"{len(memory)} memory rows, {len(CHARTS)} charts; simulations repeatable")
+PY

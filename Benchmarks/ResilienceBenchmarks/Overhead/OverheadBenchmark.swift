@@ -1,0 +1,103 @@
+/// Who calls, and from how many tasks at once.
+struct OverheadConfiguration: Sendable, Hashable {
+    /// Where the calling loop runs.
+    var caller: Caller
+    /// How many tasks share the subject; more than one only for nonisolated callers.
+    var tasks: Int
+
+    /// A configuration; the main actor is a single caller by nature.
+    init(caller: Caller, tasks: Int = 1) {
+        precondition(tasks >= 1, "at least one task")
+        precondition(caller == .nonisolated || tasks == 1, "the main actor runs one loop at a time")
+        self.caller = caller
+        self.tasks = tasks
+    }
+
+    /// One nonisolated task.
+    static let nonisolated = OverheadConfiguration(caller: .nonisolated)
+    /// The main actor.
+    static let mainActor = OverheadConfiguration(caller: .mainActor)
+    /// Each caller once: the standard pair for a success or rejection path.
+    static let bothCallers: [OverheadConfiguration] = [.nonisolated, .mainActor]
+    /// `count` nonisolated tasks sharing one subject.
+    static func tasks(_ count: Int) -> OverheadConfiguration {
+        OverheadConfiguration(caller: .nonisolated, tasks: count)
+    }
+    /// The task counts of the contention rows, beyond the single task: 2 and 64.
+    static let contention: [OverheadConfiguration] = [.tasks(2), .tasks(64)]
+}
+
+/// One row family of the overhead suite: a named subject and the configurations it is measured in.
+///
+/// A benchmark is a recipe: ``prepare`` builds the fixture (a policy, a tripped
+/// breaker) once, and returns the loop runner for it. The runner is generic over
+/// the subject's concrete type, so the timed loop is specialized for it.
+struct OverheadBenchmark: Sendable {
+    /// The row name in tables and JSON, such as `retry.success`.
+    let name: String
+    /// The configurations to measure, in table order.
+    let configurations: [OverheadConfiguration]
+    /// Builds the fixture and returns its runner.
+    let prepare: @Sendable () async throws -> PreparedOverheadBenchmark
+
+    /// A benchmark of the subject `makeSubject` builds.
+    init<Subject: OverheadSubject>(
+        _ name: String,
+        _ configurations: [OverheadConfiguration],
+        subject makeSubject: @escaping @Sendable () async throws -> Subject
+    ) {
+        self.name = name
+        self.configurations = configurations
+        self.prepare = {
+            let subject = try await makeSubject()
+            return PreparedOverheadBenchmark { configuration, iterations, countingAllocations in
+                await MeasurementLoops.run(
+                    subject, configuration, iterations: iterations, countingAllocations: countingAllocations)
+            }
+        }
+    }
+
+    /// The same benchmark measured in other configurations.
+    func with(configurations: [OverheadConfiguration]) -> OverheadBenchmark {
+        OverheadBenchmark(name: self.name, configurations: configurations, prepare: self.prepare)
+    }
+
+    private init(
+        name: String,
+        configurations: [OverheadConfiguration],
+        prepare: @escaping @Sendable () async throws -> PreparedOverheadBenchmark
+    ) {
+        self.name = name
+        self.configurations = configurations
+        self.prepare = prepare
+    }
+}
+
+/// A fixture ready to be timed.
+struct PreparedOverheadBenchmark: Sendable {
+    /// Runs `iterations` calls in a configuration, optionally counting allocations.
+    let run: @Sendable (OverheadConfiguration, Int, Bool) async -> LoopMeasurement
+}
+
+/// The measured cost of one row.
+struct OverheadResult: Sendable {
+    /// The benchmark's name.
+    var name: String
+    /// Who called.
+    var configuration: OverheadConfiguration
+    /// Nanoseconds per call through the subject, over the repetitions.
+    var subject: Summary
+    /// Nanoseconds per direct call in the same configuration, interleaved with the subject's repetitions.
+    var baseline: Summary
+    /// Heap allocations per call, or `nil` when the counter is unavailable.
+    var allocationsPerOperation: Double?
+    /// Calls per repetition of the subject's loop.
+    var iterations: Int
+    /// Repetitions of each loop.
+    var repetitions: Int
+
+    /// The subject's median over the baseline's median.
+    var ratio: Double {
+        self.subject.median / self.baseline.median
+    }
+}

@@ -1,0 +1,147 @@
+/// The published contention figures of ANCHORS.md, for the comparison column.
+enum ContentionAnchors {
+    /// Write calls and completion seconds per schedule, from an independent re-run of Brooker's model.
+    static let figures: [String: (calls: Double, completionSeconds: Double)] = [
+        "none": (2_420, 2.0),
+        "exponential": (1_853, 63.7),
+        "equal": (811, 6.6),
+        "full": (795, 5.0),
+        "decorrelated": (1_006, 4.6),
+    ]
+}
+
+extension BenchmarkReport {
+    /// Everything, as text tables for standard output.
+    var tables: String {
+        var sections: [String] = []
+        sections.append(
+            """
+            swift-resilience benchmarks (\(self.environment.mode) run)
+            date: \(self.environment.date)
+            swift: \(self.environment.swift)
+            machine: \(self.environment.machine)
+            allocation counter: \(self.allocationCounterLine)
+            """)
+        if !self.overhead.isEmpty { sections.append(self.overheadTable) }
+        if !self.memory.isEmpty { sections.append(self.memoryTable) }
+        if !self.primitives.isEmpty { sections.append(self.primitivesTable) }
+        if !self.simulations.contention.isEmpty { sections.append(self.contentionTable) }
+        if !self.simulations.outage.isEmpty { sections.append(self.outageTable) }
+        if !self.simulations.throttle.isEmpty { sections.append(self.throttleTable) }
+        sections.append(self.targetsTable)
+        return sections.joined(separator: "\n\n") + "\n"
+    }
+
+    private var allocationCounterLine: String {
+        let check = self.allocationCounter
+        guard check.isSupported else { return "unavailable in this build (allocations shown as n/a)" }
+        let control = check.controlAllocationsPerOperation.map { Format.decimal($0, 3) } ?? "n/a"
+        return check.isVerified
+            ? "malloc interposer, verified (a one-allocation control counted \(control) per call)"
+            : "malloc interposer FAILED its check (control counted \(control) per call; allocations shown as n/a)"
+    }
+
+    private var overheadTable: String {
+        var table = TextTable([
+            ("overhead", .left), ("caller", .left), ("tasks", .right), ("ns/op", .right), ("min-max", .right),
+            ("direct ns/op", .right), ("ratio", .right), ("allocs/op", .right),
+        ])
+        for row in self.overhead {
+            table.append([
+                row.name, row.configuration.caller.rawValue, String(row.configuration.tasks),
+                Format.nanoseconds(row.subject.median),
+                Format.nanoseconds(row.subject.minimum) + "-" + Format.nanoseconds(row.subject.maximum),
+                Format.nanoseconds(row.baseline.median),
+                Format.decimal(row.ratio, 2) + "x",
+                row.allocationsPerOperation.map { Format.decimal($0, 2) } ?? "n/a",
+            ])
+        }
+        return "Cost per call, median of \(self.overhead.first?.repetitions ?? 0) repetitions "
+            + "(ratio = median / median of the direct call in the same configuration)\n" + table.rendered
+    }
+
+    private var memoryTable: String {
+        var table = TextTable([("memory", .left), ("object", .left), ("bytes", .right), ("allocations", .right)])
+        for row in self.memory {
+            let measured = self.allocationCounter.isVerified
+            table.append([
+                row.name, row.detail,
+                measured ? Format.decimal(row.bytesPerObject, 0) : "n/a",
+                measured ? Format.decimal(row.allocationsPerObject, 1) : "n/a",
+            ])
+        }
+        return "Heap per object (allocator's usable sizes)\n" + table.rendered
+    }
+
+    private var primitivesTable: String {
+        var table = TextTable([("primitive", .left), ("operation", .left), ("ns/op", .right), ("min-max", .right)])
+        for row in self.primitives {
+            table.append([
+                row.name, row.detail, Format.decimal(row.summary.median, 1),
+                Format.decimal(row.summary.minimum, 1) + "-" + Format.decimal(row.summary.maximum, 1),
+            ])
+        }
+        return "Primitives, uncontended, one thread\n" + table.rendered
+    }
+
+    private var contentionTable: String {
+        var table = TextTable([
+            ("schedule", .left), ("write calls", .right), ("completion", .right), ("ANCHORS calls", .right),
+            ("ANCHORS completion", .right),
+        ])
+        for row in self.simulations.contention {
+            let anchor = ContentionAnchors.figures[row.schedule]
+            table.append([
+                row.schedule, Format.decimal(row.calls, 0),
+                Format.decimal(row.completionMilliseconds / 1_000, 2) + " s",
+                anchor.map { Format.grouped(Int($0.calls)) } ?? "-",
+                anchor.map { Format.decimal($0.completionSeconds, 1) + " s" } ?? "-",
+            ])
+        }
+        return "Contention (Brooker's model: 100 clients, 100 trials, base 5 ms, cap 2 s, hops |N(10 ms, 2 ms)|;\n"
+            + "exponential schedules start at base * 2 = 10 ms as in Brooker's code, decorrelated at base)\n"
+            + table.rendered
+    }
+
+    private var outageTable: String {
+        var table = TextTable([
+            ("budget", .left), ("breaker", .left), ("attempts/request", .right), ("recovery", .right),
+            ("requests", .right),
+        ])
+        for row in self.simulations.outage {
+            table.append([
+                row.budget ? "yes" : "no", row.breaker ? "yes" : "no", Format.decimal(row.attemptsPerRequest, 3),
+                row.recoveryMilliseconds.map { Format.decimal($0, 1) + " ms" } ?? "none",
+                Format.grouped(row.requests),
+            ])
+        }
+        return "Outage (1,000 clients, server fails everything for 60 s, 3 attempts per call)\n" + table.rendered
+    }
+
+    private var throttleTable: String {
+        var table = TextTable([
+            ("Retry-After", .left), ("attempts/request", .right), ("requests", .right), ("hint surfaced", .right),
+        ])
+        for row in self.simulations.throttle {
+            table.append([
+                row.retryAfter ? "2 s" : "none", Format.decimal(row.attemptsPerRequest, 3),
+                Format.grouped(row.requests), Format.grouped(row.hintsSurfaced),
+            ])
+        }
+        return "Throttle (1,000 clients, every response 429, classifier says retry everything)\n" + table.rendered
+    }
+
+    private var targetsTable: String {
+        var table = TextTable([("target (reported, not asserted)", .left), ("measured", .right), ("", .left)])
+        for check in self.targets {
+            let verdict: String
+            switch check.isMet {
+            case .some(true): verdict = "met"
+            case .some(false): verdict = "MISSED"
+            case .none: verdict = check.measured == nil ? "not measured" : ""
+            }
+            table.append([check.description, check.measured ?? "-", verdict])
+        }
+        return "Targets of issue 5\n" + table.rendered
+    }
+}
