@@ -48,6 +48,9 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
 
     /// The backoff delay scaled by a random factor in `1-ratio ... 1+ratio`.
     ///
+    /// ``RetryPolicy`` rejects a ratio outside `0...1`; used on its own, such a ratio is
+    /// clamped into `0...1` (NaN counts as 0), so no delay is ever negative or unbounded.
+    ///
     /// - Parameter ratio: The spread, in `0...1`; 0.2 is gRPC's choice and 0.25 a common one.
     public static func proportional(_ ratio: Double) -> Jitter {
         Jitter(kind: .proportional(ratio))
@@ -91,17 +94,21 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
             let half = t.secondsValue / 2
             return .clampedSeconds(half + Self.uniform(0, half, &generator))
         case .proportional(let ratio):
-            let factor = 1 + Self.uniform(-ratio, ratio, &generator)
+            let spread = Self.clampedRatio(ratio)
+            let factor = 1 + Self.uniform(-spread, spread, &generator)
             return .clampedSeconds(t.secondsValue * factor)
         case .decorrelated:
-            let base = backoff.initial.secondsValue
-            let cap = backoff.maximum.secondsValue
+            let (lower, cap) = Self.decorrelatedBounds(backoff)
+            let base = lower.secondsValue
             let upper = Swift.max(base, (previous ?? backoff.initial).secondsValue * 3)
-            return .clampedSeconds(Swift.min(cap, Self.uniform(base, upper, &generator)))
+            return .clampedSeconds(Swift.min(cap.secondsValue, Self.uniform(base, upper, &generator)))
         }
     }
 
     /// The range every delay for retry `attempt` falls in, for documentation and tests.
+    ///
+    /// Total for every backoff and ratio, even ones ``RetryPolicy`` would reject:
+    /// the bounds are clamped as ``delay(for:attempt:previous:using:)`` clamps them.
     public func range(for backoff: Backoff, attempt: Int) -> ClosedRange<Duration> {
         let t = backoff.delay(forAttempt: attempt)
         switch self.kind {
@@ -112,10 +119,24 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
         case .equal:
             return (t / 2)...t
         case .proportional(let ratio):
-            return .clampedSeconds(t.secondsValue * (1 - ratio))...Duration.clampedSeconds(t.secondsValue * (1 + ratio))
+            let spread = Self.clampedRatio(ratio)
+            return .clampedSeconds(t.secondsValue * (1 - spread))...Duration.clampedSeconds(t.secondsValue * (1 + spread))
         case .decorrelated:
-            return backoff.initial...backoff.maximum
+            let (lower, cap) = Self.decorrelatedBounds(backoff)
+            return lower...cap
         }
+    }
+
+    /// `ratio` limited to `0...1`, NaN as 0.
+    private static func clampedRatio(_ ratio: Double) -> Double {
+        guard ratio > 0 else { return 0 }  // also catches NaN
+        return Swift.min(ratio, 1)
+    }
+
+    /// The decorrelated schedule's floor and cap, ordered even when the backoff's are not.
+    private static func decorrelatedBounds(_ backoff: Backoff) -> (lower: Duration, cap: Duration) {
+        let cap = backoff.maximum.clampedToResilienceRange
+        return (Swift.min(backoff.initial.clampedToResilienceRange, cap), cap)
     }
 
     func validate() throws(ConfigurationError) {
@@ -128,7 +149,8 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     private static func uniform(_ lower: Double, _ upper: Double, _ generator: inout some RandomNumberGenerator)
         -> Double
     {
-        guard upper > lower, upper.isFinite, lower.isFinite else { return Swift.max(lower, 0) }
+        // Double.random(in:) traps on an infinite span, so an unbounded one draws nothing.
+        guard upper > lower, (upper - lower).isFinite else { return Swift.max(lower, 0) }
         return Double.random(in: lower...upper, using: &generator)
     }
 }
