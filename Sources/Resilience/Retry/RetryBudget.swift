@@ -43,7 +43,7 @@ public final class RetryBudget: Sendable {
             "maximumTokens", maximumTokens, "in 1...1000000")
         try ConfigurationError.require(
             tokenRatio.isFinite && tokenRatio >= 0.001 && tokenRatio <= maximumTokens,
-            "tokenRatio", tokenRatio, "in 0.001...maximumTokens")
+            "tokenRatio", tokenRatio, "in 0.001...maximumTokens (\(maximumTokens))")
         self.maximumTokens = maximumTokens
         self.tokenRatio = tokenRatio
         self.maximumMilliTokens = Int((maximumTokens * 1_000).rounded())
