@@ -120,7 +120,8 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
             return (t / 2)...t
         case .proportional(let ratio):
             let spread = Self.clampedRatio(ratio)
-            return .clampedSeconds(t.secondsValue * (1 - spread))...Duration.clampedSeconds(t.secondsValue * (1 + spread))
+            let lower = Duration.clampedSeconds(t.secondsValue * (1 - spread))
+            return lower...Duration.clampedSeconds(t.secondsValue * (1 + spread))
         case .decorrelated:
             let (lower, cap) = Self.decorrelatedBounds(backoff)
             return lower...cap
