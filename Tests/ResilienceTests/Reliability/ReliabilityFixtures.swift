@@ -82,3 +82,39 @@ final class ReliabilityEventCounter: RetryObserver {
         return (0...budget.maximumTokens).contains(tokens) ? nil : tokens
     }
 }
+
+/// A retry observer that lets a test wait until a given number of retries have been scheduled.
+///
+/// An explicit synchronization point for code paths where parked sleepers alone
+/// are ambiguous, such as a per-attempt timer sleeping beside the operation.
+final class ReliabilityRetryLatch: RetryObserver {
+    private struct State {
+        var scheduled = 0
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Lock(State())
+
+    func retryScheduled(_ event: RetryScheduledEvent) {
+        let ready = self.state.withLock { state in
+            state.scheduled += 1
+            let scheduled = state.scheduled
+            let ready = state.waiters.filter { $0.count <= scheduled }.map(\.continuation)
+            state.waiters.removeAll { $0.count <= scheduled }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Suspends until at least `count` retries have been scheduled.
+    func waitForRetries(count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = self.state.withLock { state in
+                if state.scheduled >= count { return true }
+                state.waiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+}
