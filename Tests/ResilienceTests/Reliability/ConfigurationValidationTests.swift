@@ -1,65 +1,67 @@
 import Resilience
 import Testing
 
-/// Every invalid setting of the retry engine is rejected when the policy or budget
-/// is built, by a thrown ``ConfigurationError`` (the project's choice over a
-/// precondition, so configuration read at run time fails recoverably) whose
-/// message names the setting and the range it accepts.
-@Suite("Configuration validation")
-struct ConfigurationValidationTests {
-    @Test(
-        "Invalid settings are rejected at construction, naming the setting and the accepted range",
-        arguments: InvalidSetting.all)
-    func invalidSettingIsRejected(_ invalid: InvalidSetting) throws {
-        let error = try #require(throws: ConfigurationError.self) { try invalid.build() }
-        #expect(error.setting == invalid.setting)
-        #expect(error.accepted.contains(invalid.accepted))
-        #expect(error.value == invalid.value)
-        // The message a user reads carries all three.
-        #expect(error.description.hasPrefix("\(invalid.setting) must be "))
-        #expect(error.description.contains(invalid.accepted))
-        #expect(error.description.hasSuffix("got \(invalid.value)"))
-    }
-
-    @Test("Settings on the edge of their range are accepted", arguments: ValidSetting.all)
-    func boundarySettingIsAccepted(_ valid: ValidSetting) throws {
-        try valid.build()
-    }
-
-    @Test("The first invalid setting is the one reported")
-    func firstInvalidSettingIsReported() {
-        let error = #expect(throws: ConfigurationError.self) {
-            try RetryPolicy(
-                maximumAttempts: 0,
-                backoff: .exponential(initial: .zero, maximum: .seconds(1)),
-                jitter: .proportional(.nan),
-                deadline: .zero
-            )
+extension Reliability {
+    /// Every invalid setting of the retry engine is rejected when the policy or budget
+    /// is built, by a thrown ``ConfigurationError`` (the project's choice over a
+    /// precondition, so configuration read at run time fails recoverably) whose
+    /// message names the setting and the range it accepts.
+    @Suite("Configuration validation")
+    struct ConfigurationValidationTests {
+        @Test(
+            "Invalid settings are rejected at construction, naming the setting and the accepted range",
+            arguments: InvalidSetting.all)
+        func invalidSettingIsRejected(_ invalid: InvalidSetting) throws {
+            let error = try #require(throws: ConfigurationError.self) { try invalid.build() }
+            #expect(error.setting == invalid.setting)
+            #expect(error.accepted.contains(invalid.accepted))
+            #expect(error.value == invalid.value)
+            // The message a user reads carries all three.
+            #expect(error.description.hasPrefix("\(invalid.setting) must be "))
+            #expect(error.description.contains(invalid.accepted))
+            #expect(error.description.hasSuffix("got \(invalid.value)"))
         }
-        #expect(error?.setting == "maximumAttempts")
-    }
 
-    @Test("Durations beyond the package's maximum are accepted and clamped, not rejected")
-    func hugeDurationsAreClamped() throws {
-        let policy = try RetryPolicy(
-            deadline: .seconds(Int64.max),
-            maximumRetryAfter: .seconds(Int64.max)
-        )
-        #expect(policy.deadline == .resilienceMaximum)
-        #expect(policy.maximumRetryAfter == .resilienceMaximum)
-    }
+        @Test("Settings on the edge of their range are accepted", arguments: ValidSetting.all)
+        func boundarySettingIsAccepted(_ valid: ValidSetting) throws {
+            try valid.build()
+        }
 
-    @Test("A budget's refund is kept in thousandths of a token")
-    func budgetAcceptsTheSmallestRefund() throws {
-        let budget = try RetryBudget(maximumTokens: 1, tokenRatio: 0.001)
-        budget.recordFailure()
-        #expect(budget.tokens == 0)
-        budget.recordSuccess()
-        #expect(budget.tokens == 0.001)
+        @Test("The first invalid setting is the one reported")
+        func firstInvalidSettingIsReported() {
+            let error = #expect(throws: ConfigurationError.self) {
+                try RetryPolicy(
+                    maximumAttempts: 0,
+                    backoff: .exponential(initial: .zero, maximum: .seconds(1)),
+                    jitter: .proportional(.nan),
+                    deadline: .zero
+                )
+            }
+            #expect(error?.setting == "maximumAttempts")
+        }
+
+        @Test("Durations beyond the package's maximum are accepted and clamped, not rejected")
+        func hugeDurationsAreClamped() throws {
+            let policy = try RetryPolicy(
+                deadline: .seconds(Int64.max),
+                maximumRetryAfter: .seconds(Int64.max)
+            )
+            #expect(policy.deadline == .resilienceMaximum)
+            #expect(policy.maximumRetryAfter == .resilienceMaximum)
+        }
+
+        @Test("A budget's refund is kept in thousandths of a token")
+        func budgetAcceptsTheSmallestRefund() throws {
+            let budget = try RetryBudget(maximumTokens: 1, tokenRatio: 0.001)
+            budget.recordFailure()
+            #expect(budget.tokens == 0)
+            budget.recordSuccess()
+            #expect(budget.tokens == 0.001)
+        }
     }
 }
 
-extension ConfigurationValidationTests {
+extension Reliability.ConfigurationValidationTests {
     /// A setting that must be rejected, with what the error must say.
     struct InvalidSetting: Sendable, CustomTestStringConvertible {
         let label: String

@@ -118,3 +118,7 @@ final class ReliabilityRetryLatch: RetryObserver {
         }
     }
 }
+
+/// The namespace of the reliability suites (stress, cancellation, time edges,
+/// configuration), so that `swift test --filter Reliability` selects them all.
+enum Reliability {}

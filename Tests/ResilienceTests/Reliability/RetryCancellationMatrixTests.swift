@@ -2,93 +2,96 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-/// Cancellation at every point of a call through a ``RetryPolicy``, through
-/// every way of calling it. Whatever the point: no further attempt starts, the
-/// stop reason is `cancelled`, the call returns without the test clock moving
-/// (so it cannot have waited out a delay), nothing is left sleeping on the
-/// clock, and the retry budget is left as it was when the task was cancelled,
-/// because cancellation is not a failure of the dependency.
-@Suite("Retry cancellation matrix", .timeLimit(.minutes(1)))
-struct RetryCancellationMatrixTests {
-    @Test(
-        "Cancellation stops the call at once, starts no further attempt and costs no budget",
-        arguments: EntryPoint.allCases, Phase.allCases)
-    func cancellationStopsTheCall(_ entryPoint: EntryPoint, _ phase: Phase) async throws {
-        let clock = TestClock()
-        let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 1)
-        // Beside a per-attempt timer, a parked sleeper may be the timer rather than the
-        // policy's wait, so that entry point also waits for the retry to be scheduled.
-        let latch = entryPoint == .outcomeWithAttemptTimeout ? ReliabilityRetryLatch() : nil
-        let policy = try RetryPolicy(
-            maximumAttempts: 5,
-            backoff: .constant(.seconds(10)),
-            jitter: .none,
-            deadline: entryPoint.usesDeadline ? .seconds(1_000) : nil,
-            maximumRetryAfter: .seconds(60),
-            budget: budget,
-            observer: latch,
-            clock: clock
-        )
-        let attempts = ReliabilityCounter()
-        let operation = phase.operation(clock: clock, attempts: attempts)
+extension Reliability {
+    /// Cancellation at every point of a call through a ``RetryPolicy``, through
+    /// every way of calling it. Whatever the point: no further attempt starts, the
+    /// stop reason is `cancelled`, the call returns without the test clock moving
+    /// (so it cannot have waited out a delay), nothing is left sleeping on the
+    /// clock, and the retry budget is left as it was when the task was cancelled,
+    /// because cancellation is not a failure of the dependency.
+    @Suite("Retry cancellation matrix", .timeLimit(.minutes(1)))
+    struct RetryCancellationMatrixTests {
+        @Test(
+            "Cancellation stops the call at once, starts no further attempt and costs no budget",
+            arguments: EntryPoint.allCases, Phase.allCases)
+        func cancellationStopsTheCall(_ entryPoint: EntryPoint, _ phase: Phase) async throws {
+            let clock = TestClock()
+            let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 1)
+            // Beside a per-attempt timer, a parked sleeper may be the timer rather than the
+            // policy's wait, so that entry point also waits for the retry to be scheduled.
+            let latch = entryPoint == .outcomeWithAttemptTimeout ? ReliabilityRetryLatch() : nil
+            let policy = try RetryPolicy(
+                maximumAttempts: 5,
+                backoff: .constant(.seconds(10)),
+                jitter: .none,
+                deadline: entryPoint.usesDeadline ? .seconds(1_000) : nil,
+                maximumRetryAfter: .seconds(60),
+                budget: budget,
+                observer: latch,
+                clock: clock
+            )
+            let attempts = ReliabilityCounter()
+            let operation = phase.operation(clock: clock, attempts: attempts)
 
-        let call = Task {
-            if phase == .beforeFirstAttempt {
-                withUnsafeCurrentTask { $0?.cancel() }
+            let call = Task {
+                if phase == .beforeFirstAttempt {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                }
+                return await entryPoint.run(policy, operation)
             }
-            return await entryPoint.run(policy, operation)
+            var tokensAtCancellation = budget.maximumTokens
+            if phase != .beforeFirstAttempt {
+                if let latch, phase.parksInPolicy {
+                    await latch.waitForRetries(count: 1)
+                }
+                await clock.waitForSleepers(count: phase.sleepers(entryPoint))
+                #expect(clock.sleepRequests.contains(phase.parkedOn))
+                tokensAtCancellation = budget.tokens
+                call.cancel()
+            }
+            let report = await call.value
+
+            #expect(report.stopReason == .cancelled)
+            #expect(attempts.value == phase.expectedAttempts)
+            if let attemptsReported = report.attempts {
+                #expect(attemptsReported == phase.expectedAttempts)
+            }
+            if let expectsCancellationError = phase.endsWithCancellationError(entryPoint) {
+                #expect(
+                    (report.error is CancellationError) == expectsCancellationError,
+                    "\(String(describing: report.error))")
+            }
+            #expect(clock.now == TestClock.Instant(offset: .zero), "the call waited on the clock")
+            #expect(clock.sleeperCount == 0, "something is still sleeping on the clock")
+            #expect(budget.tokens == tokensAtCancellation)
+            let statistics = await policy.statistics
+            #expect(statistics.stopReasons == [.cancelled: 1])
+            #expect(statistics.failedAttempts == phase.expectedAttempts)
         }
-        var tokensAtCancellation = budget.maximumTokens
-        if phase != .beforeFirstAttempt {
-            if let latch, phase.parksInPolicy {
-                await latch.waitForRetries(count: 1)
+
+        @Test("An operation that finishes despite cancellation keeps its value, and nothing more runs")
+        func valueReturnedDespiteCancellationIsKept() async throws {
+            let clock = TestClock()
+            let policy = try RetryPolicy(maximumAttempts: 5, clock: clock)
+            let attempts = ReliabilityCounter()
+            let call = Task {
+                await policy.outcome {
+                    attempts.increment()
+                    try? await clock.sleep(for: .seconds(100))
+                    return "finished anyway"
+                }
             }
-            await clock.waitForSleepers(count: phase.sleepers(entryPoint))
-            #expect(clock.sleepRequests.contains(phase.parkedOn))
-            tokensAtCancellation = budget.tokens
+            await clock.waitForSleepers(count: 1)
             call.cancel()
+            let outcome = await call.value
+            #expect(outcome.stopReason == .succeeded)
+            #expect(try outcome.get() == "finished anyway")
+            #expect(attempts.value == 1)
         }
-        let report = await call.value
-
-        #expect(report.stopReason == .cancelled)
-        #expect(attempts.value == phase.expectedAttempts)
-        if let attemptsReported = report.attempts {
-            #expect(attemptsReported == phase.expectedAttempts)
-        }
-        if let expectsCancellationError = phase.endsWithCancellationError(entryPoint) {
-            #expect(
-                (report.error is CancellationError) == expectsCancellationError, "\(String(describing: report.error))")
-        }
-        #expect(clock.now == TestClock.Instant(offset: .zero), "the call waited on the clock")
-        #expect(clock.sleeperCount == 0, "something is still sleeping on the clock")
-        #expect(budget.tokens == tokensAtCancellation)
-        let statistics = await policy.statistics
-        #expect(statistics.stopReasons == [.cancelled: 1])
-        #expect(statistics.failedAttempts == phase.expectedAttempts)
-    }
-
-    @Test("An operation that finishes despite cancellation keeps its value, and nothing more runs")
-    func valueReturnedDespiteCancellationIsKept() async throws {
-        let clock = TestClock()
-        let policy = try RetryPolicy(maximumAttempts: 5, clock: clock)
-        let attempts = ReliabilityCounter()
-        let call = Task {
-            await policy.outcome {
-                attempts.increment()
-                try? await clock.sleep(for: .seconds(100))
-                return "finished anyway"
-            }
-        }
-        await clock.waitForSleepers(count: 1)
-        call.cancel()
-        let outcome = await call.value
-        #expect(outcome.stopReason == .succeeded)
-        #expect(try outcome.get() == "finished anyway")
-        #expect(attempts.value == 1)
     }
 }
 
-extension RetryCancellationMatrixTests {
+extension Reliability.RetryCancellationMatrixTests {
     /// A way of calling a policy.
     enum EntryPoint: CaseIterable, Sendable, CustomTestStringConvertible {
         /// `execute`, on the fast path: no deadline, no observer.

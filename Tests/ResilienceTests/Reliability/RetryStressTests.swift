@@ -2,121 +2,124 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-/// Ten thousand concurrent calls through one ``RetryPolicy`` and one shared
-/// ``RetryBudget``, each call's behaviour drawn from a seeded generator by its
-/// index: successes, transient failures, final failures, 429s, server hints,
-/// slow operations, operations that cancel their own task and tasks cancelled
-/// from outside.
-///
-/// Checked while the calls run, not only at the end: no call makes more than
-/// `maximumAttempts` attempts; the budget stays within `0...maximumTokens` at
-/// every attempt and every event; the policy's statistics never count more
-/// retries than failed attempts. Checked at the end: every call produced
-/// exactly one outcome, its attempt count matches the operation's own count, its
-/// stop reason is one its behaviour allows, and the statistics add up to the
-/// outcomes.
-@Suite("Retry stress", .timeLimit(.minutes(5)))
-struct RetryStressTests {
-    static let callCount = 10_000
-    static let maximumAttempts = 4
+extension Reliability {
+    /// Ten thousand concurrent calls through one ``RetryPolicy`` and one shared
+    /// ``RetryBudget``, each call's behaviour drawn from a seeded generator by its
+    /// index: successes, transient failures, final failures, 429s, server hints,
+    /// slow operations, operations that cancel their own task and tasks cancelled
+    /// from outside.
+    ///
+    /// Checked while the calls run, not only at the end: no call makes more than
+    /// `maximumAttempts` attempts; the budget stays within `0...maximumTokens` at
+    /// every attempt and every event; the policy's statistics never count more
+    /// retries than failed attempts. Checked at the end: every call produced
+    /// exactly one outcome, its attempt count matches the operation's own count, its
+    /// stop reason is one its behaviour allows, and the statistics add up to the
+    /// outcomes.
+    @Suite("Retry stress", .timeLimit(.minutes(5)))
+    struct RetryStressTests {
+        static let callCount = 10_000
+        static let maximumAttempts = 4
 
-    @Test(
-        "Ten thousand concurrent calls each get exactly one outcome, and every invariant holds throughout",
-        arguments: Path.allCases)
-    func concurrentCallsKeepEveryInvariant(_ path: Path) async throws {
-        let clock = TestClock()
-        let budget = try RetryBudget(maximumTokens: 10_000, tokenRatio: 0.1)
-        let events = ReliabilityEventCounter(checking: budget)
-        let policy = try RetryPolicy(
-            maximumAttempts: Self.maximumAttempts,
-            backoff: .constant(.zero),
-            jitter: .none,
-            deadline: path == .full ? .seconds(Int64.max) : nil,
-            maximumRetryAfter: .seconds(60),
-            budget: budget,
-            observer: path == .full ? events : nil,
-            clock: clock
-        )
-        let plans = (0..<Self.callCount).map { CallPlan(index: $0) }
-        let run = StressRun(callCount: Self.callCount, budget: budget)
+        @Test(
+            "Ten thousand concurrent calls each get exactly one outcome, and every invariant holds throughout",
+            arguments: Path.allCases)
+        func concurrentCallsKeepEveryInvariant(_ path: Path) async throws {
+            let clock = TestClock()
+            let budget = try RetryBudget(maximumTokens: 10_000, tokenRatio: 0.1)
+            let events = ReliabilityEventCounter(checking: budget)
+            let policy = try RetryPolicy(
+                maximumAttempts: Self.maximumAttempts,
+                backoff: .constant(.zero),
+                jitter: .none,
+                deadline: path == .full ? .seconds(Int64.max) : nil,
+                maximumRetryAfter: .seconds(60),
+                budget: budget,
+                observer: path == .full ? events : nil,
+                clock: clock
+            )
+            let plans = (0..<Self.callCount).map { CallPlan(index: $0) }
+            let run = StressRun(callCount: Self.callCount, budget: budget)
 
-        // Server hints park calls on the test clock; a driver moves time on whenever one is parked.
-        let driver = Task {
-            while true {
-                await clock.waitForSleepers(count: 1)
-                if run.isFinished { return }
-                clock.advance(by: .seconds(2))
+            // Server hints park calls on the test clock; a driver moves time on whenever one is parked.
+            let driver = Task {
+                while true {
+                    await clock.waitForSleepers(count: 1)
+                    if run.isFinished { return }
+                    clock.advance(by: .seconds(2))
+                }
             }
-        }
 
-        let calls = plans.map { plan in
-            Task { await run.call(policy, plan, path: path) }
-        }
-        for plan in plans where plan.isCancelledFromOutside {
-            calls[plan.index].cancel()
-        }
-        for call in calls {
-            await call.value
-        }
-        run.finish()
-        // Release the driver from its wait with a sleeper of our own, due so far
-        // ahead that the driver's last advance, if one is under way, cannot wake it.
-        let release = Task { try await clock.sleep(for: .seconds(1_000_000_000)) }
-        await driver.value
-        release.cancel()
-
-        // Exactly one outcome per call, none lost or doubled.
-        let outcomeCounts = run.outcomeCounts
-        #expect(outcomeCounts.count == Self.callCount)
-        #expect(
-            outcomeCounts.allSatisfy { $0 == 1 }, "calls without exactly one outcome: \(run.callsWithoutOneOutcome)")
-        // Violations recorded while the calls ran.
-        #expect(run.violations.isEmpty, "\(run.violations.prefix(10))")
-        #expect(events.budgetViolations.isEmpty, "\(events.budgetViolations.prefix(10))")
-        #expect((0...budget.maximumTokens).contains(budget.tokens))
-
-        // The statistics add up to the outcomes.
-        let statistics = await policy.statistics
-        let results = run.results
-        let succeeded = results.filter(\.succeeded)
-        let attempts = results.reduce(0) { $0 + $1.attempts }
-        #expect(statistics.failedAttempts == attempts - succeeded.count)
-        let recorded = results.filter { !$0.succeeded || $0.attempts > 1 }
-        #expect(statistics.stopReasons.values.reduce(0, +) == recorded.count)
-        #expect(statistics.stopReasons[.succeeded, default: 0] == succeeded.filter { $0.attempts > 1 }.count)
-        let retriesAtLeast = results.reduce(0) { $0 + Swift.max($1.attempts - 1, 0) }
-        let cancelled = results.filter { $0.stopReason == .cancelled || $0.endedByCancellation }.count
-        #expect(statistics.retries >= retriesAtLeast && statistics.retries <= retriesAtLeast + cancelled)
-
-        if path == .full {
-            // Every event reached the observer, and the observer agrees with the statistics.
-            #expect(events.attemptsFailed == statistics.failedAttempts)
-            #expect(events.retriesScheduled == statistics.retries)
-            #expect(events.recordedCallsFinished == statistics.stopReasons)
-            var byReason: [RetryStopReason: Int] = [:]
-            for result in results {
-                if let reason = result.stopReason { byReason[reason, default: 0] += 1 }
+            let calls = plans.map { plan in
+                Task { await run.call(policy, plan, path: path) }
             }
-            #expect(events.callsFinished == byReason)
-            #expect(byReason.values.reduce(0, +) == Self.callCount)
-        }
+            for plan in plans where plan.isCancelledFromOutside {
+                calls[plan.index].cancel()
+            }
+            for call in calls {
+                await call.value
+            }
+            run.finish()
+            // Release the driver from its wait with a sleeper of our own, due so far
+            // ahead that the driver's last advance, if one is under way, cannot wake it.
+            let release = Task { try await clock.sleep(for: .seconds(1_000_000_000)) }
+            await driver.value
+            release.cancel()
 
-        // The mix really exercised the interesting paths.
-        #expect(succeeded.count > Self.callCount / 4)
-        #expect(results.contains { $0.endedByCancellation })
-        #expect(statistics.retries > 0)
-        if path == .full {
-            for reason in [
-                RetryStopReason.succeeded, .exhausted, .budgetExhausted, .notRetryable, .tooManyRequests,
-                .retryAfterTooLong, .cancelled,
-            ] {
-                #expect(statistics.stopReasons[reason, default: 0] > 0, "no call stopped as \(reason)")
+            // Exactly one outcome per call, none lost or doubled.
+            let outcomeCounts = run.outcomeCounts
+            #expect(outcomeCounts.count == Self.callCount)
+            #expect(
+                outcomeCounts.allSatisfy { $0 == 1 }, "calls without exactly one outcome: \(run.callsWithoutOneOutcome)"
+            )
+            // Violations recorded while the calls ran.
+            #expect(run.violations.isEmpty, "\(run.violations.prefix(10))")
+            #expect(events.budgetViolations.isEmpty, "\(events.budgetViolations.prefix(10))")
+            #expect((0...budget.maximumTokens).contains(budget.tokens))
+
+            // The statistics add up to the outcomes.
+            let statistics = await policy.statistics
+            let results = run.results
+            let succeeded = results.filter(\.succeeded)
+            let attempts = results.reduce(0) { $0 + $1.attempts }
+            #expect(statistics.failedAttempts == attempts - succeeded.count)
+            let recorded = results.filter { !$0.succeeded || $0.attempts > 1 }
+            #expect(statistics.stopReasons.values.reduce(0, +) == recorded.count)
+            #expect(statistics.stopReasons[.succeeded, default: 0] == succeeded.filter { $0.attempts > 1 }.count)
+            let retriesAtLeast = results.reduce(0) { $0 + Swift.max($1.attempts - 1, 0) }
+            let cancelled = results.filter { $0.stopReason == .cancelled || $0.endedByCancellation }.count
+            #expect(statistics.retries >= retriesAtLeast && statistics.retries <= retriesAtLeast + cancelled)
+
+            if path == .full {
+                // Every event reached the observer, and the observer agrees with the statistics.
+                #expect(events.attemptsFailed == statistics.failedAttempts)
+                #expect(events.retriesScheduled == statistics.retries)
+                #expect(events.recordedCallsFinished == statistics.stopReasons)
+                var byReason: [RetryStopReason: Int] = [:]
+                for result in results {
+                    if let reason = result.stopReason { byReason[reason, default: 0] += 1 }
+                }
+                #expect(events.callsFinished == byReason)
+                #expect(byReason.values.reduce(0, +) == Self.callCount)
+            }
+
+            // The mix really exercised the interesting paths.
+            #expect(succeeded.count > Self.callCount / 4)
+            #expect(results.contains { $0.endedByCancellation })
+            #expect(statistics.retries > 0)
+            if path == .full {
+                for reason in [
+                    RetryStopReason.succeeded, .exhausted, .budgetExhausted, .notRetryable, .tooManyRequests,
+                    .retryAfterTooLong, .cancelled,
+                ] {
+                    #expect(statistics.stopReasons[reason, default: 0] > 0, "no call stopped as \(reason)")
+                }
             }
         }
     }
 }
 
-extension RetryStressTests {
+extension Reliability.RetryStressTests {
     /// How the calls enter the policy.
     enum Path: CaseIterable, Sendable {
         /// `execute` with neither deadline nor observer: the fast path, which runs the first attempt inline.
@@ -167,7 +170,7 @@ extension RetryStressTests {
 
         /// The stop reasons this call may end with.
         var allowedStopReasons: Set<RetryStopReason> {
-            let maximum = RetryStressTests.maximumAttempts
+            let maximum = Reliability.RetryStressTests.maximumAttempts
             var allowed: Set<RetryStopReason>
             switch self.behaviour {
             case .succeed: allowed = [.succeeded]
@@ -310,7 +313,7 @@ extension RetryStressTests {
         }
 
         private func check(attempt: Int, of plan: CallPlan) {
-            if attempt > RetryStressTests.maximumAttempts {
+            if attempt > Reliability.RetryStressTests.maximumAttempts {
                 self.violation("call \(plan.index) started attempt \(attempt)")
             }
             let tokens = self.budget.tokens
