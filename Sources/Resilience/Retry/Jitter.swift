@@ -77,7 +77,7 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     ///   - attempt: The retry number, 0 for the first retry.
     ///   - previous: The delay used before the previous retry, or `nil` before the first; only ``decorrelated`` reads it.
     ///   - generator: The source of randomness; pass a seeded one to make the result repeatable.
-    /// - Returns: The delay to wait, never negative.
+    /// - Returns: The delay to wait, never negative and always within ``range(for:attempt:)``.
     public func delay(
         for backoff: Backoff,
         attempt: Int,
@@ -85,24 +85,28 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
         using generator: inout some RandomNumberGenerator
     ) -> Duration {
         let t = backoff.delay(forAttempt: attempt)
+        let bounds = self.range(forDelay: t, of: backoff)
+        let drawn: Duration
         switch self.kind {
         case .none:
             return t
         case .full:
-            return .clampedSeconds(Self.uniform(0, t.secondsValue, &generator))
+            drawn = .clampedSeconds(Self.uniform(0, t.secondsValue, &generator))
         case .equal:
             let half = t.secondsValue / 2
-            return .clampedSeconds(half + Self.uniform(0, half, &generator))
+            drawn = .clampedSeconds(half + Self.uniform(0, half, &generator))
         case .proportional(let ratio):
             let spread = Self.clampedRatio(ratio)
             let factor = 1 + Self.uniform(-spread, spread, &generator)
-            return .clampedSeconds(t.secondsValue * factor)
+            drawn = .clampedSeconds(t.secondsValue * factor)
         case .decorrelated:
-            let (lower, cap) = Self.decorrelatedBounds(backoff)
-            let base = lower.secondsValue
+            let base = bounds.lowerBound.secondsValue
             let upper = Swift.max(base, (previous ?? backoff.initial).secondsValue * 3)
-            return .clampedSeconds(Swift.min(cap.secondsValue, Self.uniform(base, upper, &generator)))
+            drawn = .clampedSeconds(Swift.min(bounds.upperBound.secondsValue, Self.uniform(base, upper, &generator)))
         }
+        // The draw is made in Double seconds, which can round a nanosecond or so past
+        // a bound (a Double near 10^9 s is only good to about 100 ns); keep the range exact.
+        return Swift.min(Swift.max(drawn, bounds.lowerBound), bounds.upperBound)
     }
 
     /// The range every delay for retry `attempt` falls in, for documentation and tests.
@@ -110,7 +114,11 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     /// Total for every backoff and ratio, even ones ``RetryPolicy`` would reject:
     /// the bounds are clamped as ``delay(for:attempt:previous:using:)`` clamps them.
     public func range(for backoff: Backoff, attempt: Int) -> ClosedRange<Duration> {
-        let t = backoff.delay(forAttempt: attempt)
+        self.range(forDelay: backoff.delay(forAttempt: attempt), of: backoff)
+    }
+
+    /// The range for the un-jittered delay `t` of `backoff`.
+    private func range(forDelay t: Duration, of backoff: Backoff) -> ClosedRange<Duration> {
         switch self.kind {
         case .none:
             return t...t
@@ -123,8 +131,8 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
             let lower = Duration.clampedSeconds(t.secondsValue * (1 - spread))
             return lower...Duration.clampedSeconds(t.secondsValue * (1 + spread))
         case .decorrelated:
-            let (lower, cap) = Self.decorrelatedBounds(backoff)
-            return lower...cap
+            let cap = backoff.maximum.clampedToResilienceRange
+            return Swift.min(backoff.initial.clampedToResilienceRange, cap)...cap
         }
     }
 
@@ -132,12 +140,6 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     private static func clampedRatio(_ ratio: Double) -> Double {
         guard ratio > 0 else { return 0 }  // also catches NaN
         return Swift.min(ratio, 1)
-    }
-
-    /// The decorrelated schedule's floor and cap, ordered even when the backoff's are not.
-    private static func decorrelatedBounds(_ backoff: Backoff) -> (lower: Duration, cap: Duration) {
-        let cap = backoff.maximum.clampedToResilienceRange
-        return (Swift.min(backoff.initial.clampedToResilienceRange, cap), cap)
     }
 
     func validate() throws(ConfigurationError) {

@@ -87,6 +87,34 @@ extension Reliability {
             _ = delays.next()
         }
 
+        /// Found by the fuzzer: draws are made in `Double` seconds, and rounding them back
+        /// to a `Duration` used to land a nanosecond or so outside the documented range.
+        @Test(
+            "Jittered delays stay in range when durations carry more precision than a Double",
+            arguments: jitters,
+            [
+                Duration(secondsComponent: 503, attosecondsComponent: 26_374_703_210_400_000),
+                Duration(secondsComponent: 999_999_999, attosecondsComponent: 999_999_999_999_999_999),
+                Duration(secondsComponent: 0, attosecondsComponent: 3_000_000_001),
+                .nanoseconds(3),
+            ])
+        func jitterStaysInRangeBelowDoublePrecision(_ jitter: Jitter, _ delay: Duration) {
+            var generator = SeededRandomNumberGenerator(seed: 11)
+            let backoffs: [Backoff] = [
+                .constant(delay), .linear(initial: delay, increment: delay, maximum: delay * 3),
+            ]
+            for backoff in backoffs {
+                var previous: Duration?
+                for attempt in 0..<200 {
+                    let range = jitter.range(for: backoff, attempt: attempt % 4)
+                    let drawn = jitter.delay(
+                        for: backoff, attempt: attempt % 4, previous: previous, using: &generator)
+                    #expect(range.contains(drawn), "\(drawn) outside \(range)")
+                    previous = drawn
+                }
+            }
+        }
+
         // MARK: - Policies at the edges
 
         @Test("maximumAttempts Int.max retries until the operation succeeds")
