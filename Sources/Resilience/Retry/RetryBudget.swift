@@ -46,9 +46,19 @@ public final class RetryBudget: Sendable {
             "tokenRatio", tokenRatio, "in 0.001...maximumTokens (\(maximumTokens))")
         self.maximumTokens = maximumTokens
         self.tokenRatio = tokenRatio
-        self.maximumMilliTokens = Int((maximumTokens * 1_000).rounded())
+        self.maximumMilliTokens = Self.thousandths(atMost: maximumTokens)
         self.refundMilliTokens = Int((tokenRatio * 1_000).rounded())
         self.milliTokens = Atomic(self.maximumMilliTokens)
+    }
+
+    /// The largest whole number of thousandths that is not more than `value`.
+    ///
+    /// Plain rounding would turn a capacity of 2.0176 into 2.018 tokens, above the
+    /// capacity the caller set; `.down` alone would turn 1.001 (which `Double`
+    /// holds as a hair under 1.001) into 1.000.
+    private static func thousandths(atMost value: Double) -> Int {
+        let nearest = Int((value * 1_000).rounded())
+        return Double(nearest) / 1_000 > value ? nearest - 1 : nearest
     }
 
     /// The tokens in the bucket now, in `0...maximumTokens`.

@@ -50,6 +50,19 @@ extension Reliability {
             #expect(policy.maximumRetryAfter == .resilienceMaximum)
         }
 
+        /// Found by the fuzzer: 2.017578125 used to round to a capacity of 2.018 tokens.
+        @Test(
+            "A budget never holds more tokens than the maximum it was given",
+            arguments: [2.017_578_125, 1.0006, 1.0005, 1.001, 999_999.999_9, 10])
+        func budgetCapacityIsNotRoundedUp(_ maximumTokens: Double) throws {
+            let budget = try RetryBudget(maximumTokens: maximumTokens, tokenRatio: 1)
+            #expect(budget.tokens <= maximumTokens)
+            #expect(budget.tokens > maximumTokens - 0.001)
+            budget.recordFailure()
+            budget.recordSuccess()
+            #expect(budget.tokens <= maximumTokens)
+        }
+
         @Test("A budget's refund is kept in thousandths of a token")
         func budgetAcceptsTheSmallestRefund() throws {
             let budget = try RetryBudget(maximumTokens: 1, tokenRatio: 0.001)
