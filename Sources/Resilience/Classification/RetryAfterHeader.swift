@@ -44,7 +44,15 @@ public enum RetryAfterHeader {
 
     /// The implementation behind ``delay(parsing:receivedAt:)``, with time as seconds since 1970.
     static func delay(parsing value: some StringProtocol, receivedAtSecondsSince1970 now: Double) -> Duration? {
-        var bytes = Array(value.utf8)[...]
+        self.delay(utf8: value.utf8, receivedAtSecondsSince1970: now)
+    }
+
+    /// The delay a `Retry-After` field value asks for, from its raw bytes.
+    ///
+    /// Field values are bytes on the wire and may hold any octet; this entry point
+    /// takes them as they are, with no UTF-8 validation or repair. The fuzzer uses it.
+    static func delay(utf8 value: some Collection<UInt8>, receivedAtSecondsSince1970 now: Double) -> Duration? {
+        var bytes = Array(value)[...]
         self.trim(&bytes)
         guard let first = bytes.first else { return nil }
         if self.isDigit(first) {
