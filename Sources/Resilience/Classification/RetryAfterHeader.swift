@@ -12,10 +12,10 @@ public import Foundation
 /// | ANSI C `asctime()` | `Sun Nov  6 08:49:37 1994` |
 ///
 /// A date in the past means "retry now" (zero). A malformed value yields `nil`
-/// and is never fatal: negative or fractional numbers, a leading `+`, numbers
-/// too large for 64 bits, impossible dates, and trailing garbage are all
-/// rejected. Values that parse but are absurdly large are clamped to about 146
-/// years; ``RetryPolicy`` then refuses them through its `maximumRetryAfter`.
+/// and is never fatal: negative or fractional numbers, a leading `+`, impossible
+/// dates, and trailing garbage are all rejected. Values that parse but are
+/// absurdly large, including numbers too large for 64 bits, are clamped to about
+/// 146 years; ``RetryPolicy`` then refuses them through its `maximumRetryAfter`.
 ///
 /// ```swift
 /// RetryAfterHeader.delay(parsing: "120")                             // 120 seconds
@@ -44,7 +44,15 @@ public enum RetryAfterHeader {
 
     /// The implementation behind ``delay(parsing:receivedAt:)``, with time as seconds since 1970.
     static func delay(parsing value: some StringProtocol, receivedAtSecondsSince1970 now: Double) -> Duration? {
-        var bytes = Array(value.utf8)[...]
+        self.delay(utf8: value.utf8, receivedAtSecondsSince1970: now)
+    }
+
+    /// The delay a `Retry-After` field value asks for, from its raw bytes.
+    ///
+    /// Field values are bytes on the wire and may hold any octet; this entry point
+    /// takes them as they are, with no UTF-8 validation or repair. The fuzzer uses it.
+    static func delay(utf8 value: some Collection<UInt8>, receivedAtSecondsSince1970 now: Double) -> Duration? {
+        var bytes = Array(value)[...]
         self.trim(&bytes)
         guard let first = bytes.first else { return nil }
         if self.isDigit(first) {
@@ -72,7 +80,12 @@ public enum RetryAfterHeader {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
     }
 
-    /// `delay-seconds = 1*DIGIT`, rejected when it does not fit in 63 bits.
+    /// `delay-seconds = 1*DIGIT`, saturating at `Int64.max` when it does not fit in 63 bits.
+    ///
+    /// A number too large to represent is still a well-formed request for a very
+    /// long wait, so it saturates (as RFC 9111 section 1.2.2 has caches do with
+    /// `delta-seconds`) rather than being dropped: dropping it would let a client
+    /// retry at once against a server that asked it to stay away.
     private static func parseDelaySeconds(_ bytes: Bytes) -> Int64? {
         guard !bytes.isEmpty else { return nil }
         var total: Int64 = 0
@@ -80,8 +93,7 @@ public enum RetryAfterHeader {
             guard self.isDigit(byte) else { return nil }
             let (shifted, overflow1) = total.multipliedReportingOverflow(by: 10)
             let (sum, overflow2) = shifted.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-            if overflow1 || overflow2 { return nil }
-            total = sum
+            total = overflow1 || overflow2 ? .max : sum
         }
         return total
     }

@@ -75,20 +75,23 @@ public struct Backoff: Sendable, Hashable, CustomStringConvertible {
 
     /// The delay before retry number `attempt` (0 for the first retry), before jitter.
     ///
-    /// Negative `attempt` is treated as 0. The result never exceeds ``maximum``.
+    /// Negative `attempt` is treated as 0. The result never exceeds ``maximum``, is
+    /// never negative, and is never longer than about 146 years, however large the
+    /// configured durations: a wait that long would overflow a clock's instant.
     public func delay(forAttempt attempt: Int) -> Duration {
         let n = Swift.max(attempt, 0)
         switch self.kind {
         case .constant(let delay):
-            return delay
+            return delay.clampedToResilienceRange
         case .linear(let initial, let increment, let maximum):
             let seconds = initial.secondsValue + increment.secondsValue * Double(n)
-            return Swift.min(Duration.clampedSeconds(seconds), maximum)
+            return Swift.min(Duration.clampedSeconds(seconds), maximum.clampedToResilienceRange)
         case .exponential(let initial, let multiplier, let maximum):
-            // pow overflows to +infinity for huge n, which clamps to the maximum below.
+            // The power overflows to +infinity for huge n, which clamps to the maximum below.
+            let cap = maximum.clampedToResilienceRange
             let seconds = initial.secondsValue * power(multiplier, Double(n))
-            guard seconds < maximum.secondsValue else { return maximum }
-            return Swift.min(Duration.clampedSeconds(seconds), maximum)
+            guard seconds < cap.secondsValue else { return cap }
+            return Swift.min(Duration.clampedSeconds(seconds), cap)
         }
     }
 

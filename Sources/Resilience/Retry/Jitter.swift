@@ -48,6 +48,9 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
 
     /// The backoff delay scaled by a random factor in `1-ratio ... 1+ratio`.
     ///
+    /// ``RetryPolicy`` rejects a ratio outside `0...1`; used on its own, such a ratio is
+    /// clamped into `0...1` (NaN counts as 0), so no delay is ever negative or unbounded.
+    ///
     /// - Parameter ratio: The spread, in `0...1`; 0.2 is gRPC's choice and 0.25 a common one.
     public static func proportional(_ ratio: Double) -> Jitter {
         Jitter(kind: .proportional(ratio))
@@ -74,7 +77,7 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     ///   - attempt: The retry number, 0 for the first retry.
     ///   - previous: The delay used before the previous retry, or `nil` before the first; only ``decorrelated`` reads it.
     ///   - generator: The source of randomness; pass a seeded one to make the result repeatable.
-    /// - Returns: The delay to wait, never negative.
+    /// - Returns: The delay to wait, never negative and always within ``range(for:attempt:)``.
     public func delay(
         for backoff: Backoff,
         attempt: Int,
@@ -82,28 +85,40 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
         using generator: inout some RandomNumberGenerator
     ) -> Duration {
         let t = backoff.delay(forAttempt: attempt)
+        let bounds = self.range(forDelay: t, of: backoff)
+        let drawn: Duration
         switch self.kind {
         case .none:
             return t
         case .full:
-            return .clampedSeconds(Self.uniform(0, t.secondsValue, &generator))
+            drawn = .clampedSeconds(Self.uniform(0, t.secondsValue, &generator))
         case .equal:
             let half = t.secondsValue / 2
-            return .clampedSeconds(half + Self.uniform(0, half, &generator))
+            drawn = .clampedSeconds(half + Self.uniform(0, half, &generator))
         case .proportional(let ratio):
-            let factor = 1 + Self.uniform(-ratio, ratio, &generator)
-            return .clampedSeconds(t.secondsValue * factor)
+            let spread = Self.clampedRatio(ratio)
+            let factor = 1 + Self.uniform(-spread, spread, &generator)
+            drawn = .clampedSeconds(t.secondsValue * factor)
         case .decorrelated:
-            let base = backoff.initial.secondsValue
-            let cap = backoff.maximum.secondsValue
+            let base = bounds.lowerBound.secondsValue
             let upper = Swift.max(base, (previous ?? backoff.initial).secondsValue * 3)
-            return .clampedSeconds(Swift.min(cap, Self.uniform(base, upper, &generator)))
+            drawn = .clampedSeconds(Swift.min(bounds.upperBound.secondsValue, Self.uniform(base, upper, &generator)))
         }
+        // The draw is made in Double seconds, which can round a nanosecond or so past
+        // a bound (a Double near 10^9 s is only good to about 100 ns); keep the range exact.
+        return Swift.min(Swift.max(drawn, bounds.lowerBound), bounds.upperBound)
     }
 
     /// The range every delay for retry `attempt` falls in, for documentation and tests.
+    ///
+    /// Total for every backoff and ratio, even ones ``RetryPolicy`` would reject:
+    /// the bounds are clamped as ``delay(for:attempt:previous:using:)`` clamps them.
     public func range(for backoff: Backoff, attempt: Int) -> ClosedRange<Duration> {
-        let t = backoff.delay(forAttempt: attempt)
+        self.range(forDelay: backoff.delay(forAttempt: attempt), of: backoff)
+    }
+
+    /// The range for the un-jittered delay `t` of `backoff`.
+    private func range(forDelay t: Duration, of backoff: Backoff) -> ClosedRange<Duration> {
         switch self.kind {
         case .none:
             return t...t
@@ -112,10 +127,19 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
         case .equal:
             return (t / 2)...t
         case .proportional(let ratio):
-            return .clampedSeconds(t.secondsValue * (1 - ratio))...Duration.clampedSeconds(t.secondsValue * (1 + ratio))
+            let spread = Self.clampedRatio(ratio)
+            let lower = Duration.clampedSeconds(t.secondsValue * (1 - spread))
+            return lower...Duration.clampedSeconds(t.secondsValue * (1 + spread))
         case .decorrelated:
-            return backoff.initial...backoff.maximum
+            let cap = backoff.maximum.clampedToResilienceRange
+            return Swift.min(backoff.initial.clampedToResilienceRange, cap)...cap
         }
+    }
+
+    /// `ratio` limited to `0...1`, NaN as 0.
+    private static func clampedRatio(_ ratio: Double) -> Double {
+        guard ratio > 0 else { return 0 }  // also catches NaN
+        return Swift.min(ratio, 1)
     }
 
     func validate() throws(ConfigurationError) {
@@ -128,7 +152,8 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     private static func uniform(_ lower: Double, _ upper: Double, _ generator: inout some RandomNumberGenerator)
         -> Double
     {
-        guard upper > lower, upper.isFinite, lower.isFinite else { return Swift.max(lower, 0) }
+        // Double.random(in:) traps on an infinite span, so an unbounded one draws nothing.
+        guard upper > lower, (upper - lower).isFinite else { return Swift.max(lower, 0) }
         return Double.random(in: lower...upper, using: &generator)
     }
 }

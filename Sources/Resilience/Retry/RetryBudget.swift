@@ -45,12 +45,22 @@ public final class RetryBudget: Sendable {
             "maximumTokens", maximumTokens, "in 1...1000000")
         try ConfigurationError.require(
             tokenRatio.isFinite && tokenRatio >= 0.001 && tokenRatio <= maximumTokens,
-            "tokenRatio", tokenRatio, "in 0.001...maximumTokens")
+            "tokenRatio", tokenRatio, "in 0.001...maximumTokens (\(maximumTokens))")
         self.maximumTokens = maximumTokens
         self.tokenRatio = tokenRatio
-        self.maximumMilliTokens = Int((maximumTokens * 1_000).rounded())
+        self.maximumMilliTokens = Self.thousandths(atMost: maximumTokens)
         self.refundMilliTokens = Int((tokenRatio * 1_000).rounded())
         self.milliTokens = Atomic(self.maximumMilliTokens)
+    }
+
+    /// The largest whole number of thousandths that is not more than `value`.
+    ///
+    /// Plain rounding would turn a capacity of 2.0176 into 2.018 tokens, above the
+    /// capacity the caller set; `.down` alone would turn 1.001 (which `Double`
+    /// holds as a hair under 1.001) into 1.000.
+    private static func thousandths(atMost value: Double) -> Int {
+        let nearest = Int((value * 1_000).rounded())
+        return Double(nearest) / 1_000 > value ? nearest - 1 : nearest
     }
 
     /// The tokens in the bucket now, in `0...maximumTokens`.

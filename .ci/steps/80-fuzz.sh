@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Fuzz the Retry-After parser, the error-hint extractors and the retry schedule
+# arithmetic with libFuzzer for about a minute in all, starting from the
+# checked-in seed corpus; fails on any crash, hang or violated invariant.
+# See Fuzz/README.md.
+set -euo pipefail
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}" exec bash Fuzz/run.sh

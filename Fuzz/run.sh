@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds and runs every libFuzzer target for a bounded time; fails on the first crash, hang or invariant violation.
+#
+#   Fuzz/run.sh                 # about 60 s in all, split evenly across the targets
+#   FUZZ_SECONDS=600 Fuzz/run.sh
+#   Fuzz/run.sh RetryAfterHeaderFuzz   # one target only
+#
+# Each target starts from its checked-in seed corpus in Fuzz/Corpus/<target>;
+# inputs it discovers go to a scratch corpus under $FUZZ_BUILD, never into the
+# repository. A failing input is saved to fuzz-artifacts/ and the command to
+# replay it is printed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out="${FUZZ_BUILD:-.build-fuzz}"
+total_seconds="${FUZZ_SECONDS:-60}"
+artifacts="fuzz-artifacts"
+
+if [[ $# -gt 0 ]]; then
+    targets=("$@")
+else
+    targets=()
+    for source in Fuzz/Sources/Targets/*.swift; do
+        targets+=("$(basename "$source" .swift)")
+    done
+fi
+
+bash Fuzz/build.sh
+
+# The Swift runtime's crash backtracer and AddressSanitizer fight over a crashing
+# process: the backtracer's memory reader trips ASan ("stack-buffer-underflow in
+# memserver_read") and a detached swift-backtrace process can keep the pipe open
+# for its 30 s timeout. libFuzzer reports crashes itself, so turn the backtracer off.
+export SWIFT_BACKTRACE=enable=no
+
+per_target=$(( total_seconds / ${#targets[@]} ))
+(( per_target >= 1 )) || per_target=1
+mkdir -p "$artifacts"
+
+for target in "${targets[@]}"; do
+    seeds="Fuzz/Corpus/$target"
+    scratch="$out/corpus/$target"
+    mkdir -p "$scratch"
+    options=(
+        -max_total_time="$per_target"
+        -timeout=10             # a single input running this long is a hang
+        -rss_limit_mb=2048
+        -max_len=4096
+        -print_final_stats=1
+        -artifact_prefix="$artifacts/$target-"
+    )
+    if [[ -f "Fuzz/Dictionaries/$target.dict" ]]; then
+        options+=(-dict="Fuzz/Dictionaries/$target.dict")
+    fi
+    echo "fuzz: running $target for ${per_target}s from $(find "$seeds" -type f | wc -l | tr -d ' ') seeds"
+    log="$out/$target.log"
+    if ! "$out/$target" "${options[@]}" "$scratch" "$seeds" >"$log" 2>&1; then
+        tail -n 40 "$log"
+        echo "fuzz: $target FAILED; the failing input is in $artifacts/. Replay it with:"
+        echo "    SWIFT_BACKTRACE=enable=no $out/$target $artifacts/$target-<crash|timeout|oom>-<hash>"
+        exit 1
+    fi
+    grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|DONE' "$log" || true
+done
+echo "fuzz: all targets ran clean"
