@@ -158,7 +158,8 @@ public final actor RetryPolicy {
     /// which is retryable. The operation must be `Sendable` because it runs in a
     /// child task, and it must respond to cancellation for the limit to take effect.
     ///
-    /// - Throws: The error of the last attempt, unchanged.
+    /// - Throws: The error of the last attempt, unchanged; ``ConfigurationError`` without
+    ///   running the operation when `attemptTimeout` is not greater than zero.
     public func execute<Value: Sendable>(
         attemptTimeout: Duration,
         isolation: isolated (any Actor)? = #isolation,
@@ -173,6 +174,13 @@ public final actor RetryPolicy {
         isolation: isolated (any Actor)? = #isolation,
         operation: @escaping @Sendable () async throws -> Value
     ) async -> RetryOutcome<Value> {
+        guard attemptTimeout > .zero else {
+            // No attempt could ever finish in zero time: fail at once, running nothing.
+            let error = ConfigurationError(
+                setting: "attemptTimeout", value: attemptTimeout.description, accepted: "greater than zero")
+            return RetryOutcome(
+                result: .failure(error), attempts: 0, stopReason: .notRetryable, retryAfter: nil, elapsed: .zero)
+        }
         let clock = self.clock
         let timeout = attemptTimeout.clampedToResilienceRange
         return await self.run(isolation: isolation, firstFailure: nil) { remaining in

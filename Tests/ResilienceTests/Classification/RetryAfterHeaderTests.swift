@@ -1,5 +1,6 @@
 import Foundation
 import Resilience
+import ResilienceTesting
 import Testing
 
 @Suite("Retry-After header")
@@ -59,8 +60,9 @@ struct RetryAfterHeaderTests {
         "1.5",  // fractional
         "120s",  // unit suffix
         "12 0",  // inner space
-        "99999999999999999999999",  // overflows 64 bits
         "0x10",  // hexadecimal
+        "1e3",  // exponent notation
+        "9999999999999999999999a",  // overflow-sized, then garbage
         "soon",  // garbage
         "Sun, 06 Nov 1994 08:49:37 UTC",  // wrong zone
         "Sun, 6 Nov 1994 08:49:37 GMT",  // one-digit day in IMF-fixdate
@@ -74,6 +76,21 @@ struct RetryAfterHeaderTests {
     ])
     func malformedValuesAreIgnored(value: String) {
         #expect(RetryAfterHeader.delay(parsing: value, receivedAt: Self.exampleInstant) == nil)
+    }
+
+    /// An all-digit value too large for 64 bits is read as "a very long time", as RFC 9111
+    /// has caches do with `delta-seconds`, so that a policy refuses it rather than
+    /// ignoring it and retrying at once against a server that asked for a pause.
+    @Test func overflowSizedDelayIsClampedAndThePolicyRefusesIt() async throws {
+        let delay = try #require(RetryAfterHeader.delay(parsing: "99999999999999999999999"))
+        #expect(delay > .seconds(1_000_000_000))
+        #expect(delay <= .seconds(Int64.max / 1_000_000_000))
+        let policy = try RetryPolicy(maximumAttempts: 3, clock: TestClock())
+        let outcome = await policy.outcome { () async throws -> Int in
+            throw StatusError(status: 503, hint: delay)
+        }
+        #expect(outcome.stopReason == .retryAfterTooLong)
+        #expect(outcome.attempts == 1)
     }
 
     @Test func hugeButValidDelayIsClampedNotFatal() throws {

@@ -351,6 +351,23 @@ struct RetryPolicyTests {
         #expect(statistics.stopReasons == [.exhausted: 1, .notRetryable: 1])
     }
 
+    @Test(arguments: [Duration.zero, .seconds(-1)])
+    func nonPositiveAttemptTimeoutIsAConfigurationErrorAndRunsNothing(timeout: Duration) async throws {
+        let policy = try RetryPolicy(clock: TestClock())
+        let calls = Counter()
+        let outcome = await policy.outcome(attemptTimeout: timeout) { () async throws -> Int in
+            calls.increment()
+            return 1
+        }
+        #expect(calls.value == 0)
+        #expect(outcome.attempts == 0)
+        let error = try #require(outcome.result.failureValue as? ConfigurationError)
+        #expect(error.setting == "attemptTimeout")
+        await #expect(throws: ConfigurationError.self) {
+            try await policy.execute(attemptTimeout: timeout) { 1 }
+        }
+    }
+
     @Test func attemptTimeoutCancelsASlowAttemptAndRetriesIt() async throws {
         let clock = TestClock()
         let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
@@ -403,5 +420,13 @@ struct RetryPolicyMainActorTests {
         await driver.value
         #expect(name == "Ada")
         #expect(model.loads == 2)
+    }
+}
+
+extension Result {
+    /// The error, or `nil` on success.
+    var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }
