@@ -60,18 +60,10 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
     }
 
     func validate() throws(ConfigurationError) {
-        switch self.schedule.kind {
-        case .constant(let duration):
+        if case .constant(let duration) = self.schedule.kind {
             try ConfigurationError.requirePositive(duration, "openDuration")
-        case .exponential(let initial, let multiplier, let maximum):
-            try ConfigurationError.requirePositive(initial, "openDuration.initial")
-            try ConfigurationError.require(
-                multiplier.isFinite && multiplier >= 1, "openDuration.multiplier", multiplier,
-                "a finite number in 1...")
-            try ConfigurationError.require(
-                maximum >= initial, "openDuration.maximum", maximum, "at least openDuration.initial (\(initial))")
-        case .linear:
-            try self.schedule.validate()
+        } else {
+            try self.schedule.validate(settingPrefix: "openDuration")
         }
     }
 }

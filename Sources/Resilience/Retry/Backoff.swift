@@ -107,22 +107,23 @@ public struct Backoff: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    func validate() throws(ConfigurationError) {
+    /// Checks the settings, naming them `<prefix>.initial`, `<prefix>.multiplier` and so on.
+    func validate(settingPrefix prefix: String = "backoff") throws(ConfigurationError) {
         switch self.kind {
         case .constant(let delay):
-            try ConfigurationError.requireNonNegative(delay, "backoff.constant")
+            try ConfigurationError.requireNonNegative(delay, "\(prefix).constant")
         case .linear(let initial, let increment, let maximum):
-            try ConfigurationError.requireNonNegative(initial, "backoff.initial")
-            try ConfigurationError.requireNonNegative(increment, "backoff.increment")
+            try ConfigurationError.requireNonNegative(initial, "\(prefix).initial")
+            try ConfigurationError.requireNonNegative(increment, "\(prefix).increment")
             try ConfigurationError.require(
-                maximum >= initial, "backoff.maximum", maximum, "at least backoff.initial (\(initial))")
+                maximum >= initial, "\(prefix).maximum", maximum, "at least \(prefix).initial (\(initial))")
         case .exponential(let initial, let multiplier, let maximum):
-            try ConfigurationError.requirePositive(initial, "backoff.initial")
+            try ConfigurationError.requirePositive(initial, "\(prefix).initial")
             try ConfigurationError.require(
-                multiplier.isFinite && multiplier >= 1, "backoff.multiplier", multiplier,
+                multiplier.isFinite && multiplier >= 1, "\(prefix).multiplier", multiplier,
                 "a finite number in 1...")
             try ConfigurationError.require(
-                maximum >= initial, "backoff.maximum", maximum, "at least backoff.initial (\(initial))")
+                maximum >= initial, "\(prefix).maximum", maximum, "at least \(prefix).initial (\(initial))")
         }
     }
 }
