@@ -28,7 +28,7 @@ package final class Lock<State>: @unchecked Sendable {
     // between pthread_mutex_lock and pthread_mutex_unlock on `mutex`. This is the
     // one type in the package that carries @unchecked Sendable.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+    @exclusivity(unchecked) private var state: State
 
     /// Creates a lock guarding `initialState`.
     package init(_ initialState: State) {
