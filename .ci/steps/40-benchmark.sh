@@ -36,16 +36,15 @@ REQUIRED_OVERHEAD_ROWS = (
     + [(f"{design}.breaker.success", "nonisolated", tasks)
        for design in ["seed-design", "actor-per-call"] for tasks in [2, 64]]
     + [("direct", "nonisolated", tasks) for tasks in [2, 64]]
-    # When the CircuitBreaker lands, add:
-    # + [(name, caller, 1) for name in ["breaker.success.consecutive", "breaker.success.window",
-    #                                   "retry+breaker.success", "breaker.rejection"] for caller in CALLERS]
-    # + [("breaker.success.consecutive", "nonisolated", tasks) for tasks in [2, 64]]
+    + [(name, caller, 1) for name in ["breaker.success.consecutive", "breaker.success.window",
+                                      "retry+breaker.success", "breaker.rejection"] for caller in CALLERS]
+    + [("breaker.success.consecutive", "nonisolated", tasks) for tasks in [2, 64]]
 )
 OVERHEAD_FIELDS = ["name", "caller", "tasks", "ns_per_op", "baseline_ns_per_op", "ratio", "allocations_per_op"]
-REQUIRED_MEMORY_ROWS = ["retry-policy", "retry-budget"]  # later: "breaker", "registry-entry"
+REQUIRED_MEMORY_ROWS = ["retry-policy", "retry-budget", "breaker", "registry-entry"]
 SCHEDULES = ["none", "exponential", "full", "equal", "decorrelated", "default"]
-# Outage rows as (budget, breaker); later add (True, True) or (False, True) for the breaker variant.
-REQUIRED_OUTAGE_ROWS = [(False, False), (True, False)]
+# Outage rows as (budget, breaker).
+REQUIRED_OUTAGE_ROWS = [(False, False), (True, False), (False, True), (True, True)]
 REQUIRED_THROTTLE_ROWS = [False, True]
 CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg"]
 # ----------------------------------------------------------------------------------
@@ -104,7 +103,7 @@ for key in REQUIRED_OUTAGE_ROWS:
         problems.append(f"outage row missing: budget={key[0]} breaker={key[1]}")
     else:
         number(outage[key], "attempts_per_request")
-        number(outage[key], "recovery_ms", nullable=True)
+        number(outage[key], "recovery_ms", nullable=not key[1])  # the breaker rows exist to report it
         if "recovery_ms" not in outage[key]:
             problems.append(f"outage row budget={key[0]}: field 'recovery_ms' missing")
 throttle = {row.get("retry_after"): row for row in simulations if row.get("name") == "throttle"}

@@ -22,10 +22,20 @@ struct BenchmarkOptions: Sendable {
     var isQuiet = false
     /// `--filter TEXT`: only the overhead rows whose name contains this (and the direct call).
     var filter: String?
+    /// `--soak`: run the breaker memory soak instead of the benchmarks.
+    var isSoak = false
+    /// `--soak-calls N`: measured calls per soak phase, instead of 10 million (1 million with `--quick`).
+    var soakCalls: Int?
+
+    /// Measured calls per soak phase.
+    var soakCallsPerPhase: Int {
+        self.soakCalls ?? (self.isQuick ? 1_000_000 : 10_000_000)
+    }
 
     /// The usage text of `--help`.
     static let usage = """
         usage: resilience-benchmarks [--quick] [--json] [--svg DIR] [--seed N] [--only PARTS] [--filter TEXT] [--quiet]
+               resilience-benchmarks --soak [--quick] [--soak-calls N] [--json] [--quiet]
 
         Measures what swift-resilience costs when nothing fails, and what it does to a
         server when things do. Build in release mode: swift run -c release resilience-benchmarks
@@ -37,6 +47,10 @@ struct BenchmarkOptions: Sendable {
           --only PARTS   comma-separated subset of: overhead, memory, primitives, simulations
           --filter TEXT  only the overhead rows whose name contains TEXT (the direct call always runs)
           --quiet        no progress lines on standard error
+          --soak         instead of the benchmarks, the breaker memory soak: 10 million calls per phase
+                         (1 million with --quick) through a time-window breaker, retry around breaker, and a
+                         bounded registry; reports resident memory at the start, after warm-up and at the end
+          --soak-calls N measured calls per soak phase
         """
 
     /// Parses `arguments` (without the program name).
@@ -51,6 +65,13 @@ struct BenchmarkOptions: Sendable {
                 options.printsJSON = true
             case "--quiet":
                 options.isQuiet = true
+            case "--soak":
+                options.isSoak = true
+            case "--soak-calls":
+                guard let text = remaining.popFirst(), let calls = Int(text), calls >= 10 else {
+                    throw UsageError("--soak-calls needs an integer of at least 10")
+                }
+                options.soakCalls = calls
             case "--svg":
                 guard let directory = remaining.popFirst() else { throw UsageError("--svg needs a directory") }
                 options.svgDirectory = directory

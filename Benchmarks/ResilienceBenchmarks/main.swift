@@ -23,6 +23,22 @@ let started = ContinuousClock.now
     progress.note("warning: this is a debug build; run `swift run -c release resilience-benchmarks` for real figures")
 #endif
 
+if options.isSoak {
+    let environment = RunEnvironment.current(mode: options.isQuick ? "quick soak" : "soak", seed: options.seed)
+    do {
+        let soak = try await BreakerSoak(calls: options.soakCallsPerPhase, progress: progress).run()
+        print(
+            options.printsJSON
+                ? soak.json(environment: environment).serialized() : soak.tables(environment: environment),
+            terminator: options.printsJSON ? "\n" : "")
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        exit(1)
+    }
+    progress.note("done in \(Format.decimal((ContinuousClock.now - started).milliseconds / 1_000, 1)) s")
+    exit(0)
+}
+
 var report = BenchmarkReport(
     environment: RunEnvironment.current(mode: options.isQuick ? "quick" : "standard", seed: options.seed),
     allocationCounter: await OverheadRunner.checkAllocationCounter())

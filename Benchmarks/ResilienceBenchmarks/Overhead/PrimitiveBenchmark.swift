@@ -38,8 +38,14 @@ struct PrimitiveBenchmark: Sendable {
 
 /// The primitives table.
 enum PrimitiveCatalog {
-    /// Every row, in order.
-    static let all: [PrimitiveBenchmark] = [
+    /// Every row, in order: the synchronization primitives, then the circuit breaker's
+    /// building blocks (`PrimitiveCatalog+CircuitBreaker.swift`).
+    static var all: [PrimitiveBenchmark] {
+        Self.synchronization + Self.circuitBreaker
+    }
+
+    /// The synchronization primitives.
+    static let synchronization: [PrimitiveBenchmark] = [
         PrimitiveBenchmark(name: "lock.pthread", detail: "Resilience's Lock: lock, add, unlock") { iterations in
             let lock = Lock(0)
             return time {
@@ -79,8 +85,9 @@ enum PrimitiveCatalog {
         },
     ]
 
+    /// The wall-clock time `body` takes.
     @inline(__always)
-    private static func time(_ body: () -> Void) -> Duration {
+    static func time(_ body: () -> Void) -> Duration {
         let clock = ContinuousClock()
         let start = clock.now
         body()

@@ -106,16 +106,22 @@ extension BenchmarkReport {
     private var outageTable: String {
         var table = TextTable([
             ("budget", .left), ("breaker", .left), ("attempts/request", .right), ("recovery", .right),
-            ("requests", .right),
+            ("median client", .right), ("last client", .right), ("requests", .right),
         ])
         for row in self.simulations.outage {
+            let tail = Format.decimal(row.tailMilliseconds / 1_000, 0) + " s"
             table.append([
                 row.budget ? "yes" : "no", row.breaker ? "yes" : "no", Format.decimal(row.attemptsPerRequest, 3),
-                row.recoveryMilliseconds.map { Format.decimal($0, 1) + " ms" } ?? "none",
+                row.recoveryMilliseconds.map { Format.milliseconds($0) } ?? "none",
+                row.medianClientRecoveryMilliseconds.map { Format.milliseconds($0) } ?? "none",
+                row.lastClientRecoveryMilliseconds.map { Format.milliseconds($0) }
+                    ?? "\(Format.grouped(row.clients - row.clientsRecovered)) not in \(tail)",
                 Format.grouped(row.requests),
             ])
         }
-        return "Outage (1,000 clients, server fails everything for 60 s, 3 attempts per call)\n" + table.rendered
+        return "Outage (1,000 clients, server fails everything for 60 s, 3 attempts per call; recovery: from the\n"
+            + "server's recovery to the first success of any client, of the median client, of the last client)\n"
+            + table.rendered
     }
 
     private var throttleTable: String {

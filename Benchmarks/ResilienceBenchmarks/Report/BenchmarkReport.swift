@@ -37,6 +37,11 @@ struct BenchmarkReport: Sendable {
                     ("recovery_ms", .decimal(row.recoveryMilliseconds, 2)),
                     ("breaker", .bool(row.breaker)),
                     ("requests", .integer(row.requests)),
+                    ("clients", .integer(row.clients)),
+                    ("clients_recovered", .integer(row.clientsRecovered)),
+                    ("client_recovery_median_ms", .decimal(row.medianClientRecoveryMilliseconds, 2)),
+                    ("client_recovery_last_ms", .decimal(row.lastClientRecoveryMilliseconds, 2)),
+                    ("tail_ms", .decimal(row.tailMilliseconds, 0)),
                 ]))
         }
         for row in self.simulations.throttle {

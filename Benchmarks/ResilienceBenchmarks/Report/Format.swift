@@ -15,6 +15,13 @@ enum Format {
         return Self.grouped(Int(value.rounded()))
     }
 
+    /// A duration in milliseconds, shown as `13.4 ms` below a second and `31.25 s` above.
+    static func milliseconds(_ value: Double) -> String {
+        guard value.isFinite else { return "n/a" }
+        if value < 1_000 { return Self.decimal(value, 1) + " ms" }
+        return Self.decimal(value / 1_000, 2) + " s"
+    }
+
     /// An integer with thousands separators: `2,420`.
     static func grouped(_ value: Int) -> String {
         let digits = String(value.magnitude)

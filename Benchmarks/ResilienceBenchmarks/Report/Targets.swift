@@ -98,12 +98,21 @@ extension BenchmarkReport {
                         isMet: abs(row.attemptsPerRequest - Double(OutageSimulation.maximumAttempts)) < 0.01))
             }
         }
-        let breakerOutage = self.simulations.outage.first { $0.breaker }
-        checks.append(
-            TargetCheck(
-                description: "outage with a breaker: time from recovery to the first success (reported)",
-                measured: breakerOutage.map { Format.decimal($0.recoveryMilliseconds ?? .nan, 0) + " ms" },
-                isMet: nil))
+        let breakerOutages = self.simulations.outage.filter(\.breaker)
+        if breakerOutages.isEmpty {
+            checks.append(
+                TargetCheck(
+                    description: "outage with a breaker: time from recovery to the first success (reported)",
+                    measured: nil, isMet: nil))
+        }
+        for row in breakerOutages {
+            checks.append(
+                TargetCheck(
+                    description: "outage with a breaker\(row.budget ? " and a budget" : ""): time from recovery to "
+                        + "the first success (reported)",
+                    measured: row.recoveryMilliseconds.map { Format.milliseconds($0) } ?? "none",
+                    isMet: nil))
+        }
         for row in self.simulations.throttle {
             checks.append(
                 TargetCheck(

@@ -13,7 +13,9 @@ import ResilienceTesting
 /// - attempts per request: attempts that reached the server per request, over the
 ///   requests sent and finished inside the outage;
 /// - recovery: from the server's recovery to the first successful response any
-///   client receives.
+///   client receives;
+/// - client recovery: for each client, from the server's recovery to its own first
+///   successful response; the median and the last over the clients.
 struct OutageSimulation: Sendable {
     /// One way of calling the failing server.
     struct Variant: Sendable {
@@ -21,6 +23,8 @@ struct OutageSimulation: Sendable {
         var budget: Bool
         /// Whether a circuit breaker stands in the call path.
         var breaker: Bool
+        /// How long this variant runs after the server recovers, if not the simulation's ``OutageSimulation/tail``.
+        var tail: Duration?
         /// Builds one client's caller on the simulation's clock, with its own seed.
         var makeCaller: @Sendable (_ clock: SimulationClock, _ seed: UInt64) throws -> any SimulatedCaller
     }
@@ -75,6 +79,8 @@ struct OutageSimulation: Sendable {
                     clock: clock, caller: caller, server: server, network: self.network, thinkTime: 0.5...1.5,
                     generator: SeedDerivation.generator(self.seed, 3, client)))
         }
+        let tail = variant.tail ?? self.tail
+        var clientRecoveries: [Duration] = []
         let tally = await withTaskGroup(of: Tally.self, returning: Tally.self) { group in
             for loop in loops {
                 await clock.spawn(in: &group) {
@@ -91,9 +97,11 @@ struct OutageSimulation: Sendable {
                     return tally
                 }
             }
-            await clock.run(until: end.advanced(by: self.tail))
+            await clock.run(until: end.advanced(by: tail))
             var total = Tally()
             for await tally in group {
+                // Each task is one client, so its first success is that client's recovery.
+                if let first = tally.firstSuccess { clientRecoveries.append(end.duration(to: first)) }
                 total.merge(tally)
             }
             return total
@@ -103,6 +111,13 @@ struct OutageSimulation: Sendable {
             breaker: variant.breaker,
             attemptsPerRequest: Double(tally.attempts) / Double(Swift.max(tally.requests, 1)),
             recoveryMilliseconds: tally.firstSuccess.map { end.duration(to: $0).milliseconds },
+            clients: self.clients,
+            clientsRecovered: clientRecoveries.count,
+            medianClientRecoveryMilliseconds: clientRecoveries.isEmpty
+                ? nil : Summary(clientRecoveries.map(\.milliseconds)).median,
+            lastClientRecoveryMilliseconds: clientRecoveries.count == self.clients
+                ? clientRecoveries.max()?.milliseconds : nil,
+            tailMilliseconds: tail.milliseconds,
             requests: tally.requests,
             events: clock.wakeUps)
     }
@@ -132,6 +147,16 @@ struct OutageResult: Sendable {
     var attemptsPerRequest: Double
     /// From the server's recovery to the first successful response, in milliseconds.
     var recoveryMilliseconds: Double?
+    /// Simulated clients.
+    var clients: Int
+    /// Clients that received a successful response after the recovery, before the run ended.
+    var clientsRecovered: Int
+    /// The median over the recovered clients of the time from the recovery to each one's first success.
+    var medianClientRecoveryMilliseconds: Double?
+    /// The time from the recovery to the last client's first success; `nil` unless every client recovered.
+    var lastClientRecoveryMilliseconds: Double?
+    /// How long the run went on after the recovery.
+    var tailMilliseconds: Double
     /// Requests sent and finished during the outage.
     var requests: Int
     /// Sleepers the simulation woke: a measure of its size.

@@ -23,6 +23,12 @@ struct CircuitBreakerSlidingWindow: Sendable {
     // Time-based: `buckets.count` slices of `bucketSpanNanoseconds` each.
     private var buckets: [Bucket]
     private let bucketSpanNanoseconds: Int64
+    // The bucket the last call went to and the span of time it covers, `start..<end`:
+    // a call inside that span is counted there without converting `now` to nanoseconds
+    // (a 128-bit division) or dividing by the span. Empty until the first call.
+    private var currentIndex = 0
+    private var currentStart = Duration.zero
+    private var currentEnd = Duration.zero
 
     init(_ window: CircuitBreakerWindow) {
         switch window.kind {
@@ -42,13 +48,11 @@ struct CircuitBreakerSlidingWindow: Sendable {
     /// Adds one call's outcome, finished at `now`.
     mutating func record(failure: Bool, at now: Duration) {
         if self.isTimeBased {
-            let epoch = Self.nanoseconds(now) / self.bucketSpanNanoseconds
-            let index = Int(epoch % Int64(self.buckets.count))
-            if self.buckets[index].epoch != epoch {
-                self.buckets[index] = Bucket(epoch: epoch, calls: 0, failures: 0)
+            if now < self.currentStart || now >= self.currentEnd {
+                self.moveToBucket(at: now)
             }
-            self.buckets[index].calls += 1
-            if failure { self.buckets[index].failures += 1 }
+            self.buckets[self.currentIndex].calls += 1
+            if failure { self.buckets[self.currentIndex].failures += 1 }
         } else {
             if self.filledSlots == self.outcomes.count {
                 self.failuresInRing -= Int(self.outcomes[self.nextSlot])
@@ -60,6 +64,18 @@ struct CircuitBreakerSlidingWindow: Sendable {
             self.nextSlot += 1
             if self.nextSlot == self.outcomes.count { self.nextSlot = 0 }
         }
+    }
+
+    /// Makes the bucket of `now` the current one, emptying it if it still holds an older slice.
+    private mutating func moveToBucket(at now: Duration) {
+        let epoch = Self.nanoseconds(now) / self.bucketSpanNanoseconds
+        let index = Int(epoch % Int64(self.buckets.count))
+        if self.buckets[index].epoch != epoch {
+            self.buckets[index] = Bucket(epoch: epoch, calls: 0, failures: 0)
+        }
+        self.currentIndex = index
+        self.currentStart = .nanoseconds(epoch * self.bucketSpanNanoseconds)
+        self.currentEnd = self.currentStart + .nanoseconds(self.bucketSpanNanoseconds)
     }
 
     /// The calls and failures in the window as seen at `now`.
@@ -82,6 +98,8 @@ struct CircuitBreakerSlidingWindow: Sendable {
             for index in self.buckets.indices {
                 self.buckets[index] = Bucket(epoch: .min, calls: 0, failures: 0)
             }
+            self.currentStart = .zero
+            self.currentEnd = .zero
         } else {
             self.nextSlot = 0
             self.filledSlots = 0

@@ -28,7 +28,11 @@ package final class Lock<State>: @unchecked Sendable {
     // between pthread_mutex_lock and pthread_mutex_unlock on `mutex`. This is the
     // one type in the package that carries @unchecked Sendable.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+    // @exclusivity(unchecked): the mutex already makes every access to `state`
+    // exclusive, so Swift's run-time exclusivity check on this class property
+    // (swift_beginAccess, about 4 ns per `withLock`, measured by the benchmark's
+    // lock.pthread row) adds nothing. The compile-time checks still apply.
+    @exclusivity(unchecked) private var state: State
 
     /// Creates a lock guarding `initialState`.
     package init(_ initialState: State) {

@@ -387,6 +387,37 @@ import Testing
         #expect(try Self.call(&machine, Self.failure, at: .seconds(9))?.reason == .tripped)  // 5 of 10
     }
 
+    @Test func timeWindowCountsCallsInTheSameBucketAfterAReset() throws {
+        var machine = try Self.machine(
+            tripRule: .failureRate(threshold: 0.5, minimumCalls: 10, window: .time(.seconds(10), buckets: 10)))
+        try Self.call(&machine, .success, at: Self.seconds(1.1))
+        try Self.call(&machine, Self.failure, at: Self.seconds(1.2))
+        _ = machine.isolate(at: Self.seconds(1.3))
+        _ = machine.reset(at: Self.seconds(1.4))
+        // The bucket of 1 s..<2 s was emptied by the reset; calls still inside it count from zero.
+        try Self.call(&machine, Self.failure, at: Self.seconds(1.5))
+        try Self.call(&machine, .success, at: Self.seconds(1.6))
+        try Self.call(&machine, .success, at: Self.seconds(1.7))
+        let snapshot = machine.snapshot(name: "m", at: Self.seconds(1.8))
+        #expect(snapshot.recentCalls == 3)
+        #expect(snapshot.recentFailures == 1)
+    }
+
+    @Test func timeWindowMovesOnAtEachBucketBoundary() throws {
+        var machine = try Self.machine(
+            tripRule: .failureRate(threshold: 0.9, minimumCalls: 10, window: .time(.seconds(10), buckets: 10)))
+        // One call just before and one at each of the boundaries 1 s, 2 s, ..., 12 s.
+        for second in 1...12 {
+            try Self.call(&machine, Self.failure, at: .seconds(second) - .nanoseconds(1))
+            try Self.call(&machine, .success, at: .seconds(second))
+        }
+        // At 12 s the window holds the buckets 3 s..<4 s through 12 s..<13 s: the call at
+        // 3 s - 1 ns belongs to the bucket 2 s..<3 s, which has left it.
+        let snapshot = machine.snapshot(name: "m", at: .seconds(12))
+        #expect(snapshot.recentCalls == 19)
+        #expect(snapshot.recentFailures == 9)
+    }
+
     // MARK: - Slow calls
 
     @Test func aSlowSuccessCountsAsAFailure() throws {

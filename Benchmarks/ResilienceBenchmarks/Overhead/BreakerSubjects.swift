@@ -1,0 +1,118 @@
+import Resilience
+
+/// The breakers the overhead and memory rows measure, built as a user would build them.
+enum BreakerFixtures {
+    /// The consecutive-failures rule (the package default: five in a row).
+    static func consecutive() throws -> CircuitBreaker {
+        try CircuitBreaker(name: "benchmark", tripRule: .consecutiveFailures(5))
+    }
+
+    /// A failure-rate rule over a time window: half the calls of the last 30 s (10 buckets),
+    /// once the window holds 20 calls. Every call is recorded under the lock and reads the clock.
+    static func timeWindow() throws -> CircuitBreaker {
+        try CircuitBreaker(
+            name: "benchmark",
+            tripRule: .failureRate(threshold: 0.5, minimumCalls: 20, window: .time(.seconds(30), buckets: 10)))
+    }
+
+    /// A consecutive-rule breaker tripped open for an hour, so every call in a run is rejected
+    /// with a ``CircuitBreakerOpenError`` whose `retryAfter` is set.
+    static func trippedOpen() async throws -> CircuitBreaker {
+        let breaker = try CircuitBreaker(
+            name: "benchmark", tripRule: .consecutiveFailures(5), openDuration: .fixed(.seconds(3_600)))
+        for _ in 0..<5 {
+            _ = try? await breaker.execute { () async throws -> Int in throw WorkloadError() }
+        }
+        guard breaker.state == .open else { throw FixtureError("the breaker did not open after five failures") }
+        return breaker
+    }
+}
+
+/// A fixture that could not be built as intended.
+struct FixtureError: Error, CustomStringConvertible {
+    /// What went wrong.
+    var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// `breaker.success.consecutive` and `breaker.success.window`: a call through a closed
+/// ``CircuitBreaker`` shared by every task of the row.
+struct BreakerSuccess: OverheadSubject {
+    let breaker: CircuitBreaker
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.breaker.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.breaker.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `retry+breaker.success`: a ``RetryPolicy`` with the package defaults around a closed
+/// consecutive-rule breaker, the usual nesting (the breaker sees every attempt).
+struct RetryAroundBreakerSuccess: OverheadSubject {
+    let policy: RetryPolicy
+    let breaker: CircuitBreaker
+
+    func call(_ input: Int) async -> Int {
+        let breaker = self.breaker
+        return
+            (try? await self.policy.execute {
+                try await breaker.execute { try await Workload.operation(input) }
+            }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        let breaker = self.breaker
+        return
+            (try? await self.policy.execute {
+                try await breaker.execute { try await Workload.operation(input) }
+            }) ?? input
+    }
+}
+
+/// `breaker.rejection`: an open breaker rejects the call; the caller catches the
+/// ``CircuitBreakerOpenError`` and reads its `retryAfter`.
+///
+/// The result depends on the error's `retryAfter`, so the optimizer can drop
+/// neither the throw nor the error: the rejection is built, thrown, cast and read
+/// on every call, as in an app that shows the wait to its user.
+struct BreakerRejection: OverheadSubject {
+    let breaker: CircuitBreaker
+
+    /// A subject around a breaker tripped open for an hour.
+    static func make() async throws -> BreakerRejection {
+        BreakerRejection(breaker: try await BreakerFixtures.trippedOpen())
+    }
+
+    func call(_ input: Int) async -> Int {
+        do {
+            return try await self.breaker.execute { try await Workload.operation(input) }
+        } catch let rejection as CircuitBreakerOpenError {
+            return Self.fold(input, rejection)
+        } catch {
+            return input
+        }
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        do {
+            return try await self.breaker.execute { try await Workload.operation(input) }
+        } catch let rejection as CircuitBreakerOpenError {
+            return Self.fold(input, rejection)
+        } catch {
+            return input
+        }
+    }
+
+    /// The next input: the previous one mixed with the rejection's retry-after.
+    @inline(__always)
+    private static func fold(_ input: Int, _ rejection: CircuitBreakerOpenError) -> Int {
+        let (seconds, attoseconds) = (rejection.retryAfter ?? .zero).components
+        return input &+ Int(truncatingIfNeeded: seconds) &+ Int(truncatingIfNeeded: attoseconds) | 1
+    }
+}
