@@ -40,7 +40,8 @@ extension CircuitBreakerReliability {
         static let scenarios: [BreakerStressScenario] = [
             .consecutiveFailures(5, .retryAroundBreaker, seed: 0xB4EA_0001),
             .countWindow(threshold: 0.5, minimumCalls: 20, size: 100, .retryAroundBreaker, seed: 0xB4EA_0002),
-            .timeWindow(threshold: 0.4, minimumCalls: 10, slowerThan: .seconds(2), .retryAroundBreaker, seed: 0xB4EA_0003),
+            .timeWindow(
+                threshold: 0.4, minimumCalls: 10, slowerThan: .seconds(2), .retryAroundBreaker, seed: 0xB4EA_0003),
             .consecutiveFailures(3, .breakerAroundRetry, seed: 0xB4EA_0004),
             .countWindow(threshold: 0.5, minimumCalls: 20, size: 50, .breakerAroundRetry, seed: 0xB4EA_0005),
         ]
@@ -85,7 +86,8 @@ extension CircuitBreakerReliability {
 
             // Violations recorded where they happened, while the calls ran.
             let monitor = run.monitor
-            #expect(monitor.violations.isEmpty, "\(monitor.violations.count) violations: \(monitor.violations.prefix(8))")
+            #expect(
+                monitor.violations.isEmpty, "\(monitor.violations.count) violations: \(monitor.violations.prefix(8))")
             // Exactly one outcome per call, none lost or doubled, each its own.
             #expect(monitor.outcomeCounts.allSatisfy { $0 == 1 }, "calls without exactly one outcome")
             #expect(records.map(\.index) == Array(0..<Self.callCount))
@@ -142,7 +144,8 @@ extension CircuitBreakerReliability {
             let scenario = BreakerStressScenario.consecutiveFailures(3, nesting, seed: 0xB4EA_0100)
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: callers, maximumAttempts: Self.maximumAttempts,
-                maximumProbes: Self.maximumProbes, successesToClose: Self.maximumProbes, probeLease: Self.endlessProbeLease,
+                maximumProbes: Self.maximumProbes, successesToClose: Self.maximumProbes,
+                probeLease: Self.endlessProbeLease,
                 openDuration: .fixed(.seconds(10)))
             for _ in 0..<3 { await run.breaker.fail() }
             #expect(run.breaker.state == .open)
@@ -377,7 +380,10 @@ private struct BreakerStressPlan: Sendable {
     /// How long after the start the call arrives, on the test clock, so that calls meet every state.
     let arrival: Duration
 
-    init(index: Int, behaviour: BreakerStressBehaviour, cancellation: BreakerStressCancellation, arrival: Duration = .zero) {
+    init(
+        index: Int, behaviour: BreakerStressBehaviour, cancellation: BreakerStressCancellation,
+        arrival: Duration = .zero
+    ) {
         self.index = index
         self.behaviour = behaviour
         self.cancellation = cancellation
@@ -873,7 +879,8 @@ private final class BreakerStressMonitor: Sendable {
             problems.append("failure rate \(rate) for \(snapshot.recentFailures) of \(snapshot.recentCalls) calls")
         }
         if state != .closed, snapshot.consecutiveFailures != 0 || snapshot.recentCalls != 0 {
-            problems.append("\(state) still counting \(snapshot.consecutiveFailures) failures, \(snapshot.recentCalls) calls")
+            problems.append(
+                "\(state) still counting \(snapshot.consecutiveFailures) failures, \(snapshot.recentCalls) calls")
         }
         if let limit = self.consecutiveFailuresToTrip, snapshot.consecutiveFailures >= limit {
             problems.append("closed after \(snapshot.consecutiveFailures) consecutive failures")
