@@ -7,7 +7,10 @@
 struct CircuitBreakerSlidingWindow: Sendable {
     private struct Bucket: Sendable {
         /// Which slice of time the bucket holds: elapsed nanoseconds divided by the bucket span.
-        var epoch: Int64
+        ///
+        /// 128 bits wide, so that the window keeps sliding however far the clock jumps: 64
+        /// bits of nanoseconds run out after about 292 years.
+        var epoch: Int128
         var calls: Int
         var failures: Int
     }
@@ -22,7 +25,7 @@ struct CircuitBreakerSlidingWindow: Sendable {
 
     // Time-based: `buckets.count` slices of `bucketSpanNanoseconds` each.
     private var buckets: [Bucket]
-    private let bucketSpanNanoseconds: Int64
+    private let bucketSpanNanoseconds: Int128
 
     init(_ window: CircuitBreakerWindow) {
         switch window.kind {
@@ -35,15 +38,15 @@ struct CircuitBreakerSlidingWindow: Sendable {
             self.isTimeBased = true
             self.outcomes = []
             self.buckets = [Bucket](repeating: Bucket(epoch: .min, calls: 0, failures: 0), count: buckets)
-            self.bucketSpanNanoseconds = Swift.max(1, Self.nanoseconds(duration / buckets))
+            self.bucketSpanNanoseconds = Swift.max(1, Self.nanoseconds(duration) / Int128(buckets))
         }
     }
 
     /// Adds one call's outcome, finished at `now`.
     mutating func record(failure: Bool, at now: Duration) {
         if self.isTimeBased {
-            let epoch = Self.nanoseconds(now) / self.bucketSpanNanoseconds
-            let index = Int(epoch % Int64(self.buckets.count))
+            let epoch = self.epoch(of: now)
+            let index = Int(epoch % Int128(self.buckets.count))
             if self.buckets[index].epoch != epoch {
                 self.buckets[index] = Bucket(epoch: epoch, calls: 0, failures: 0)
             }
@@ -65,8 +68,8 @@ struct CircuitBreakerSlidingWindow: Sendable {
     /// The calls and failures in the window as seen at `now`.
     func totals(at now: Duration) -> (calls: Int, failures: Int) {
         guard self.isTimeBased else { return (self.filledSlots, self.failuresInRing) }
-        let current = Self.nanoseconds(now) / self.bucketSpanNanoseconds
-        let oldest = current - Int64(self.buckets.count)
+        let current = self.epoch(of: now)
+        let oldest = current - Int128(self.buckets.count)
         var calls = 0
         var failures = 0
         for bucket in self.buckets where bucket.epoch > oldest && bucket.epoch <= current {
@@ -89,13 +92,20 @@ struct CircuitBreakerSlidingWindow: Sendable {
         }
     }
 
-    /// A non-negative duration in whole nanoseconds, saturating at `Int64.max`.
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return .max }
-        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflow2 ? .max : total
+    /// The bucket epoch of `now`: the whole bucket spans elapsed.
+    private func epoch(of now: Duration) -> Int128 {
+        let nanoseconds = Self.nanoseconds(now)
+        // 64-bit division when both fit, which is every case short of a clock jumping centuries.
+        if let nanoseconds = Int64(exactly: nanoseconds), let span = Int64(exactly: self.bucketSpanNanoseconds) {
+            return Int128(nanoseconds / span)
+        }
+        return nanoseconds / self.bucketSpanNanoseconds
+    }
+
+    /// A duration in whole nanoseconds, zero if negative; exact for every `Duration`, even
+    /// those too long for `Duration.components`.
+    static func nanoseconds(_ duration: Duration) -> Int128 {
+        guard duration > .zero else { return 0 }
+        return duration.attoseconds / 1_000_000_000
     }
 }
