@@ -37,10 +37,11 @@ extension CircuitBreakerReliability {
         static let endlessProbeLease = Duration.seconds(1_000_000_000)
         static let longestOpenTime = Duration.seconds(8)
 
-        static let scenarios: [BreakerStressScenario] = [
+        static let scenarios: [Scenario] = [
             .consecutiveFailures(5, .retryAroundBreaker, seed: 0xB4EA_0001),
             .countWindow(threshold: 0.5, minimumCalls: 20, size: 100, .retryAroundBreaker, seed: 0xB4EA_0002),
-            .timeWindow(threshold: 0.4, minimumCalls: 10, slowerThan: .seconds(2), .retryAroundBreaker, seed: 0xB4EA_0003),
+            .timeWindow(
+                threshold: 0.4, minimumCalls: 10, slowerThan: .seconds(2), .retryAroundBreaker, seed: 0xB4EA_0003),
             .consecutiveFailures(3, .breakerAroundRetry, seed: 0xB4EA_0004),
             .countWindow(threshold: 0.5, minimumCalls: 20, size: 50, .breakerAroundRetry, seed: 0xB4EA_0005),
         ]
@@ -48,7 +49,7 @@ extension CircuitBreakerReliability {
         @Test(
             "Ten thousand concurrent calls each get exactly one outcome, and every breaker invariant holds throughout",
             arguments: scenarios)
-        func concurrentCallsKeepEveryInvariant(_ scenario: BreakerStressScenario) async throws {
+        func concurrentCallsKeepEveryInvariant(_ scenario: Scenario) async throws {
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: Self.callCount, maximumAttempts: Self.maximumAttempts,
                 maximumProbes: Self.maximumProbes, successesToClose: Self.successesToClose, probeLease: Self.probeLease)
@@ -85,7 +86,8 @@ extension CircuitBreakerReliability {
 
             // Violations recorded where they happened, while the calls ran.
             let monitor = run.monitor
-            #expect(monitor.violations.isEmpty, "\(monitor.violations.count) violations: \(monitor.violations.prefix(8))")
+            #expect(
+                monitor.violations.isEmpty, "\(monitor.violations.count) violations: \(monitor.violations.prefix(8))")
             // Exactly one outcome per call, none lost or doubled, each its own.
             #expect(monitor.outcomeCounts.allSatisfy { $0 == 1 }, "calls without exactly one outcome")
             #expect(records.map(\.index) == Array(0..<Self.callCount))
@@ -136,13 +138,14 @@ extension CircuitBreakerReliability {
 
         @Test(
             "A half-open stampede runs at most the configured probes, and cancelled or uncounted probes give their slots back",
-            arguments: BreakerStressNesting.allCases)
-        func halfOpenStampedeReturnsEverySlot(_ nesting: BreakerStressNesting) async throws {
+            arguments: Nesting.allCases)
+        func halfOpenStampedeReturnsEverySlot(_ nesting: Nesting) async throws {
             let callers = 2_000
-            let scenario = BreakerStressScenario.consecutiveFailures(3, nesting, seed: 0xB4EA_0100)
+            let scenario = Scenario.consecutiveFailures(3, nesting, seed: 0xB4EA_0100)
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: callers, maximumAttempts: Self.maximumAttempts,
-                maximumProbes: Self.maximumProbes, successesToClose: Self.maximumProbes, probeLease: Self.endlessProbeLease,
+                maximumProbes: Self.maximumProbes, successesToClose: Self.maximumProbes,
+                probeLease: Self.endlessProbeLease,
                 openDuration: .fixed(.seconds(10)))
             for _ in 0..<3 { await run.breaker.fail() }
             #expect(run.breaker.state == .open)
@@ -228,11 +231,11 @@ extension CircuitBreakerReliability {
 
         @Test(
             "Probes hung past their lease give their slots to new callers, never more than the limit hold one, and their late results do not count",
-            arguments: BreakerStressNesting.allCases)
-        func hungProbesLoseTheirSlotsAndTheirLateResultsDoNotCount(_ nesting: BreakerStressNesting) async throws {
+            arguments: Nesting.allCases)
+        func hungProbesLoseTheirSlotsAndTheirLateResultsDoNotCount(_ nesting: Nesting) async throws {
             let callers = 600
             let lease = Duration.seconds(5)
-            let scenario = BreakerStressScenario.consecutiveFailures(1, nesting, seed: 0xB4EA_0200)
+            let scenario = Scenario.consecutiveFailures(1, nesting, seed: 0xB4EA_0200)
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: callers, maximumAttempts: Self.maximumAttempts, maximumProbes: 2,
                 successesToClose: 2, probeLease: lease, openDuration: .fixed(.seconds(10)))
@@ -279,61 +282,66 @@ extension CircuitBreakerReliability {
 
 // MARK: - Scenario and plans
 
-/// How the policy and the breaker nest.
-enum BreakerStressNesting: Sendable, CaseIterable {
-    /// `policy.execute { breaker.execute { ... } }`: the breaker sees every attempt.
-    case retryAroundBreaker
-    /// `breaker.execute { policy.execute { ... } }`: the breaker sees whole retried calls.
-    case breakerAroundRetry
+extension CircuitBreakerReliability.StressTests {
+    /// How the policy and the breaker nest.
+    enum Nesting: Sendable, CaseIterable {
+        /// `policy.execute { breaker.execute { ... } }`: the breaker sees every attempt.
+        case retryAroundBreaker
+        /// `breaker.execute { policy.execute { ... } }`: the breaker sees whole retried calls.
+        case breakerAroundRetry
+    }
+
+    /// One stress configuration: a nesting, a breaker's rules, and the seed that draws each call's plan.
+    struct Scenario: Sendable, CustomTestStringConvertible {
+        var nesting: Nesting
+        var tripRule: CircuitBreakerTripRule
+        var slowCallRule: CircuitBreakerSlowCallRule?
+        var seed: UInt64
+        /// The run length that trips the breaker, under a consecutive-failures rule.
+        var consecutiveFailuresToTrip: Int?
+        /// The window's size, under a failure-rate rule over a count window.
+        var countWindowSize: Int?
+
+        static func consecutiveFailures(_ count: Int, _ nesting: Nesting, seed: UInt64) -> Self {
+            Self(nesting: nesting, tripRule: .consecutiveFailures(count), seed: seed, consecutiveFailuresToTrip: count)
+        }
+
+        static func countWindow(
+            threshold: Double,
+            minimumCalls: Int,
+            size: Int,
+            _ nesting: Nesting,
+            seed: UInt64
+        ) -> Self {
+            Self(
+                nesting: nesting,
+                tripRule: .failureRate(threshold: threshold, minimumCalls: minimumCalls, window: .count(size)),
+                seed: seed, countWindowSize: size)
+        }
+
+        static func timeWindow(
+            threshold: Double,
+            minimumCalls: Int,
+            slowerThan slowThreshold: Duration,
+            _ nesting: Nesting,
+            seed: UInt64
+        ) -> Self {
+            Self(
+                nesting: nesting,
+                tripRule: .failureRate(
+                    threshold: threshold, minimumCalls: minimumCalls, window: .time(.seconds(10), buckets: 10)),
+                slowCallRule: .slowerThan(slowThreshold), seed: seed)
+        }
+
+        var testDescription: String {
+            let slow = self.slowCallRule.map { ", \($0)" } ?? ""
+            return "\(self.nesting), \(self.tripRule)\(slow)"
+        }
+    }
 }
 
-/// One stress configuration: a nesting, a breaker's rules, and the seed that draws each call's plan.
-struct BreakerStressScenario: Sendable, CustomTestStringConvertible {
-    var nesting: BreakerStressNesting
-    var tripRule: CircuitBreakerTripRule
-    var slowCallRule: CircuitBreakerSlowCallRule?
-    var seed: UInt64
-    /// The run length that trips the breaker, under a consecutive-failures rule.
-    var consecutiveFailuresToTrip: Int?
-    /// The window's size, under a failure-rate rule over a count window.
-    var countWindowSize: Int?
-
-    static func consecutiveFailures(_ count: Int, _ nesting: BreakerStressNesting, seed: UInt64) -> Self {
-        Self(nesting: nesting, tripRule: .consecutiveFailures(count), seed: seed, consecutiveFailuresToTrip: count)
-    }
-
-    static func countWindow(
-        threshold: Double,
-        minimumCalls: Int,
-        size: Int,
-        _ nesting: BreakerStressNesting,
-        seed: UInt64
-    ) -> Self {
-        Self(
-            nesting: nesting,
-            tripRule: .failureRate(threshold: threshold, minimumCalls: minimumCalls, window: .count(size)),
-            seed: seed, countWindowSize: size)
-    }
-
-    static func timeWindow(
-        threshold: Double,
-        minimumCalls: Int,
-        slowerThan slowThreshold: Duration,
-        _ nesting: BreakerStressNesting,
-        seed: UInt64
-    ) -> Self {
-        Self(
-            nesting: nesting,
-            tripRule: .failureRate(
-                threshold: threshold, minimumCalls: minimumCalls, window: .time(.seconds(10), buckets: 10)),
-            slowCallRule: .slowerThan(slowThreshold), seed: seed)
-    }
-
-    var testDescription: String {
-        let slow = self.slowCallRule.map { ", \($0)" } ?? ""
-        return "\(self.nesting), \(self.tripRule)\(slow)"
-    }
-}
+private typealias BreakerStressNesting = CircuitBreakerReliability.StressTests.Nesting
+private typealias BreakerStressScenario = CircuitBreakerReliability.StressTests.Scenario
 
 /// What one call's operation does.
 private enum BreakerStressBehaviour: Sendable, Equatable {
@@ -377,7 +385,10 @@ private struct BreakerStressPlan: Sendable {
     /// How long after the start the call arrives, on the test clock, so that calls meet every state.
     let arrival: Duration
 
-    init(index: Int, behaviour: BreakerStressBehaviour, cancellation: BreakerStressCancellation, arrival: Duration = .zero) {
+    init(
+        index: Int, behaviour: BreakerStressBehaviour, cancellation: BreakerStressCancellation,
+        arrival: Duration = .zero
+    ) {
         self.index = index
         self.behaviour = behaviour
         self.cancellation = cancellation
@@ -428,12 +439,12 @@ private struct BreakerStressPlan: Sendable {
 }
 
 /// A counted, retryable failure, carrying the index of the call that threw it.
-struct BreakerStressFailure: Error, Equatable {
+private struct BreakerStressFailure: Error, Equatable {
     var index: Int
 }
 
 /// An HTTP failure carrying the index of the call that threw it.
-struct BreakerStressHTTPFailure: Error, HTTPStatusReporting, RetryAfterProviding {
+private struct BreakerStressHTTPFailure: Error, HTTPStatusReporting, RetryAfterProviding {
     var index: Int
     var httpStatusCode: Int?
     var retryAfter: Duration?
@@ -873,7 +884,8 @@ private final class BreakerStressMonitor: Sendable {
             problems.append("failure rate \(rate) for \(snapshot.recentFailures) of \(snapshot.recentCalls) calls")
         }
         if state != .closed, snapshot.consecutiveFailures != 0 || snapshot.recentCalls != 0 {
-            problems.append("\(state) still counting \(snapshot.consecutiveFailures) failures, \(snapshot.recentCalls) calls")
+            problems.append(
+                "\(state) still counting \(snapshot.consecutiveFailures) failures, \(snapshot.recentCalls) calls")
         }
         if let limit = self.consecutiveFailuresToTrip, snapshot.consecutiveFailures >= limit {
             problems.append("closed after \(snapshot.consecutiveFailures) consecutive failures")

@@ -45,7 +45,9 @@ extension CircuitBreakerReliability {
 
         static let trips = [Int.min, Int.min + 1, -1, 0, 1, 2, 3, 62, 63, 64, 1_000, 1 << 40, Int.max - 1, Int.max]
 
-        @Test("Every trip number, from Int.min to Int.max, yields an open time within range, never shrinking", arguments: schedules)
+        @Test(
+            "Every trip number, from Int.min to Int.max, yields an open time within range, never shrinking",
+            arguments: schedules)
         func everyTripNumberYieldsAClampedOpenTime(_ schedule: Schedule) throws {
             let durations = Self.trips.map { schedule.openDuration.duration(forTrip: $0) }
             #expect(durations.allSatisfy { $0 > .zero && $0 <= Self.maximum })
@@ -129,7 +131,9 @@ extension CircuitBreakerReliability {
             #expect(rejection?.retryAfter == Self.maximum)
         }
 
-        @Test("A huge 429 hint is cut to the pushback maximum, and a policy around the breaker stops on it", arguments: hugeHints)
+        @Test(
+            "A huge 429 hint is cut to the pushback maximum, and a policy around the breaker stops on it",
+            arguments: hugeHints)
         func aHuge429HintIsCutToThePushbackMaximum(_ hint: Hint) async throws {
             let clock = TestClock()
             let breaker = try CircuitBreaker(
@@ -230,7 +234,9 @@ extension CircuitBreakerReliability {
             #expect(breaker.state == .closed)
         }
 
-        @Test("After the clock jumps far forward, open times, probes and leases still work", arguments: [year * 1_000, beyondComponents])
+        @Test(
+            "After the clock jumps far forward, open times, probes and leases still work",
+            arguments: [year * 1_000, beyondComponents])
         func openTimesAndLeasesWorkAfterAJump(_ jump: Duration) async throws {
             let clock = TestClock()
             let breaker = try CircuitBreaker(
