@@ -53,7 +53,8 @@ extension CircuitBreaker {
     /// Counts a success; lock-free while closed with nothing to reset.
     @usableFromInline
     func recordSuccess(for permit: CircuitBreakerPermit) {
-        let now = self.readsClockOnSuccess ? self.clock.now() : nil
+        // A probe reads the clock too: its success counts only within its lease.
+        let now = self.readsClockOnSuccess || permit.isProbe ? self.clock.now() : nil
         if !permit.isProbe {
             let word = self.storage.fastPathWord
             // A result from an earlier generation is ignored; no need to ask the machine.

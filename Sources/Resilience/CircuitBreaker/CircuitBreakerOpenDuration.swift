@@ -42,9 +42,25 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
 
     /// The open time after the trip-th consecutive trip (1 for the first).
     ///
-    /// Trips below 1 are treated as 1. Never overflows: a huge trip number yields the cap.
+    /// Trips below 1, down to `Int.min`, are treated as 1. Never overflows: a huge trip
+    /// number yields the cap, and every result is at most ``Duration/resilienceMaximum``
+    /// (about 146 years), however long the durations given.
     public func duration(forTrip trip: Int) -> Duration {
-        self.schedule.delay(forAttempt: trip - 1).clampedToResilienceRange
+        // `Swift.max` first: `Int.min - 1` would trap.
+        self.clampedSchedule.delay(forAttempt: Swift.max(trip, 1) - 1).clampedToResilienceRange
+    }
+
+    /// The schedule with its durations cut to the package's maximum before any arithmetic,
+    /// since the schedule's `Double` arithmetic cannot take a duration beyond `Int64.max` seconds.
+    private var clampedSchedule: Backoff {
+        switch self.schedule.kind {
+        case .exponential(let initial, let multiplier, let maximum):
+            .exponential(
+                initial: Swift.min(initial, .resilienceMaximum), multiplier: multiplier,
+                maximum: Swift.min(maximum, .resilienceMaximum))
+        case .constant, .linear:
+            self.schedule
+        }
     }
 
     /// `fixed(30.0 seconds)` or `growing(initial: 5.0 seconds, multiplier: 2.0, maximum: 300.0 seconds)`.

@@ -7,7 +7,10 @@
 struct CircuitBreakerSlidingWindow: Sendable {
     private struct Bucket: Sendable {
         /// Which slice of time the bucket holds: elapsed nanoseconds divided by the bucket span.
-        var epoch: Int64
+        ///
+        /// 128 bits wide, so that the window keeps sliding however far the clock jumps: 64
+        /// bits of nanoseconds run out after about 292 years.
+        var epoch: Int128
         var calls: Int
         var failures: Int
     }
@@ -22,7 +25,7 @@ struct CircuitBreakerSlidingWindow: Sendable {
 
     // Time-based: `buckets.count` slices of `bucketSpanNanoseconds` each.
     private var buckets: [Bucket]
-    private let bucketSpanNanoseconds: Int64
+    private let bucketSpanNanoseconds: Int128
     // The bucket the last call went to and the span of time it covers, `start..<end`:
     // a call inside that span is counted there without converting `now` to nanoseconds
     // (a 128-bit division) or dividing by the span. Empty until the first call.
@@ -41,7 +44,7 @@ struct CircuitBreakerSlidingWindow: Sendable {
             self.isTimeBased = true
             self.outcomes = []
             self.buckets = [Bucket](repeating: Bucket(epoch: .min, calls: 0, failures: 0), count: buckets)
-            self.bucketSpanNanoseconds = Swift.max(1, Self.nanoseconds(duration / buckets))
+            self.bucketSpanNanoseconds = Swift.max(1, Self.nanoseconds(duration) / Int128(buckets))
         }
     }
 
@@ -68,21 +71,32 @@ struct CircuitBreakerSlidingWindow: Sendable {
 
     /// Makes the bucket of `now` the current one, emptying it if it still holds an older slice.
     private mutating func moveToBucket(at now: Duration) {
-        let epoch = Self.nanoseconds(now) / self.bucketSpanNanoseconds
-        let index = Int(epoch % Int64(self.buckets.count))
+        let epoch = self.epoch(of: now)
+        let index = Int(epoch % Int128(self.buckets.count))
         if self.buckets[index].epoch != epoch {
             self.buckets[index] = Bucket(epoch: epoch, calls: 0, failures: 0)
         }
         self.currentIndex = index
-        self.currentStart = .nanoseconds(epoch * self.bucketSpanNanoseconds)
-        self.currentEnd = self.currentStart + .nanoseconds(self.bucketSpanNanoseconds)
+        // The span in attoseconds; it cannot overflow for any `Duration` a clock can
+        // reach, but if it would, leave the cache empty so every call takes this path.
+        let (start, startOverflow) = (epoch * self.bucketSpanNanoseconds).multipliedReportingOverflow(
+            by: 1_000_000_000)
+        let (span, spanOverflow) = self.bucketSpanNanoseconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (end, endOverflow) = start.addingReportingOverflow(span)
+        if startOverflow || spanOverflow || endOverflow || now < .zero {
+            self.currentStart = .zero
+            self.currentEnd = .zero
+        } else {
+            self.currentStart = Duration(attoseconds: start)
+            self.currentEnd = Duration(attoseconds: end)
+        }
     }
 
     /// The calls and failures in the window as seen at `now`.
     func totals(at now: Duration) -> (calls: Int, failures: Int) {
         guard self.isTimeBased else { return (self.filledSlots, self.failuresInRing) }
-        let current = Self.nanoseconds(now) / self.bucketSpanNanoseconds
-        let oldest = current - Int64(self.buckets.count)
+        let current = self.epoch(of: now)
+        let oldest = current - Int128(self.buckets.count)
         var calls = 0
         var failures = 0
         for bucket in self.buckets where bucket.epoch > oldest && bucket.epoch <= current {
@@ -107,13 +121,20 @@ struct CircuitBreakerSlidingWindow: Sendable {
         }
     }
 
-    /// A non-negative duration in whole nanoseconds, saturating at `Int64.max`.
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return .max }
-        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflow2 ? .max : total
+    /// The bucket epoch of `now`: the whole bucket spans elapsed.
+    private func epoch(of now: Duration) -> Int128 {
+        let nanoseconds = Self.nanoseconds(now)
+        // 64-bit division when both fit, which is every case short of a clock jumping centuries.
+        if let nanoseconds = Int64(exactly: nanoseconds), let span = Int64(exactly: self.bucketSpanNanoseconds) {
+            return Int128(nanoseconds / span)
+        }
+        return nanoseconds / self.bucketSpanNanoseconds
+    }
+
+    /// A duration in whole nanoseconds, zero if negative; exact for every `Duration`, even
+    /// those too long for `Duration.components`.
+    static func nanoseconds(_ duration: Duration) -> Int128 {
+        guard duration > .zero else { return 0 }
+        return duration.attoseconds / 1_000_000_000
     }
 }

@@ -195,8 +195,9 @@ package struct CircuitBreakerStateMachine: Sendable {
     /// Records the result of a call admitted with `permit`, finished at `now`.
     ///
     /// - Parameter now: The time the call finished, or `nil` when the caller did not
-    ///   read the clock because the result cannot need it (a success under a
-    ///   rule without a time window or slow-call rule); the latest time seen stands in.
+    ///   read the clock because the result cannot need it (a closed-state success under a
+    ///   rule without a time window or slow-call rule, or a result that does not count);
+    ///   the latest time seen stands in.
     /// - Returns: The transition the result caused, if any.
     package mutating func record(_ result: CallResult, for permit: CircuitBreakerPermit, at now: Duration?)
         -> Transition?
@@ -211,6 +212,9 @@ package struct CircuitBreakerStateMachine: Sendable {
         case .closed:
             return self.recordClosed(result, at: now)
         case .halfOpen:
+            // A probe that outlived its lease no longer counts, whether or not a call has
+            // come in since to find the lease expired and give the slot away.
+            self.probes.removeAll { $0.leaseExpiry <= now }
             guard let index = self.probes.firstIndex(where: { $0.ticket == permit.ticket }) else {
                 return nil  // the probe's lease expired and its slot went to another caller
             }

@@ -37,7 +37,7 @@ extension CircuitBreakerReliability {
         static let endlessProbeLease = Duration.seconds(1_000_000_000)
         static let longestOpenTime = Duration.seconds(8)
 
-        static let scenarios: [BreakerStressScenario] = [
+        static let scenarios: [Scenario] = [
             .consecutiveFailures(5, .retryAroundBreaker, seed: 0xB4EA_0001),
             .countWindow(threshold: 0.5, minimumCalls: 20, size: 100, .retryAroundBreaker, seed: 0xB4EA_0002),
             .timeWindow(
@@ -49,7 +49,7 @@ extension CircuitBreakerReliability {
         @Test(
             "Ten thousand concurrent calls each get exactly one outcome, and every breaker invariant holds throughout",
             arguments: scenarios)
-        func concurrentCallsKeepEveryInvariant(_ scenario: BreakerStressScenario) async throws {
+        func concurrentCallsKeepEveryInvariant(_ scenario: Scenario) async throws {
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: Self.callCount, maximumAttempts: Self.maximumAttempts,
                 maximumProbes: Self.maximumProbes, successesToClose: Self.successesToClose, probeLease: Self.probeLease)
@@ -138,10 +138,10 @@ extension CircuitBreakerReliability {
 
         @Test(
             "A half-open stampede runs at most the configured probes, and cancelled or uncounted probes give their slots back",
-            arguments: BreakerStressNesting.allCases)
-        func halfOpenStampedeReturnsEverySlot(_ nesting: BreakerStressNesting) async throws {
+            arguments: Nesting.allCases)
+        func halfOpenStampedeReturnsEverySlot(_ nesting: Nesting) async throws {
             let callers = 2_000
-            let scenario = BreakerStressScenario.consecutiveFailures(3, nesting, seed: 0xB4EA_0100)
+            let scenario = Scenario.consecutiveFailures(3, nesting, seed: 0xB4EA_0100)
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: callers, maximumAttempts: Self.maximumAttempts,
                 maximumProbes: Self.maximumProbes, successesToClose: Self.maximumProbes,
@@ -231,11 +231,11 @@ extension CircuitBreakerReliability {
 
         @Test(
             "Probes hung past their lease give their slots to new callers, never more than the limit hold one, and their late results do not count",
-            arguments: BreakerStressNesting.allCases)
-        func hungProbesLoseTheirSlotsAndTheirLateResultsDoNotCount(_ nesting: BreakerStressNesting) async throws {
+            arguments: Nesting.allCases)
+        func hungProbesLoseTheirSlotsAndTheirLateResultsDoNotCount(_ nesting: Nesting) async throws {
             let callers = 600
             let lease = Duration.seconds(5)
-            let scenario = BreakerStressScenario.consecutiveFailures(1, nesting, seed: 0xB4EA_0200)
+            let scenario = Scenario.consecutiveFailures(1, nesting, seed: 0xB4EA_0200)
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: callers, maximumAttempts: Self.maximumAttempts, maximumProbes: 2,
                 successesToClose: 2, probeLease: lease, openDuration: .fixed(.seconds(10)))
@@ -282,61 +282,66 @@ extension CircuitBreakerReliability {
 
 // MARK: - Scenario and plans
 
-/// How the policy and the breaker nest.
-enum BreakerStressNesting: Sendable, CaseIterable {
-    /// `policy.execute { breaker.execute { ... } }`: the breaker sees every attempt.
-    case retryAroundBreaker
-    /// `breaker.execute { policy.execute { ... } }`: the breaker sees whole retried calls.
-    case breakerAroundRetry
+extension CircuitBreakerReliability.StressTests {
+    /// How the policy and the breaker nest.
+    enum Nesting: Sendable, CaseIterable {
+        /// `policy.execute { breaker.execute { ... } }`: the breaker sees every attempt.
+        case retryAroundBreaker
+        /// `breaker.execute { policy.execute { ... } }`: the breaker sees whole retried calls.
+        case breakerAroundRetry
+    }
+
+    /// One stress configuration: a nesting, a breaker's rules, and the seed that draws each call's plan.
+    struct Scenario: Sendable, CustomTestStringConvertible {
+        var nesting: Nesting
+        var tripRule: CircuitBreakerTripRule
+        var slowCallRule: CircuitBreakerSlowCallRule?
+        var seed: UInt64
+        /// The run length that trips the breaker, under a consecutive-failures rule.
+        var consecutiveFailuresToTrip: Int?
+        /// The window's size, under a failure-rate rule over a count window.
+        var countWindowSize: Int?
+
+        static func consecutiveFailures(_ count: Int, _ nesting: Nesting, seed: UInt64) -> Self {
+            Self(nesting: nesting, tripRule: .consecutiveFailures(count), seed: seed, consecutiveFailuresToTrip: count)
+        }
+
+        static func countWindow(
+            threshold: Double,
+            minimumCalls: Int,
+            size: Int,
+            _ nesting: Nesting,
+            seed: UInt64
+        ) -> Self {
+            Self(
+                nesting: nesting,
+                tripRule: .failureRate(threshold: threshold, minimumCalls: minimumCalls, window: .count(size)),
+                seed: seed, countWindowSize: size)
+        }
+
+        static func timeWindow(
+            threshold: Double,
+            minimumCalls: Int,
+            slowerThan slowThreshold: Duration,
+            _ nesting: Nesting,
+            seed: UInt64
+        ) -> Self {
+            Self(
+                nesting: nesting,
+                tripRule: .failureRate(
+                    threshold: threshold, minimumCalls: minimumCalls, window: .time(.seconds(10), buckets: 10)),
+                slowCallRule: .slowerThan(slowThreshold), seed: seed)
+        }
+
+        var testDescription: String {
+            let slow = self.slowCallRule.map { ", \($0)" } ?? ""
+            return "\(self.nesting), \(self.tripRule)\(slow)"
+        }
+    }
 }
 
-/// One stress configuration: a nesting, a breaker's rules, and the seed that draws each call's plan.
-struct BreakerStressScenario: Sendable, CustomTestStringConvertible {
-    var nesting: BreakerStressNesting
-    var tripRule: CircuitBreakerTripRule
-    var slowCallRule: CircuitBreakerSlowCallRule?
-    var seed: UInt64
-    /// The run length that trips the breaker, under a consecutive-failures rule.
-    var consecutiveFailuresToTrip: Int?
-    /// The window's size, under a failure-rate rule over a count window.
-    var countWindowSize: Int?
-
-    static func consecutiveFailures(_ count: Int, _ nesting: BreakerStressNesting, seed: UInt64) -> Self {
-        Self(nesting: nesting, tripRule: .consecutiveFailures(count), seed: seed, consecutiveFailuresToTrip: count)
-    }
-
-    static func countWindow(
-        threshold: Double,
-        minimumCalls: Int,
-        size: Int,
-        _ nesting: BreakerStressNesting,
-        seed: UInt64
-    ) -> Self {
-        Self(
-            nesting: nesting,
-            tripRule: .failureRate(threshold: threshold, minimumCalls: minimumCalls, window: .count(size)),
-            seed: seed, countWindowSize: size)
-    }
-
-    static func timeWindow(
-        threshold: Double,
-        minimumCalls: Int,
-        slowerThan slowThreshold: Duration,
-        _ nesting: BreakerStressNesting,
-        seed: UInt64
-    ) -> Self {
-        Self(
-            nesting: nesting,
-            tripRule: .failureRate(
-                threshold: threshold, minimumCalls: minimumCalls, window: .time(.seconds(10), buckets: 10)),
-            slowCallRule: .slowerThan(slowThreshold), seed: seed)
-    }
-
-    var testDescription: String {
-        let slow = self.slowCallRule.map { ", \($0)" } ?? ""
-        return "\(self.nesting), \(self.tripRule)\(slow)"
-    }
-}
+private typealias BreakerStressNesting = CircuitBreakerReliability.StressTests.Nesting
+private typealias BreakerStressScenario = CircuitBreakerReliability.StressTests.Scenario
 
 /// What one call's operation does.
 private enum BreakerStressBehaviour: Sendable, Equatable {
@@ -434,12 +439,12 @@ private struct BreakerStressPlan: Sendable {
 }
 
 /// A counted, retryable failure, carrying the index of the call that threw it.
-struct BreakerStressFailure: Error, Equatable {
+private struct BreakerStressFailure: Error, Equatable {
     var index: Int
 }
 
 /// An HTTP failure carrying the index of the call that threw it.
-struct BreakerStressHTTPFailure: Error, HTTPStatusReporting, RetryAfterProviding {
+private struct BreakerStressHTTPFailure: Error, HTTPStatusReporting, RetryAfterProviding {
     var index: Int
     var httpStatusCode: Int?
     var retryAfter: Duration?
