@@ -43,8 +43,8 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
     /// The open time after the trip-th consecutive trip (1 for the first).
     ///
     /// Trips below 1, down to `Int.min`, are treated as 1. Never overflows: a huge trip
-    /// number yields the cap, and every result is at most ``Duration/resilienceMaximum``
-    /// (about 146 years), however long the durations given.
+    /// number yields the cap, and every result is at most about 146 years (the
+    /// package's longest duration), however long the durations given.
     public func duration(forTrip trip: Int) -> Duration {
         // `Swift.max` first: `Int.min - 1` would trap.
         self.clampedSchedule.delay(forAttempt: Swift.max(trip, 1) - 1).clampedToResilienceRange
