@@ -102,7 +102,8 @@ extension CircuitBreakerReliability {
 
             first.cancel()
             await #expect(throws: CancellationError.self) { try await first.value }
-            #expect(fixture.breaker.snapshot().probesInFlight == 1)
+            // Required: with the slot still taken, the third caller below would never get to sleep.
+            try #require(fixture.breaker.snapshot().probesInFlight == 1)
             // One new caller fits in the freed slot; a second does not.
             let third = Task { try await fixture.breaker.execute { try await fixture.clock.sleep(for: .seconds(60)) } }
             await fixture.clock.waitForSleepers(count: 2)
@@ -159,6 +160,13 @@ extension CircuitBreakerReliability {
             let probe = Task { try await fixture.breaker.execute { try await parking.park() } }
             await parking.waitForParked(count: 1)
 
+            // The one slot is taken, so the next caller is turned away (checked first, so that a
+            // breaker letting it in fails here instead of leaving the test waiting for a sleep).
+            let crowded = await #expect(throws: CircuitBreakerOpenError.self) {
+                try await fixture.breaker.execute { "crowded" }
+            }
+            try #require(crowded?.state == .halfOpen)
+
             // Rejected as half-open, with no hint: the policy waits its own 2-second backoff.
             let call = Task { await fixture.call(entry) { "unreachable" } }
             await fixture.clock.waitForSleepers(count: 1)
@@ -166,8 +174,8 @@ extension CircuitBreakerReliability {
             call.cancel()
             let ending = await call.value
             #expect(ending.isCancellation, "\(ending)")
-            #expect(fixture.observer.rejections.count == 1)
-            #expect(fixture.observer.rejections.first?.state == .halfOpen)
+            #expect(fixture.observer.rejections.count == 2)
+            #expect(fixture.observer.rejections.allSatisfy { $0.state == .halfOpen })
             let during = fixture.breaker.snapshot()
             #expect(during.generation == halfOpen.generation)
             #expect(during.probesInFlight == 1, "the running probe keeps its slot")
