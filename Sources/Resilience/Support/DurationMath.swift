@@ -10,10 +10,20 @@ extension Duration {
     package static let resilienceMaximum = Duration.seconds(Int64.max / 2_000_000_000)
 
     /// The duration in seconds as a `Double`.
+    ///
+    /// Exact to the attosecond for every duration `components` can represent, and
+    /// finite for the rest: `components` traps beyond `Int64.max` seconds, so those
+    /// are converted from the 128-bit attosecond count instead.
     package var secondsValue: Double {
-        let (seconds, attoseconds) = self.components
-        return Double(seconds) + Double(attoseconds) * 1e-18
+        if self <= Self.largestWithComponents && self >= Self.smallestWithComponents {
+            let (seconds, attoseconds) = self.components
+            return Double(seconds) + Double(attoseconds) * 1e-18
+        }
+        return Double(self.attoseconds) * 1e-18
     }
+
+    private static let largestWithComponents = Duration.seconds(Int64.max)
+    private static let smallestWithComponents = Duration.seconds(Int64.min + 1)
 
     /// A duration from seconds, clamped to `0...resilienceMaximum`; NaN becomes zero.
     package static func clampedSeconds(_ seconds: Double) -> Duration {

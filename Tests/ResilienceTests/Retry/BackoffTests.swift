@@ -47,3 +47,16 @@ struct BackoffTests {
         #expect(Array(delays.prefix(5)) == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8)])
     }
 }
+
+@Suite("Backoff beyond 64-bit seconds")
+struct BackoffHugeDurationTests {
+    @Test func initialDelayBeyondInt64SecondsIsClampedNotFatal() {
+        let huge = Duration.seconds(Int64.max) * 4
+        let backoff = Backoff.exponential(initial: huge, maximum: huge)
+        let delay = backoff.delay(forAttempt: 3)
+        #expect(delay > .seconds(1_000_000_000))
+        #expect(delay <= .seconds(Int64.max))
+        let linear = Backoff.linear(initial: huge, increment: huge, maximum: huge)
+        #expect(linear.delay(forAttempt: 1) > .seconds(1_000_000_000))
+    }
+}
