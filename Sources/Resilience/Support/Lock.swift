@@ -24,9 +24,12 @@
 /// state machine method returns an action, and the caller performs it after
 /// the lock is released.
 package final class Lock<State>: @unchecked Sendable {
-    // @unchecked Sendable: `state` is read and written only inside `withLock`,
-    // between pthread_mutex_lock and pthread_mutex_unlock on `mutex`. This is the
-    // one type in the package that carries @unchecked Sendable.
+    // @unchecked Sendable: this is the one type in the package that carries it.
+    // What guards each stored property:
+    // - `mutex`: immutable after init; the pthread mutex it points to is itself
+    //   the synchronization primitive, safe to use from any thread.
+    // - `state`: guarded by `mutex`; read and written only inside `withLock`,
+    //   between pthread_mutex_lock and pthread_mutex_unlock.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     // @exclusivity(unchecked): the mutex already makes every access to `state`
     // exclusive, so Swift's run-time exclusivity check on this class property

@@ -70,24 +70,6 @@ enum LiveServerSupport {
         return socket.boundPort
     }
 
-    /// Waits until something accepts connections on `port`, checking every few milliseconds.
-    ///
-    /// This is a readiness probe for a server process the test started, not a
-    /// timing assumption: it returns as soon as the port answers, and gives up
-    /// after `limit`.
-    static func waitUntilListening(port: Int, limit: Duration = .seconds(5)) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while clock.now < deadline {
-            let socket = try LoopbackSocket()
-            let connected = socket.connect(port: port)
-            socket.close()
-            if connected { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw LiveServerError.notListening(port: port)
-    }
-
     /// Reads one line from `handle` without blocking a task's thread.
     static func readLine(from handle: FileHandle) async -> String {
         await withCheckedContinuation { continuation in
@@ -108,20 +90,18 @@ enum LiveServerSupport {
 enum LiveServerError: Error, CustomStringConvertible {
     case notInstalled(String)
     case noFreePort
-    case notListening(port: Int)
     case failedToStart(String)
 
     var description: String {
         switch self {
         case .notInstalled(let what): "\(what) is not installed"
         case .noFreePort: "no free port on 127.0.0.1"
-        case .notListening(let port): "nothing listens on 127.0.0.1:\(port)"
         case .failedToStart(let why): "server failed to start: \(why)"
         }
     }
 }
 
-/// A TCP socket on the loopback interface, for finding ports and probing them.
+/// A TCP socket on the loopback interface, for finding free ports.
 private struct LoopbackSocket {
     let descriptor: Int32
 
@@ -150,20 +130,6 @@ private struct LoopbackSocket {
                     Glibc.bind(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                 #else
                     Darwin.bind(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                #endif
-            }
-        }
-        return result == 0
-    }
-
-    func connect(port: Int) -> Bool {
-        var address = self.address(port: port)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                #if canImport(Glibc)
-                    Glibc.connect(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                #else
-                    Darwin.connect(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                 #endif
             }
         }

@@ -65,17 +65,18 @@ final class NginxServer {
         let input = Pipe()
         process.executableURL = python
         process.arguments = [
-            Self.supervisor.path, executable.path,
+            Self.supervisor.path, "--ready-port", String(port), executable.path,
             "-p", prefix.path + "/", "-c", configuration.path, "-e", prefix.appendingPathComponent("error.log").path,
         ]
+        let output = Pipe()
         process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
         let server = NginxServer(port: port, prefix: prefix, process: process, input: input)
-        do {
-            try await LiveServerSupport.waitUntilListening(port: port)
-        } catch {
+        // The supervisor probes the port and says when nginx is listening (or gives up after 5 s).
+        let readiness = await LiveServerSupport.readLine(from: output.fileHandleForReading)
+        if readiness != "ready" {
             let log = (try? String(contentsOf: prefix.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
             server.stop()
             throw LiveServerError.failedToStart("nginx: \(log)")

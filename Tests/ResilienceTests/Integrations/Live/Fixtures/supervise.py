@@ -10,20 +10,44 @@ It also clears the signal mask. A Swift test process blocks most signals on its
 threads and Foundation's Process passes that mask on, so a server started
 directly would never see SIGTERM.
 
-Usage: supervise.py COMMAND [ARGUMENT ...]
+Usage: supervise.py [--ready-port PORT] COMMAND [ARGUMENT ...]
+With --ready-port it prints one line on standard output once something accepts
+connections on 127.0.0.1:PORT ("ready"), or after five seconds without
+("not listening"), so the test can wait on that line instead of polling.
 It exits with the command's status if the command ends first.
 """
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
+
+
+def report_readiness(port, child):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and child.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                print("ready", flush=True)
+                return
+        except OSError:
+            time.sleep(0.01)
+    print("not listening", flush=True)
 
 
 def main():
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
-    child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+    arguments = sys.argv[1:]
+    ready_port = None
+    if arguments[:1] == ["--ready-port"]:
+        ready_port = int(arguments[1])
+        arguments = arguments[2:]
+    child = subprocess.Popen(arguments, stdin=subprocess.DEVNULL)
+    if ready_port is not None:
+        threading.Thread(target=report_readiness, args=(ready_port, child), daemon=True).start()
 
     def exit_with_child():
         os._exit(child.wait())
