@@ -50,6 +50,7 @@ public final class TestClock: Clock, Sendable {
     }
 
     private struct Waiter {
+        var id: UInt64
         /// The number of parked sleepers, or of sleep requests ever made, that wakes this waiter.
         var count: Int
         var countsRequests: Bool
@@ -60,6 +61,7 @@ public final class TestClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
+        /// Sleepers and waiters cancelled before they parked, by ID.
         var cancelledBeforeSleeping: Set<UInt64> = []
         var waiters: [Waiter] = []
         var sleepRequests: [Duration] = []
@@ -143,7 +145,12 @@ public final class TestClock: Clock, Sendable {
     }
 
     /// Moves time forward by `duration` and wakes every sleeper whose deadline has come, earliest first.
+    ///
+    /// - Precondition: `duration` is not negative: a test clock, like the clocks it
+    ///   stands in for, never goes back. Use ``advance(to:)`` to move to an instant
+    ///   that may already have passed.
     public func advance(by duration: Duration) {
+        precondition(duration >= .zero, "TestClock.advance(by:) needs a duration of zero or more, not \(duration)")
         let woken: [Sleeper] = self.state.withLock { state in
             state.now = state.now.advanced(by: duration)
             let now = state.now
@@ -156,6 +163,18 @@ public final class TestClock: Clock, Sendable {
         }
     }
 
+    /// Moves time back by `duration`, waking no one, to test code against a clock that jumps.
+    ///
+    /// A `Clock` promises monotonic time, but an injected clock (or a wall clock
+    /// behind one) can break the promise; code that must survive that uses this.
+    /// Sleepers keep their deadlines and wake when time reaches them again.
+    ///
+    /// - Precondition: `duration` is not negative.
+    public func rewind(by duration: Duration) {
+        precondition(duration >= .zero, "TestClock.rewind(by:) needs a duration of zero or more, not \(duration)")
+        self.state.withLock { $0.now = $0.now.advanced(by: .zero - duration) }
+    }
+
     /// Moves time forward to `instant`, if it is later than now, waking the sleepers that are due.
     public func advance(to instant: Instant) {
         let duration = self.now.duration(to: instant)
@@ -164,15 +183,19 @@ public final class TestClock: Clock, Sendable {
         }
     }
 
-    /// Suspends until at least `count` tasks are sleeping on the clock.
+    /// Suspends until at least `count` tasks are sleeping on the clock, or the waiting task is cancelled.
     ///
     /// This is the synchronization point tests use instead of yielding and hoping:
-    /// it returns exactly when the code under test has reached its sleep.
+    /// it returns exactly when the code under test has reached its sleep. It also
+    /// returns as soon as the waiting task is cancelled (by a test's time limit, say),
+    /// so a test whose code never sleeps fails instead of hanging; check
+    /// ``sleeperCount`` after it when that matters.
     public func waitForSleepers(count: Int = 1) async {
         await self.wait(until: count, countsRequests: false)
     }
 
-    /// Suspends until at least `count` sleeps have been requested since the clock was made.
+    /// Suspends until at least `count` sleeps have been requested since the clock was made,
+    /// or the waiting task is cancelled.
     ///
     /// Use it when a sleeper from an earlier step may still be parked, so that the
     /// number of parked sleepers cannot tell whether the next sleep has begun.
@@ -183,14 +206,30 @@ public final class TestClock: Clock, Sendable {
     }
 
     private func wait(until count: Int, countsRequests: Bool) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready: Bool = self.state.withLock { state in
-                let reached = countsRequests ? state.sleepRequests.count : state.sleepers.count
-                if reached >= count { return true }
-                state.waiters.append(Waiter(count: count, countsRequests: countsRequests, continuation: continuation))
-                return false
+        let id = self.state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready: Bool = self.state.withLock { state in
+                    let reached = countsRequests ? state.sleepRequests.count : state.sleepers.count
+                    if reached >= count || state.cancelledBeforeSleeping.remove(id) != nil { return true }
+                    state.waiters.append(
+                        Waiter(id: id, count: count, countsRequests: countsRequests, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let waiter: Waiter? = self.state.withLock { state in
+                if let index = state.waiters.firstIndex(where: { $0.id == id }) {
+                    return state.waiters.remove(at: index)
+                }
+                state.cancelledBeforeSleeping.insert(id)
+                return nil
+            }
+            waiter?.continuation.resume()
         }
     }
 }

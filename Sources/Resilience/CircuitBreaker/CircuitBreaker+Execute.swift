@@ -72,15 +72,24 @@ extension CircuitBreaker {
     }
 
     /// Classifies a failure and counts it, or frees a probe slot when it does not count.
+    ///
+    /// The ``Rulebook`` decides first: a call the caller cancelled never counts, and
+    /// an attempt the library's own time limit ended always counts, probes included.
     @usableFromInline
     func recordFailure(_ error: any Error, for permit: CircuitBreakerPermit) {
-        let counts = !Task.isCancelled && self.configuration.classifier.countsAsFailure(error)
+        let analysis = FailureAnalysis(error)
+        let counts: Bool
+        switch analysis.interruption {
+        case .caller?: counts = false
+        case .timeLimit?: counts = true
+        default: counts = self.configuration.classifier.countsAsFailure(error)
+        }
         guard counts else {
             guard permit.isProbe else { return }  // an ignored closed-state result changes nothing
             self.storage.update { _ = $0.record(.ignored, for: permit, at: nil) }
             return
         }
-        let pushback = self.configuration.pushback.openDuration(for: error)
+        let pushback = self.configuration.pushback.openDuration(for: analysis)
         let now = self.clock.now()
         let transition = self.storage.update { $0.record(.failure(pushback: pushback), for: permit, at: now) }
         self.report(transition, error: error)

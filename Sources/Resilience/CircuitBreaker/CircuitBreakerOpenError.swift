@@ -14,8 +14,8 @@
 ///     showBanner("\(error.breakerName) is unavailable; retry in \(error.retryAfter ?? .zero)")
 /// }
 /// ```
-public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableError, Sendable, Hashable,
-    CustomStringConvertible
+public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableError, RequestDeliveryReporting,
+    Sendable, Hashable, CustomStringConvertible
 {
     /// The name of the breaker that rejected the call.
     public let breakerName: String
@@ -44,6 +44,10 @@ public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableErro
     public var isRetryable: Bool {
         self.state != .isolated
     }
+
+    /// Always ``RequestDelivery/notSent``: the breaker refused the call before it was made,
+    /// so even a request that is not idempotent may be tried again.
+    public var requestDelivery: RequestDelivery { .notSent }
 
     /// A sentence naming the breaker, its state and the remaining open time.
     public var description: String {

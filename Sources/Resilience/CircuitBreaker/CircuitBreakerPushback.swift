@@ -14,7 +14,13 @@
 /// ```
 ///
 /// The default honours hints on HTTP 429 Too Many Requests only, the response
-/// RFC 6585 defines for rate limiting.
+/// RFC 6585 defines for rate limiting, wherever the 429 sits in the error's chain.
+///
+/// A hint describes the server now, not the call that heard it: a hint carried
+/// by a call admitted before the breaker last changed state still opens it (or
+/// keeps it open longer), although that call's failure no longer counts toward
+/// the trip rule. Opening for a hint is not a trip: it does not lengthen a
+/// growing ``CircuitBreakerOpenDuration``.
 public struct CircuitBreakerPushback: Sendable, Hashable, CustomStringConvertible {
     enum Scope: Sendable, Hashable {
         case disabled
@@ -57,17 +63,17 @@ public struct CircuitBreakerPushback: Sendable, Hashable, CustomStringConvertibl
         }
     }
 
-    /// The open time `error` asks for under this setting, or `nil` when it asks for none.
-    func openDuration(for error: any Error) -> Duration? {
+    /// The open time a failure asks for under this setting, or `nil` when it asks for none.
+    func openDuration(for analysis: FailureAnalysis) -> Duration? {
         switch self.scope {
         case .disabled:
             return nil
         case .tooManyRequests:
-            guard ErrorHints.httpStatus(of: error) == 429 else { return nil }
+            guard analysis.isTooManyRequests else { return nil }
         case .anyRetryAfter:
             break
         }
-        guard let hint = ErrorHints.retryAfter(of: error), hint > .zero else { return nil }
+        guard let hint = analysis.retryAfter, hint > .zero else { return nil }
         return Swift.min(hint, self.maximum)
     }
 

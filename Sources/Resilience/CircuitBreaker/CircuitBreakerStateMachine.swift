@@ -203,7 +203,12 @@ package struct CircuitBreakerStateMachine: Sendable {
         -> Transition?
     {
         let now = now.map { self.observe($0) } ?? self.latest
-        guard permit.generation == self.generation else { return nil }  // from an earlier state
+        guard permit.generation == self.generation else {
+            // A result from an earlier state does not count, but a server's hint describes
+            // the server now, whichever generation admitted the call that heard it.
+            guard case .failure(let pushback?) = result else { return nil }
+            return self.applyLatePushback(pushback, at: now)
+        }
         var result = result
         if result == .success, Self.isSlow(permit, at: now, rule: self.configuration.slowCallRule) {
             result = .failure(pushback: nil)
@@ -256,6 +261,21 @@ package struct CircuitBreakerStateMachine: Sendable {
         }
     }
 
+    /// Opens the breaker, or keeps it open longer, for a hint that arrived with a
+    /// result from an earlier generation.
+    private mutating func applyLatePushback(_ pushback: Duration, at now: Duration) -> Transition? {
+        switch self.phase {
+        case .closed, .halfOpen:
+            return self.open(at: now, reason: .pushback, tripped: false, pushback: pushback)
+        case .open(let until):
+            let extended = (now + pushback.clampedToResilienceRange)
+            if extended > until { self.phase = .open(until: extended) }
+            return nil
+        case .isolated:
+            return nil
+        }
+    }
+
     private func tripRuleIsMet(at now: Duration) -> Bool {
         switch self.configuration.tripRule.kind {
         case .consecutiveFailures(let count):
@@ -297,7 +317,10 @@ package struct CircuitBreakerStateMachine: Sendable {
         tripped: Bool,
         pushback: Duration?
     ) -> Transition {
-        self.consecutiveTrips = self.consecutiveTrips == .max ? .max : self.consecutiveTrips + 1
+        // Only a trip lengthens a growing open duration; a server's hint alone does not.
+        if tripped {
+            self.consecutiveTrips = self.consecutiveTrips == .max ? .max : self.consecutiveTrips + 1
+        }
         var duration = tripped ? self.configuration.openDuration.duration(forTrip: self.consecutiveTrips) : .zero
         if let pushback { duration = Swift.max(duration, pushback) }
         duration = duration.clampedToResilienceRange

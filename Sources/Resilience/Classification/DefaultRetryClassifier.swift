@@ -6,15 +6,14 @@
 /// 2. ``RetryableError``: as the error says.
 /// 3. ``RESTServiceError``: by ``RESTServiceErrorClassifier``'s default rules.
 /// 4. A CloudKit error (`CKErrorDomain`): by ``CloudKitRetryClassifier``'s rules,
-///    treating the operation as not idempotent.
-/// 5. An HTTP status (see ``ErrorHints/httpStatus(of:)``) or a URL loading error
-///    (`URLError`): by ``HTTPRetryClassifier``'s rules. 408, 500, 502, 503 and 504
-///    are retried, 401 and 407 stop with ``RetryStopReason/authenticationRequired``,
-///    every other status is final (429 never reaches a classifier's verdict: the
-///    policy stops on it first); transient URL errors are retried, except that a
-///    non-idempotent request sent by
-///    ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
-///    is not resent after a failure the server may have acted on.
+///    treating a lost response as not safe to repeat, and never retrying a whole
+///    batch after a partial failure.
+/// 5. An HTTP status anywhere in the error's chain (see ``ErrorHints/httpStatus(of:)``)
+///    or a URL loading error (`URLError`): by ``HTTPRetryClassifier``'s rules. 408,
+///    500, 502, 503 and 504 are retried, 401 and 407 stop with
+///    ``RetryStopReason/authenticationRequired``, every other status is final;
+///    transient URL errors are retried. The ``Rulebook`` has already stopped every
+///    429, and every request that is not idempotent once it may have reached the server.
 /// 6. `DecodingError` and `EncodingError`: final, since the same bytes will fail
 ///    the same way.
 /// 7. Anything else: retried, on the assumption that an unknown failure of a

@@ -6,9 +6,14 @@ import Foundation
 /// Errors report them in several ways, and all are understood:
 /// - Swift errors adopt ``HTTPStatusReporting`` or ``RetryAfterProviding``.
 /// - An `NSError` carries an HTTP status in `userInfo` under one of the keys
-///   REST-backed SDKs use (``httpStatusKeys``), and CloudKit's retry-after
-///   advice under `"CKRetryAfter"` (`CKErrorRetryAfterKey`), in seconds.
-/// - Either may sit on an underlying error (`NSUnderlyingErrorKey`), a few levels deep.
+///   REST-backed SDKs use (``httpStatusKeys``), and retry-after advice under
+///   `"CKRetryAfter"` (CloudKit's `CKErrorRetryAfterKey`, in seconds) or
+///   `"Retry-After"` (seconds, or an HTTP `Retry-After` value).
+/// - Either may sit anywhere in the error's chain: `NSUnderlyingErrorKey`, the
+///   library's own wrappers, CloudKit's per-item errors, or a wrapper of yours
+///   (see ``UnderlyingErrorProviding``).
+///
+/// ``FailureAnalysis`` reads all of these at once; these functions answer one question each.
 public enum ErrorHints {
     /// The `userInfo` keys read for an HTTP status, in order.
     public static let httpStatusKeys = [
@@ -19,62 +24,82 @@ public enum ErrorHints {
     /// The `userInfo` key CloudKit uses for retry-after advice (`CKErrorRetryAfterKey`).
     public static let cloudKitRetryAfterKey = "CKRetryAfter"
 
-    /// How many underlying errors deep the hints are looked for.
-    static let maximumDepth = 4
+    /// The `userInfo` keys read for an HTTP `Retry-After` value: seconds as a number, or the header's text.
+    public static let retryAfterKeys = ["Retry-After", "retry-after", "RetryAfter", "retryAfter"]
 
-    /// The HTTP status code `error` reports, or `nil`.
+    /// The `userInfo` key under which the library records a failed request's ``Idempotency``.
+    public static let requestIdempotencyKey = "ResilienceRequestIdempotency"
+
+    /// The outermost HTTP status code in `error`'s chain, or `nil`.
     ///
     /// Only values in `100...599` count; anything else is ignored as malformed.
     public static func httpStatus(of error: any Error) -> Int? {
-        self.httpStatus(of: error, depth: 0)
+        ErrorChain.first(in: error) { self.ownStatus(of: $0) }
     }
 
-    /// Whether `error` reports HTTP 429 Too Many Requests.
+    /// Whether any error in `error`'s chain reports HTTP 429 Too Many Requests.
     public static func isTooManyRequests(_ error: any Error) -> Bool {
-        self.httpStatus(of: error) == 429
+        ErrorChain.first(in: error) { self.ownStatus(of: $0) == 429 ? true : nil } ?? false
     }
 
-    /// The retry-after advice `error` carries, or `nil`.
+    /// The longest retry-after advice in `error`'s chain, or `nil`.
     ///
     /// Negative, NaN and infinite values are ignored; values too large to
     /// represent are clamped to about 146 years, which any policy's
     /// `maximumRetryAfter` then refuses.
     public static func retryAfter(of error: any Error) -> Duration? {
-        self.retryAfter(of: error, depth: 0)
+        var longest: Duration?
+        ErrorChain.walk(error) { node in
+            if let hint = self.ownRetryAfter(of: node) { longest = Swift.max(longest ?? .zero, hint) }
+            return true
+        }
+        return longest
     }
 
-    private static func httpStatus(of error: any Error, depth: Int) -> Int? {
+    // MARK: - One error, without its chain
+
+    /// The status `error` itself reports, without looking below it.
+    static func ownStatus(of error: any Error) -> Int? {
         if let reporting = error as? any HTTPStatusReporting {
-            if let status = reporting.httpStatusCode, (100...599).contains(status) { return status }
-            return nil
+            guard let status = reporting.httpStatusCode, (100...599).contains(status) else { return nil }
+            return status
         }
         if error is CancellationError { return nil }
-        let nsError = error as NSError
+        let userInfo = (error as NSError).userInfo
         for key in self.httpStatusKeys {
-            if let value = nsError.userInfo[key], let status = self.integer(from: value), (100...599).contains(status) {
+            if let value = userInfo[key], let status = self.integer(from: value), (100...599).contains(status) {
                 return status
             }
-        }
-        if depth < self.maximumDepth, let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error {
-            return self.httpStatus(of: underlying, depth: depth + 1)
         }
         return nil
     }
 
-    private static func retryAfter(of error: any Error, depth: Int) -> Duration? {
+    /// The retry-after advice `error` itself carries, without looking below it.
+    static func ownRetryAfter(of error: any Error) -> Duration? {
         if let providing = error as? any RetryAfterProviding {
             guard let hint = providing.retryAfter, hint >= .zero else { return nil }
             return hint.clampedToResilienceRange
         }
         if error is CancellationError { return nil }
-        let nsError = error as NSError
-        if let value = nsError.userInfo[self.cloudKitRetryAfterKey] {
+        let userInfo = (error as NSError).userInfo
+        if let value = userInfo[self.cloudKitRetryAfterKey] {
             return self.seconds(from: value)
         }
-        if depth < self.maximumDepth, let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error {
-            return self.retryAfter(of: underlying, depth: depth + 1)
+        for key in self.retryAfterKeys {
+            guard let value = userInfo[key] else { continue }
+            if let text = value as? String {
+                return RetryAfterHeader.delay(parsing: text)
+            }
+            return self.seconds(from: value)
         }
         return nil
+    }
+
+    /// The idempotency `error` itself records for its request, without looking below it.
+    static func ownIdempotency(of error: any Error) -> Idempotency? {
+        if let reporting = error as? any IdempotencyReporting { return reporting.requestIdempotency }
+        if error is CancellationError { return nil }
+        return (error as NSError).userInfo[self.requestIdempotencyKey] as? Idempotency
     }
 
     /// A non-negative, finite number of seconds from a `userInfo` value, as a duration.

@@ -4,9 +4,11 @@
 /// classifier in a chain (see ``fallingBack(to:)``) or, at the end,
 /// ``DefaultRetryClassifier`` decides them.
 ///
-/// Two rules sit above every classifier and cannot be overridden: a cancelled
-/// call is never retried, and a failure that reports HTTP status 429 is never
-/// retried (see ``ErrorHints/httpStatus(of:)``).
+/// The ``Rulebook``'s rules sit above every classifier and cannot be
+/// overridden: a cancelled call is never retried, a failure that reports HTTP
+/// status 429 anywhere in its chain is never retried, and a request that is not
+/// idempotent is never sent twice once it may have reached the server. A
+/// classifier is asked only about failures the rules leave open.
 ///
 /// ```swift
 /// struct InventoryClassifier: RetryClassifier {
@@ -25,6 +27,18 @@ public protocol RetryClassifier: Sendable {
     /// Called in the caller's isolation after each failed attempt. Keep it fast and
     /// free of side effects: it may be called for every failure of every call.
     func decision(for error: any Error, context: RetryContext) -> RetryDecision?
+
+    /// The idempotency this classifier was made for, if any, such as the method
+    /// given to `HTTPRetryClassifier(method:)`.
+    ///
+    /// The hard rules use it when neither the failed request nor the call says
+    /// (see ``Idempotency``). Defaults to `nil`.
+    var declaredIdempotency: Idempotency? { get }
+}
+
+extension RetryClassifier {
+    /// `nil`: the classifier was not made for requests of one kind.
+    public var declaredIdempotency: Idempotency? { nil }
 }
 
 /// A classifier made from a closure.
@@ -50,6 +64,14 @@ public struct ChainedRetryClassifier: RetryClassifier {
     /// Creates a chain that asks `classifiers` in order.
     public init(_ classifiers: [any RetryClassifier]) {
         self.classifiers = classifiers
+    }
+
+    /// The first idempotency a classifier in the chain declares.
+    public var declaredIdempotency: Idempotency? {
+        for classifier in self.classifiers {
+            if let idempotency = classifier.declaredIdempotency { return idempotency }
+        }
+        return nil
     }
 
     /// The first non-`nil` decision in the chain, or `nil` when none has an opinion.

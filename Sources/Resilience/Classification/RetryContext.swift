@@ -2,9 +2,23 @@
 public struct RetryContext: Sendable, Hashable {
     /// How many attempts have run, including the one that just failed (1 after the first failure).
     public var attempt: Int
+    /// Whether the call may run twice, as the hard rules judged it (see ``Idempotency``).
+    ///
+    /// A failure reaches a classifier only when the rules allow another attempt,
+    /// so for a call that is not idempotent the failure proved the request was never sent.
+    public var idempotency: Idempotency
+    /// The facts the library read from the failure, if it has read them.
+    public var analysis: FailureAnalysis?
 
     /// Creates a context; the policy makes these, tests of classifiers may too.
-    public init(attempt: Int) {
+    ///
+    /// - Parameters:
+    ///   - attempt: Attempts run so far, including the one that failed.
+    ///   - idempotency: Whether the call may run twice; idempotent unless given.
+    ///   - analysis: The failure's facts, if read.
+    public init(attempt: Int, idempotency: Idempotency = .idempotent, analysis: FailureAnalysis? = nil) {
         self.attempt = attempt
+        self.idempotency = idempotency
+        self.analysis = analysis
     }
 }

@@ -19,13 +19,15 @@
 /// random generator and the counters.
 ///
 /// What a call does after its operation throws, in order:
-/// 1. A cancelled task, or a `CancellationError`, stops the call (``RetryStopReason/cancelled``).
-/// 2. HTTP 429 stops the call (``RetryStopReason/tooManyRequests``), whatever the
-///    classifier would say. The server's hint is still reported in the outcome.
-/// 3. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
-/// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
+/// 1. The ``Rulebook``'s rules, which no classifier can change: a cancelled call
+///    stops (``RetryStopReason/cancelled``); an HTTP 429 anywhere in the error's
+///    chain stops (``RetryStopReason/tooManyRequests``), its hint still reported;
+///    a call that is not idempotent (see ``Idempotency``) stops once the request
+///    may have reached the server (``RetryStopReason/notIdempotent``).
+/// 2. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
+/// 3. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
 ///    pass the ``deadline``, or an empty ``budget`` each stop the call.
-/// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
+/// 4. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
 ///    tries again; cancellation during the wait ends the call at once.
 ///
 /// The error that ends a call is the operation's own, unchanged, so `catch`
@@ -40,7 +42,14 @@ public final actor RetryPolicy {
     public nonisolated let jitter: Jitter
     /// Decides which failures are worth retrying.
     public nonisolated let classifier: any RetryClassifier
-    /// The most time a call may take across all attempts and waits, if limited.
+    /// The time a call may spend across its attempts and waits, if limited.
+    ///
+    /// No attempt starts, and no wait begins, that would end past it. An attempt
+    /// already running is cut short by it only when the call runs its attempts
+    /// under a time limit (``execute(attemptTimeout:idempotency:isolation:operation:)``,
+    /// whose limit is the shorter of the timeout and the time left), because
+    /// otherwise the operation runs in the caller's own task, which the policy
+    /// cannot stop without cancelling the caller.
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
     public nonisolated let maximumRetryAfter: Duration
@@ -63,8 +72,8 @@ public final actor RetryPolicy {
     ///   - backoff: The delay schedule; defaults to ``Backoff/default``.
     ///   - jitter: The randomness on each delay; defaults to ``Jitter/full``.
     ///   - classifier: Decides retryability; `nil` answers fall back to ``DefaultRetryClassifier``.
-    ///   - deadline: A limit on the whole call, attempts and waits included; greater than zero.
-    ///     Between attempts the policy stops rather than start a wait that would pass it.
+    ///   - deadline: A limit on the whole call's attempts and waits; greater than zero. The
+    ///     policy stops rather than start an attempt or a wait that would pass it; see ``deadline``.
     ///   - maximumRetryAfter: The longest server hint honoured; zero or more. Defaults to 60 s.
     ///   - budget: A retry budget shared with other calls, or `nil` for none.
     ///   - observer: Receives events, or `nil`.
@@ -148,29 +157,82 @@ public final actor RetryPolicy {
         isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> Value
     ) async -> RetryOutcome<Value> {
-        await self.run(isolation: isolation, firstFailure: nil) { _ in try await operation() }
+        await self.run(isolation: isolation, firstFailure: nil, options: CallOptions()) { _ in try await operation() }
+    }
+
+    /// Runs `operation`, retrying its failures as the policy allows and as `idempotency` permits.
+    ///
+    /// A call that is not idempotent, such as a `POST` that places an order, is
+    /// sent again only after a failure that proves it never reached the server
+    /// (a refused connection, a breaker's rejection); a timeout, a dropped
+    /// connection or any answer from the server, a 503 included, ends it with
+    /// ``RetryStopReason/notIdempotent``. Policies and breakers nested inside the
+    /// operation inherit the declaration.
+    ///
+    /// ```swift
+    /// let receipt = try await policy.execute(idempotency: .notIdempotent) {
+    ///     try await payments.charge(order)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - idempotency: Whether the operation may run twice with the same effect as once.
+    ///   - isolation: The actor the operation runs on; inferred from the caller.
+    ///   - operation: The work to attempt. It runs in the caller's isolation.
+    /// - Returns: The operation's value from the first attempt that succeeds.
+    /// - Throws: The error of the last attempt, unchanged, or `CancellationError`.
+    public func execute<Value>(
+        idempotency: Idempotency,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        try await self.outcome(idempotency: idempotency, isolation: isolation, operation: operation).get()
+    }
+
+    /// Runs `operation` as ``execute(idempotency:isolation:operation:)`` does, and reports the whole outcome.
+    public func outcome<Value>(
+        idempotency: Idempotency,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> Value
+    ) async -> RetryOutcome<Value> {
+        await self.run(isolation: isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency)) { _ in
+            try await operation()
+        }
     }
 
     /// Runs `operation` with a time limit on each attempt, retrying as the policy allows.
     ///
     /// An attempt that outlives `attemptTimeout` (or the time left before the
-    /// ``deadline``, if sooner) is cancelled and fails with ``AttemptTimeoutError``,
-    /// which is retryable. The operation must be `Sendable` because it runs in a
-    /// child task, and it must respond to cancellation for the limit to take effect.
+    /// ``deadline``, if sooner) is cancelled and fails with ``AttemptTimeoutError``.
+    /// The request may have reached the server, so it is retried only when the
+    /// call is idempotent (see ``Idempotency``). A ``CircuitBreaker`` inside the
+    /// operation counts the timed-out attempt as a failure, although its task was
+    /// cancelled: the library, not the caller, ended it.
     ///
+    /// The operation must be `Sendable` because it runs in a child task, and it
+    /// must respond to cancellation for the limit to take effect.
+    ///
+    /// - Parameters:
+    ///   - attemptTimeout: The time each attempt may take; greater than zero.
+    ///   - idempotency: Whether the operation may run twice; `nil` inherits the enclosing
+    ///     call's declaration, or takes the classifier's, or assumes idempotent.
+    ///   - isolation: The actor the call runs on; inferred from the caller.
+    ///   - operation: The work to attempt, in a child task.
     /// - Throws: The error of the last attempt, unchanged; ``ConfigurationError`` without
     ///   running the operation when `attemptTimeout` is not greater than zero.
     public func execute<Value: Sendable>(
         attemptTimeout: Duration,
+        idempotency: Idempotency? = nil,
         isolation: isolated (any Actor)? = #isolation,
         operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        try await self.outcome(attemptTimeout: attemptTimeout, operation: operation).get()
+        try await self.outcome(attemptTimeout: attemptTimeout, idempotency: idempotency, operation: operation).get()
     }
 
     /// Runs `operation` with a time limit on each attempt and reports the whole outcome.
     public func outcome<Value: Sendable>(
         attemptTimeout: Duration,
+        idempotency: Idempotency? = nil,
         isolation: isolated (any Actor)? = #isolation,
         operation: @escaping @Sendable () async throws -> Value
     ) async -> RetryOutcome<Value> {
@@ -183,9 +245,11 @@ public final actor RetryPolicy {
         }
         let clock = self.clock
         let timeout = attemptTimeout.clampedToResilienceRange
-        return await self.run(isolation: isolation, firstFailure: nil) { remaining in
+        let declared = idempotency ?? CallScope.current.idempotency
+        return await self.run(isolation: isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency)) {
+            remaining in
             let limit = remaining.map { Swift.min($0, timeout) } ?? timeout
-            return try await Self.withTimeLimit(limit, clock: clock, operation: operation)
+            return try await Self.withTimeLimit(limit, idempotency: declared, clock: clock, operation: operation)
         }
     }
 
@@ -203,7 +267,9 @@ public final actor RetryPolicy {
         firstFailure: (any Error)?,
         operation: () async throws -> Value
     ) async throws -> Value {
-        try await self.run(isolation: isolation, firstFailure: firstFailure) { _ in try await operation() }.get()
+        try await self.run(isolation: isolation, firstFailure: firstFailure, options: CallOptions()) { _ in
+            try await operation()
+        }.get()
     }
 
     // MARK: - The retry loop
@@ -212,10 +278,31 @@ public final actor RetryPolicy {
     ///
     /// - Parameters:
     ///   - firstFailure: The error of a first attempt the fast path already ran, if any.
+    ///   - options: What the caller declared about this call.
     ///   - attempt: Runs one attempt; its argument is the time left before the deadline, if any.
     func run<Value>(
         isolation: isolated (any Actor)?,
         firstFailure: (any Error)?,
+        options: CallOptions,
+        attempt: (Duration?) async throws -> Value
+    ) async -> RetryOutcome<Value> {
+        // A declaration is handed down to nested calls; a plain call installs nothing.
+        if let scope = CallScope.declaring(options.idempotency) {
+            return await CallScope.$current.withValue(
+                scope,
+                operation: {
+                    await self.loop(
+                        isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
+                },
+                isolation: isolation)
+        }
+        return await self.loop(isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
+    }
+
+    private func loop<Value>(
+        isolation: isolated (any Actor)?,
+        firstFailure: (any Error)?,
+        options: CallOptions,
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
         let start = self.clock.now()
@@ -252,7 +339,7 @@ public final actor RetryPolicy {
             }
             call.lastError = error
 
-            switch await self.plan(isolation: isolation, after: error, call: &call, start: start) {
+            switch await self.plan(isolation: isolation, after: error, options: options, call: &call, start: start) {
             case .stop(let reason):
                 return await self.finish(isolation: isolation, call, .failure(error), reason, start: start)
             case .wait(let delay):
@@ -264,6 +351,14 @@ public final actor RetryPolicy {
                 }
             }
         }
+    }
+
+    /// What the caller declared about one call.
+    struct CallOptions {
+        /// The call's idempotency; `nil` to inherit, or to take the classifier's.
+        var idempotency: Idempotency?
+        /// A classifier that replaces the policy's for this call (the SQLite transaction helper's).
+        var classifier: (any RetryClassifier)?
     }
 
     /// What one call has seen so far.
@@ -284,30 +379,33 @@ public final actor RetryPolicy {
     private func plan(
         isolation: isolated (any Actor)?,
         after error: any Error,
+        options: CallOptions,
         call: inout CallState,
         start: Duration
     ) async -> Plan {
-        let status = ErrorHints.httpStatus(of: error)
-        var hint = ErrorHints.retryAfter(of: error)
+        let analysis = FailureAnalysis(error)
+        let status = analysis.httpStatus
+        var hint = analysis.retryAfter
         if let hint { call.lastHint = hint }
+        let classifier = options.classifier ?? self.classifier
+        let idempotency = Rulebook.idempotency(of: analysis, declared: options.idempotency, classifier: classifier)
 
-        if error is CancellationError || Task.isCancelled {
+        // The rules no classifier can change. A failure in a task that is cancelled
+        // cannot be retried whoever cancelled it: any attempt would be cancelled too.
+        let ruled = Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
+        if let ruled {
+            // Server pushback costs budget like any retryable failure.
+            if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(
                 .init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
-            return .stop(.cancelled)
-        }
-        if status == 429 {
-            // Server pushback: it costs budget like any retryable failure, and is never retried.
-            self.budget?.recordFailure()
-            self.observer?.attemptFailed(
-                .init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
-            return .stop(.tooManyRequests)
+            return .stop(ruled)
         }
 
-        let context = RetryContext(attempt: call.attempts)
-        let decision =
-            self.classifier.decision(for: error, context: context)
-            ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry
+        let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
+        let fallback: RetryDecision =
+            options.classifier == nil
+            ? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry : .doNotRetry
+        let decision = classifier.decision(for: error, context: context) ?? fallback
         if let floor = decision.retryAfter {
             hint = Swift.max(hint ?? .zero, floor)
             call.lastHint = hint
@@ -375,14 +473,22 @@ public final actor RetryPolicy {
 
     private static func withTimeLimit<Value: Sendable>(
         _ limit: Duration,
+        idempotency: Idempotency?,
         clock: ElapsedClock,
         operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        try await withThrowingTaskGroup(of: Value.self) { group in
-            group.addTask { try await operation() }
+        // The attempt runs under a signal the timer fires before the group cancels
+        // it, so a breaker inside tells this time limit from the caller giving up.
+        let signal = TimeLimitSignal()
+        let scope = CallScope.limited(by: signal)
+        return try await withThrowingTaskGroup(of: Value.self) { group in
+            group.addTask {
+                try await CallScope.$current.withValue(scope) { try await operation() }
+            }
             group.addTask {
                 try await clock.sleepUntil(clock.now() + limit)
-                throw AttemptTimeoutError(timeout: limit)
+                signal.fire()
+                throw AttemptTimeoutError(timeout: limit, requestIdempotency: idempotency)
             }
             defer { group.cancelAll() }
             guard let first = try await group.next() else { throw CancellationError() }

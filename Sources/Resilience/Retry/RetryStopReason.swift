@@ -29,6 +29,12 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     public static let cancelled = RetryStopReason(rawValue: "cancelled")
     /// The failure needs the user to sign in again; retrying cannot help.
     public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
+    /// The request is not idempotent and may have reached the server, so sending it
+    /// again could repeat its effect (see ``Idempotency``).
+    public static let notIdempotent = RetryStopReason(rawValue: "notIdempotent")
+    /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
+    /// (see ``CloudKitPartialFailure``).
+    public static let partialFailure = RetryStopReason(rawValue: "partialFailure")
 
     /// The identifier.
     public var description: String { self.rawValue }

@@ -126,7 +126,7 @@ extension CircuitBreakerReliability {
             let snapshot = breaker.snapshot()
             #expect(snapshot.state == .open)
             #expect(snapshot.remainingOpenTime == Self.maximum)
-            #expect(snapshot.consecutiveTrips == 1)
+            #expect(snapshot.consecutiveTrips == 0, "opening for a server's hint is not a trip")
             let rejection = await #expect(throws: CircuitBreakerOpenError.self) { try await breaker.execute { 1 } }
             #expect(rejection?.retryAfter == Self.maximum)
         }
@@ -342,14 +342,14 @@ extension CircuitBreakerReliability {
                 openDuration: .fixed(.seconds(30)), clock: clock)
             clock.advance(by: .seconds(100))
             _ = try await breaker.execute { 1 }
-            clock.advance(by: .seconds(-3_600))
+            clock.rewind(by: .seconds(3_600))
             _ = try await breaker.execute { 2 }
             await breaker.fail()
             #expect(breaker.snapshot().recentCalls == 3)
             #expect(breaker.snapshot().takenAt == .seconds(100), "the breaker's time never goes back")
             await breaker.fail()
             #expect(breaker.state == .open)
-            clock.advance(by: .zero - Self.year * 1_000)
+            clock.rewind(by: Self.year * 1_000)
             #expect(breaker.snapshot().remainingOpenTime == .seconds(30))
             let rejection = await #expect(throws: CircuitBreakerOpenError.self) { try await breaker.execute { 1 } }
             #expect(rejection?.retryAfter == .seconds(30))

@@ -6,7 +6,7 @@
 /// | `networkUnavailable`, `networkFailure`, `serviceUnavailable`, `requestRateLimited`, `zoneBusy` | retry, waiting at least `CKRetryAfter` when present |
 /// | `batchRequestFailed` | retry: the item failed only because another item in its atomic batch did |
 /// | `serverResponseLost` | retry only when the operation is idempotent |
-/// | `partialFailure` | retry when every item failed in a retryable way; otherwise stop, and split the batch with ``CloudKitPartialFailure`` |
+/// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:isolation:operation:)`` |
 /// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
 /// | `operationCancelled` | stop: ``RetryStopReason/cancelled`` |
 /// | anything else | stop |
@@ -44,10 +44,8 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
         guard let code = CloudKitErrorCode(error) else { return nil }
         if code == .partialFailure {
-            guard let failure = CloudKitPartialFailure(error, classifier: self), failure.isRetryable else {
-                return .doNotRetry
-            }
-            return failure.retryAfter.map { .retry(after: $0) } ?? .retry
+            // The items that succeeded are in no error: a whole-batch retry would send them again.
+            return .doNotRetry(because: .partialFailure)
         }
         return self.decision(for: code)
     }
@@ -60,6 +58,20 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         case .notAuthenticated: return .doNotRetry(because: .authenticationRequired)
         case .operationCancelled: return .doNotRetry(because: .cancelled)
         default: return .doNotRetry
+        }
+    }
+
+    /// How far a request got when CloudKit failed it with `code`.
+    ///
+    /// `networkUnavailable` happens before anything is sent; `networkFailure` and
+    /// `serverResponseLost` may follow a request the server received; every other
+    /// code is CloudKit's answer.
+    static func delivery(for code: CloudKitErrorCode) -> RequestDelivery {
+        switch code {
+        case .networkUnavailable: .notSent
+        case .networkFailure, .serverResponseLost: .mayHaveBeenSent
+        case .operationCancelled: .unknown
+        default: .answered
         }
     }
 

@@ -9,14 +9,19 @@ public import Foundation
 ///
 /// It adopts ``HTTPStatusReporting`` and ``RetryAfterProviding``, so every
 /// ``RetryPolicy`` understands it without configuration: 408, 500, 502, 503 and
-/// 504 are retried, 429 never is (its hint is still reported), and a 503's
-/// `Retry-After` sets the least wait before the next attempt.
+/// 504 are retried when the request is idempotent, 429 never is (its hint is
+/// still reported), and a 503's `Retry-After` sets the least wait before the
+/// next attempt. It adopts ``IdempotencyReporting`` too: validated with the
+/// request, it records whether the request may be repeated, so a `POST` answered
+/// 503 is not sent again by this policy or by one wrapped around it.
 ///
 /// ```swift
 /// let (data, response) = try await session.data(for: request)
-/// let body = try HTTPResponseValidation.validate(data, response).data  // throws HTTPResponseError on 503
+/// let body = try HTTPResponseValidation.validate(data, response, for: request).data  // throws on 503
 /// ```
-public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding, CustomStringConvertible {
+public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding, IdempotencyReporting,
+    CustomStringConvertible
+{
     /// The most body bytes kept in ``bodyExcerpt`` unless the caller asks otherwise.
     public static let defaultBodyExcerptLimit = 1_024
 
@@ -34,6 +39,11 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     public let bodyByteCount: Int
     /// The URL of the response, if known.
     public let url: URL?
+    /// The idempotency of the request that got this response, when the validation knew the request.
+    ///
+    /// It travels with the error, so a policy wrapped around the call that threw it
+    /// does not re-send a `POST` either.
+    public let requestIdempotency: Idempotency?
 
     /// The status code, for ``HTTPStatusReporting``.
     public var httpStatusCode: Int? { self.statusCode }
@@ -47,17 +57,20 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     ///   - url: The response's URL, if known.
     ///   - receivedAt: When the response arrived; an HTTP-date `Retry-After` is measured from it.
     ///   - bodyExcerptLimit: The most body bytes to keep; negative counts as zero.
+    ///   - requestIdempotency: The idempotency of the request, if known (see ``Idempotency``).
     public init(
         statusCode: Int,
         headers: [String: String] = [:],
         body: Data = Data(),
         url: URL? = nil,
         receivedAt: Date = Date(),
-        bodyExcerptLimit: Int = HTTPResponseError.defaultBodyExcerptLimit
+        bodyExcerptLimit: Int = HTTPResponseError.defaultBodyExcerptLimit,
+        requestIdempotency: Idempotency? = nil
     ) {
         self.statusCode = statusCode
         self.headers = headers
         self.url = url
+        self.requestIdempotency = requestIdempotency
         self.bodyByteCount = body.count
         self.bodyExcerpt = String(decoding: body.prefix(Swift.max(bodyExcerptLimit, 0)), as: UTF8.self)
         self.retryAfter = Self.headerValue(named: "Retry-After", in: headers).flatMap {

@@ -12,9 +12,12 @@ public import Foundation
 /// ```swift
 /// let body = try await policy.execute {
 ///     let (data, response) = try await session.data(for: request)
-///     return try HTTPResponseValidation.validate(data, response).data
+///     return try HTTPResponseValidation.validate(data, response, for: request).data
 /// }
 /// ```
+///
+/// Pass the request: the ``HTTPResponseError`` then records whether the request
+/// may be repeated, and a `POST` answered 502 is not sent again.
 ///
 /// ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
 /// does this for you, and also knows the request's method.
@@ -23,6 +26,34 @@ public enum HTTPResponseValidation {
     public static let defaultAcceptableStatusCodes = 200..<300
 
     /// Returns the body and the HTTP response when the status is acceptable.
+    ///
+    /// - Parameters:
+    ///   - data: The body.
+    ///   - response: The response `URLSession` returned.
+    ///   - request: The request that was sent; its method and `Idempotency-Key` decide
+    ///     whether a failure may be retried (see ``Idempotency``).
+    ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
+    ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After`.
+    /// - Returns: The body and the response as an `HTTPURLResponse`.
+    /// - Throws: ``HTTPResponseError`` for any other status, or `URLError(.badServerResponse)`
+    ///   when the response is not an HTTP response.
+    public static func validate(
+        _ data: Data,
+        _ response: URLResponse,
+        for request: URLRequest,
+        acceptableStatusCodes: Range<Int> = HTTPResponseValidation.defaultAcceptableStatusCodes,
+        receivedAt: Date = Date()
+    ) throws -> (data: Data, response: HTTPURLResponse) {
+        try self.validate(
+            data, response, idempotency: .http(request), acceptableStatusCodes: acceptableStatusCodes,
+            receivedAt: receivedAt)
+    }
+
+    /// Returns the body and the HTTP response when the status is acceptable, not knowing the request.
+    ///
+    /// The ``HTTPResponseError`` it throws cannot say whether the request may be
+    /// repeated, so the call's declaration decides (see ``Idempotency``); prefer
+    /// ``validate(_:_:for:acceptableStatusCodes:receivedAt:)``.
     ///
     /// - Parameters:
     ///   - data: The body.
@@ -38,8 +69,20 @@ public enum HTTPResponseValidation {
         acceptableStatusCodes: Range<Int> = HTTPResponseValidation.defaultAcceptableStatusCodes,
         receivedAt: Date = Date()
     ) throws -> (data: Data, response: HTTPURLResponse) {
+        try self.validate(
+            data, response, idempotency: nil, acceptableStatusCodes: acceptableStatusCodes, receivedAt: receivedAt)
+    }
+
+    static func validate(
+        _ data: Data,
+        _ response: URLResponse,
+        idempotency: Idempotency?,
+        acceptableStatusCodes: Range<Int>,
+        receivedAt: Date
+    ) throws -> (data: Data, response: HTTPURLResponse) {
         guard let http = response as? HTTPURLResponse else {
-            throw URLError(.badServerResponse)
+            throw URLError(
+                .badServerResponse, userInfo: idempotency.map { [ErrorHints.requestIdempotencyKey: $0] } ?? [:])
         }
         guard acceptableStatusCodes.contains(http.statusCode) else {
             throw HTTPResponseError(
@@ -47,7 +90,8 @@ public enum HTTPResponseValidation {
                 headers: self.headers(of: http),
                 body: data,
                 url: http.url,
-                receivedAt: receivedAt
+                receivedAt: receivedAt,
+                requestIdempotency: idempotency
             )
         }
         return (data, http)

@@ -11,10 +11,12 @@ extension RetryPolicy {
     /// Each attempt sends the request and validates the status with
     /// ``HTTPResponseValidation``, so an unacceptable status fails the attempt with
     /// an ``HTTPResponseError`` that carries the parsed `Retry-After`. The policy's
-    /// classifier then decides, knowing the request's method: ``HTTPRetryClassifier``
-    /// and ``DefaultRetryClassifier`` do not resend a `POST` (or any non-idempotent
-    /// method) after a failure the server may already have acted on, such as a
-    /// timeout or a dropped connection, unless `allowsNonIdempotentRetries` is set.
+    /// call is declared with the request's ``Idempotency`` (its method, or an
+    /// `Idempotency-Key` header), so the ``Rulebook`` never re-sends a `POST` after
+    /// a failure the server may already have acted on (a timeout, a dropped
+    /// connection, a 502 or a 503), unless `allowsNonIdempotentRetries` is set. The
+    /// errors it throws carry the same fact, so a policy wrapped around this call
+    /// does not re-send the request either.
     ///
     /// ```swift
     /// let policy = try RetryPolicy(maximumAttempts: 4)
@@ -42,16 +44,27 @@ extension RetryPolicy {
         allowsNonIdempotentRetries: Bool = false,
         isolation: isolated (any Actor)? = #isolation
     ) async throws -> (data: Data, response: HTTPURLResponse) {
-        let scope = HTTPRequestScope(
-            method: (request.httpMethod ?? "GET").uppercased(),
-            allowsNonIdempotentRetries: allowsNonIdempotentRetries
-        )
-        return try await HTTPRequestScope.$current.withValue(scope) {
-            try await self.execute(isolation: isolation) {
-                let (data, response) = try await session.data(for: request)
-                return try HTTPResponseValidation.validate(
-                    data, response, acceptableStatusCodes: acceptableStatusCodes)
+        let idempotency: Idempotency = allowsNonIdempotentRetries ? .idempotent : .http(request)
+        return try await self.execute(idempotency: idempotency, isolation: isolation) {
+            let data: Data
+            let response: URLResponse
+            do {
+                (data, response) = try await session.data(for: request)
+            } catch let error as URLError {
+                // The request's idempotency travels with its error, so a policy wrapped
+                // around this call does not re-send it either.
+                throw Self.annotated(error, idempotency: idempotency)
             }
+            return try HTTPResponseValidation.validate(
+                data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
+                receivedAt: Date())
         }
+    }
+
+    /// `error` with `idempotency` recorded in its `userInfo`; still a `URLError` with the same code.
+    static func annotated(_ error: URLError, idempotency: Idempotency) -> URLError {
+        var userInfo = error.userInfo
+        userInfo[ErrorHints.requestIdempotencyKey] = idempotency
+        return URLError(error.code, userInfo: userInfo)
     }
 }

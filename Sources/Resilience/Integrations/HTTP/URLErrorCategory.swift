@@ -63,10 +63,10 @@ public struct URLErrorCategory: Sendable, Hashable, CustomStringConvertible {
 
     /// The category of `error` when it is a URL loading error, or `nil`.
     ///
-    /// Recognizes `URLError` and any `NSError` in `NSURLErrorDomain`, also a few
-    /// levels down its `NSUnderlyingErrorKey` chain.
+    /// Recognizes `URLError` and any `NSError` in `NSURLErrorDomain`, anywhere in
+    /// the error's chain (see ``UnderlyingErrorProviding``); the outermost wins.
     public init?(_ error: any Error) {
-        guard let code = Self.urlErrorCode(of: error, depth: 0) else { return nil }
+        guard let code = ErrorChain.first(in: error, { Self.ownCode(of: $0) }) else { return nil }
         self.init(code: code)
     }
 
@@ -92,14 +92,16 @@ public struct URLErrorCategory: Sendable, Hashable, CustomStringConvertible {
         .userAuthenticationRequired, .userCancelledAuthentication,
     ]
 
-    private static func urlErrorCode(of error: any Error, depth: Int) -> URLError.Code? {
+    /// Codes that mean the device has no usable network, so waiting for one beats retrying at once.
+    public static let offlineCodes: Set<URLError.Code> = [
+        .notConnectedToInternet, .internationalRoamingOff, .dataNotAllowed, .callIsActive,
+    ]
+
+    /// The URL loading error code of `error` itself, without looking below it.
+    static func ownCode(of error: any Error) -> URLError.Code? {
         if let urlError = error as? URLError { return urlError.code }
         if error is CancellationError { return nil }
         let nsError = error as NSError
-        if nsError.domain == NSURLErrorDomain { return URLError.Code(rawValue: nsError.code) }
-        if depth < ErrorHints.maximumDepth, let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error {
-            return self.urlErrorCode(of: underlying, depth: depth + 1)
-        }
-        return nil
+        return nsError.domain == NSURLErrorDomain ? URLError.Code(rawValue: nsError.code) : nil
     }
 }

@@ -25,7 +25,9 @@
 ///
 /// It reports its status through ``HTTPStatusReporting``, so a 429 stops every
 /// ``RetryPolicy`` at once, as Kii's guidance asks.
-public struct RESTServiceError: Error, HTTPStatusReporting, RetryAfterProviding, CustomStringConvertible {
+public struct RESTServiceError: Error, HTTPStatusReporting, RetryAfterProviding, UnderlyingErrorProviding,
+    CustomStringConvertible
+{
     /// The SDK's own error code; 0 when the SDK gave none.
     ///
     /// Not an HTTP status, even when it looks like one.
@@ -68,6 +70,9 @@ public struct RESTServiceError: Error, HTTPStatusReporting, RetryAfterProviding,
 
     /// The HTTP status, for ``HTTPStatusReporting``.
     public var httpStatusCode: Int? { self.httpStatus }
+
+    /// ``underlying``, for ``UnderlyingErrorProviding``: a 429 or a hint below it still counts.
+    public var underlyingErrors: [any Error] { self.underlying.map { [$0] } ?? [] }
 
     /// `REST error (code 503, HTTP 409, USER_ALREADY_EXISTS): message`.
     public var description: String {

@@ -1,12 +1,21 @@
 extension RetryPolicy {
-    /// Runs a write transaction, retrying it from the start when it fails, and
-    /// rolling it back before each retry.
+    /// Runs a write transaction, retrying it from the start when SQLite reports
+    /// the database busy or locked, and rolling it back before each retry.
     ///
-    /// Each attempt runs `beginStatement`, then `operation`, then `COMMIT`. When
-    /// any of them throws, the attempt runs `ROLLBACK` (ignoring its error: there
-    /// may be no transaction to roll back) and the policy decides whether to try
-    /// again. So a transaction that hits `SQLITE_BUSY` halfway leaves nothing
-    /// behind, and its rows are written once, by the attempt that commits.
+    /// Each attempt runs `beginStatement`, then `operation`, then the statement that
+    /// ends it: `COMMIT` for a transaction, `RELEASE name` for a savepoint
+    /// (`beginStatement: "SAVEPOINT name"`, for work nested in a transaction the
+    /// caller already holds: committing would commit the caller's). When the work
+    /// or the commit throws, the attempt rolls back (`ROLLBACK`, or `ROLLBACK TO name`
+    /// then `RELEASE name`) and the policy decides whether to try again. So a
+    /// transaction that hits `SQLITE_BUSY` halfway leaves nothing behind, and its
+    /// rows are written once, by the attempt that commits.
+    ///
+    /// Only SQLite's busy and locked outcomes are retried unless `classifier` says
+    /// otherwise: an error the work throws for its own reasons (a business rule, a
+    /// constraint) ends the call at once. A rollback that fails ends the call with
+    /// ``SQLiteRollbackError``, which carries both errors: the connection may still be
+    /// inside the transaction, and retrying on it would fail or nest.
     ///
     /// Set the connection's busy timeout low (or zero) and let the policy do the
     /// waiting: its backoff has jitter, a deadline and cancellation, and does not
@@ -21,29 +30,67 @@ extension RetryPolicy {
     ///
     /// - Parameters:
     ///   - beginStatement: Starts the transaction; `BEGIN IMMEDIATE` (the default) takes the write
-    ///     lock up front, so a busy database fails before any work is done.
+    ///     lock up front, so a busy database fails before any work is done. `SAVEPOINT name`
+    ///     runs the work in a savepoint instead.
+    ///   - classifier: Decides which failures are retried; defaults to ``SQLiteRetryClassifier``,
+    ///     which retries busy and locked only. Errors it has no opinion on are not retried. The
+    ///     ``Rulebook``'s rules apply first, as everywhere.
+    ///   - isInTransaction: Whether the connection is inside a transaction now
+    ///     (`sqlite3_get_autocommit(db) == 0`), if you can tell; the rollback is then skipped when
+    ///     SQLite already rolled the transaction back on its own, as it does on some errors.
     ///   - isolation: The actor the call runs on; inferred from the caller.
     ///   - executeSQL: Runs one SQL statement on the connection, throwing on failure (with an
-    ///     ``SQLiteError``, or an error the policy's classifier understands).
+    ///     ``SQLiteError``, or an error the classifier understands).
     ///   - operation: The transaction's work. It may run more than once.
     /// - Returns: The value of the attempt that committed.
-    /// - Throws: The last attempt's error, unchanged.
+    /// - Throws: The last attempt's error, unchanged, or ``SQLiteRollbackError`` when rolling back failed.
     public func writeTransaction<Value>(
         beginStatement: String = "BEGIN IMMEDIATE",
+        classifier: any RetryClassifier = SQLiteRetryClassifier(),
+        isInTransaction: (() -> Bool)? = nil,
         isolation: isolated (any Actor)? = #isolation,
         executeSQL: (String) async throws -> Void,
         operation: () async throws -> Value
     ) async throws -> Value {
-        try await self.execute(isolation: isolation) {
-            try await executeSQL(beginStatement)
+        let statements = SQLiteTransactionStatements(beginStatement: beginStatement)
+        let options = CallOptions(idempotency: nil, classifier: classifier)
+        return try await self.run(isolation: isolation, firstFailure: nil, options: options) { _ in
+            try await executeSQL(statements.begin)
             do {
                 let value = try await operation()
-                try await executeSQL("COMMIT")
+                try await executeSQL(statements.commit)
                 return value
             } catch {
-                try? await executeSQL("ROLLBACK")
+                if isInTransaction?() ?? true {
+                    do {
+                        for statement in statements.rollback { try await executeSQL(statement) }
+                    } catch let rollbackError {
+                        throw SQLiteRollbackError(transactionError: error, rollbackError: rollbackError)
+                    }
+                }
                 throw error
             }
+        }.get()
+    }
+}
+
+/// The statements that begin, commit and roll back one transaction or savepoint.
+struct SQLiteTransactionStatements: Sendable, Hashable {
+    var begin: String
+    var commit: String
+    var rollback: [String]
+
+    init(beginStatement: String) {
+        self.begin = beginStatement
+        let words = beginStatement.split(whereSeparator: { $0.isWhitespace || $0 == ";" })
+        if words.count >= 2, words[0].uppercased() == "SAVEPOINT" {
+            let name = String(words[1])
+            self.commit = "RELEASE \(name)"
+            // ROLLBACK TO leaves the savepoint on the stack; RELEASE pops it.
+            self.rollback = ["ROLLBACK TO \(name)", "RELEASE \(name)"]
+        } else {
+            self.commit = "COMMIT"
+            self.rollback = ["ROLLBACK"]
         }
     }
 }

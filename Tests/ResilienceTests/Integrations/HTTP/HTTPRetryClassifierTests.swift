@@ -48,20 +48,42 @@ import Testing
         #expect(decision?.stopReason == .authenticationRequired)
     }
 
-    @Test func postIsRetriedOnlyWhenTheServerSaysItDidNotProcessTheRequest() {
-        let post = HTTPRetryClassifier(method: "POST")
-        #expect(self.decision(post, HTTPResponseError(statusCode: 503)) == .retry)
-        #expect(self.decision(post, HTTPResponseError(statusCode: 408)) == .retry)
-        #expect(self.decision(post, HTTPResponseError(statusCode: 500)) == .doNotRetry)
-        #expect(self.decision(post, HTTPResponseError(statusCode: 502)) == .doNotRetry)
-        #expect(self.decision(post, HTTPResponseError(statusCode: 504)) == .doNotRetry)
+    /// Runs one failing call through a policy with `classifier` and reports how it ended.
+    ///
+    /// A wrongly retried call sleeps once; a helper task moves the clock past that
+    /// sleep, so the call still ends and the test fails on its attempt count.
+    private func outcome(_ classifier: HTTPRetryClassifier, _ error: any Error) async throws -> RetryOutcome<Int> {
+        let clock = TestClock()
+        let policy = try RetryPolicy(maximumAttempts: 2, classifier: classifier, clock: clock)
+        let mover = Task {
+            await clock.waitForSleepers()
+            clock.advance(by: .seconds(3_600))
+        }
+        defer { mover.cancel() }
+        return await policy.outcome { () throws -> Int in throw error }
     }
 
-    @Test func postIsNotResentAfterAFailureTheServerMayHaveActedOn() {
-        let post = HTTPRetryClassifier(method: "POST")
-        #expect(self.decision(post, URLError(.timedOut)) == .doNotRetry)
-        #expect(self.decision(post, URLError(.networkConnectionLost)) == .doNotRetry)
-        #expect(self.decision(post, URLError(.badServerResponse)) == .doNotRetry)
+    @Test(arguments: [408, 500, 502, 503, 504])
+    func postIsNeverResentAfterTheServerAnswered(status: Int) async throws {
+        let outcome = try await self.outcome(HTTPRetryClassifier(method: "POST"), HTTPResponseError(statusCode: status))
+        #expect(outcome.attempts == 1)
+        #expect(outcome.stopReason == .notIdempotent)
+    }
+
+    @Test(arguments: [URLError.Code.timedOut, .networkConnectionLost, .badServerResponse])
+    func postIsNotResentAfterAFailureTheServerMayHaveActedOn(code: URLError.Code) async throws {
+        let outcome = try await self.outcome(HTTPRetryClassifier(method: "POST"), URLError(code))
+        #expect(outcome.attempts == 1)
+        #expect(outcome.stopReason == .notIdempotent)
+    }
+
+    @Test func theClassifierDeclaresTheIdempotencyOfItsMethod() {
+        #expect(HTTPRetryClassifier(method: "POST").declaredIdempotency == .http(method: "POST"))
+        #expect(HTTPRetryClassifier(method: "POST").declaredIdempotency?.isIdempotent == false)
+        #expect(HTTPRetryClassifier(method: "PUT").declaredIdempotency?.isIdempotent == true)
+        #expect(
+            HTTPRetryClassifier(method: "POST", allowsNonIdempotentRetries: true).declaredIdempotency == .idempotent)
+        #expect(HTTPRetryClassifier().declaredIdempotency == nil)
     }
 
     @Test func postIsResentWhenTheConnectionWasNeverMade() {
@@ -89,7 +111,9 @@ import Testing
         request.httpMethod = "patch"
         let classifier = HTTPRetryClassifier(request: request)
         #expect(classifier.method == "PATCH")
-        #expect(self.decision(classifier, URLError(.timedOut)) == .doNotRetry)
+        #expect(classifier.declaredIdempotency?.isIdempotent == false)
+        request.setValue("order-42", forHTTPHeaderField: "Idempotency-Key")
+        #expect(HTTPRetryClassifier(request: request).declaredIdempotency?.isIdempotent == true)
     }
 
     @Test func urlAuthenticationFailuresStopWithAuthenticationRequired() {

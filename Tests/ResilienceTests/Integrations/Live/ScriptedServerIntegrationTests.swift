@@ -70,24 +70,89 @@ struct ScriptedServerIntegrationTests {
         #expect(try await server.requestCount(for: "missing") == 1)
     }
 
-    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
-    func postIsRetriedOn503ButNotOn500() async throws {
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"), arguments: [500, 502, 503])
+    func postAnsweredWithA5xxIsSentOnce(status: Int) async throws {
         let server = try await ScriptedHTTPServer.start()
         defer { server.stop() }
         let session = LiveServerSupport.makeSession()
         defer { session.invalidateAndCancel() }
         let policy = try self.makePolicy(maximumAttempts: 3)
 
-        let unavailable = LiveServerSupport.request(server.url("/fail/post503?times=1&status=503"), method: "POST")
-        #expect(try await policy.data(for: unavailable, session: session).response.statusCode == 200)
-        #expect(try await server.requestCount(for: "post503") == 2)
-
-        let broken = LiveServerSupport.request(server.url("/fail/post500?times=1&status=500"), method: "POST")
+        // A gateway answers 503 after it forwarded the request: the order may exist.
+        let post = LiveServerSupport.request(server.url("/fail/post\(status)?times=1&status=\(status)"), method: "POST")
         let error = try await #require(throws: HTTPResponseError.self) {
-            try await policy.data(for: broken, session: session)
+            try await policy.data(for: post, session: session)
         }
-        #expect(error.statusCode == 500)
-        #expect(try await server.requestCount(for: "post500") == 1)
+        #expect(error.statusCode == status)
+        #expect(error.requestIdempotency?.isIdempotent == false)
+        #expect(try await server.requestCount(for: "post\(status)") == 1)
+        #expect(await policy.statistics.stopReasons[.notIdempotent] == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func postWithAnIdempotencyKeyIsRetriedOn503() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        var post = LiveServerSupport.request(server.url("/fail/keyed?times=1&status=503"), method: "POST")
+        post.setValue("order-42", forHTTPHeaderField: "Idempotency-Key")
+        #expect(try await policy.data(for: post, session: session).response.statusCode == 200)
+        #expect(try await server.requestCount(for: "keyed") == 2)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func postValidatedWithItsRequestThroughPlainExecuteIsSentOnceOn502() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let post = LiveServerSupport.request(server.url("/fail/plain?times=1&status=502"), method: "POST")
+        let outcome = await policy.outcome {
+            let (data, response) = try await session.data(for: post)
+            return try HTTPResponseValidation.validate(data, response, for: post).data
+        }
+        #expect(outcome.attempts == 1)
+        #expect(outcome.stopReason == .notIdempotent)
+        #expect(try await server.requestCount(for: "plain") == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func anOuterPolicyDoesNotResendAPOSTTheInnerOneGaveUpOn() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let inner = try self.makePolicy(maximumAttempts: 3)
+        let outer = try self.makePolicy(maximumAttempts: 3)
+
+        let dropped = LiveServerSupport.request(server.url("/drop/nested"), method: "POST")
+        let outcome = await outer.outcome { try await inner.data(for: dropped, session: session) }
+        #expect(outcome.attempts == 1)
+        #expect(outcome.stopReason == .notIdempotent)
+        #expect(try await server.requestCount(for: "nested") == 1)
+
+        let answered = LiveServerSupport.request(server.url("/fail/nested503?times=1&status=503"), method: "POST")
+        let second = await outer.outcome { try await inner.data(for: answered, session: session) }
+        #expect(second.stopReason == .notIdempotent)
+        #expect(try await server.requestCount(for: "nested503") == 1)
+    }
+
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func postIsResentWhenTheConnectionWasRefused() async throws {
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+        // Port 1 on loopback: nothing listens, so the connection is refused and nothing is sent.
+        let post = LiveServerSupport.request(URL(string: "http://127.0.0.1:1/orders")!, method: "POST")
+        let error = try await #require(throws: URLError.self) { try await policy.data(for: post, session: session) }
+        #expect(URLErrorCategory(code: error.code) == .requestNotSent)
+        #expect(await policy.statistics.failedAttempts == 3, "a request never sent may be sent again")
+        #expect(await policy.statistics.stopReasons[.exhausted] == 1)
     }
 
     @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
@@ -119,7 +184,7 @@ struct ScriptedServerIntegrationTests {
         // Linux reports the drop as badServerResponse, Apple platforms as networkConnectionLost.
         #expect(URLErrorCategory(code: error.code) == .requestMayHaveBeenSent)
         #expect(try await server.requestCount(for: "post") == 1)
-        #expect(await policy.statistics.stopReasons[.notRetryable] == 1)
+        #expect(await policy.statistics.stopReasons[.notIdempotent] == 1)
     }
 
     @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
@@ -151,7 +216,7 @@ struct ScriptedServerIntegrationTests {
             return try HTTPResponseValidation.validate(data, response).data
         }
         #expect(outcome.attempts == 1)
-        #expect(outcome.stopReason == .notRetryable)
+        #expect(outcome.stopReason == .notIdempotent)
         #expect(try await server.requestCount(for: "explicit") == 1)
     }
 

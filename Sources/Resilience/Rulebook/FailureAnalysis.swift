@@ -1,0 +1,148 @@
+import Foundation
+
+/// The facts the library reads from a failure, once, before any classifier is asked.
+///
+/// Every entry point (``RetryPolicy``, ``CircuitBreaker``, the HTTP and SQLite
+/// helpers) reads a failure through this one analysis and applies the rules no
+/// classifier can change (``Rulebook``).
+/// The facts are looked for anywhere in the error's chain: the error itself,
+/// `NSUnderlyingErrorKey`, the library's own wrappers, CloudKit's per-item
+/// errors, and errors adopting ``UnderlyingErrorProviding`` (see that protocol
+/// for the rest).
+///
+/// ```swift
+/// let analysis = FailureAnalysis(error)
+/// if analysis.isTooManyRequests { showBanner("Slow down; retry in \(analysis.retryAfter ?? .seconds(30))") }
+/// ```
+public struct FailureAnalysis: Sendable, Hashable {
+    /// The outermost HTTP status in the chain, if any (only `100...599` counts).
+    public let httpStatus: Int?
+    /// Whether any error in the chain reports HTTP 429 Too Many Requests.
+    public let isTooManyRequests: Bool
+    /// The longest retry-after hint in the chain: ``RetryAfterProviding``,
+    /// CloudKit's `CKRetryAfter`, or a `Retry-After` entry in an `NSError`'s `userInfo`.
+    public let retryAfter: Duration?
+    /// How far the request got, from everything the chain says (the most cautious reading wins).
+    public let delivery: RequestDelivery
+    /// The idempotency the failed request reported about itself, if any error in the chain did.
+    public let requestIdempotency: Idempotency?
+    /// Who stopped the call, when it was stopped rather than failed; `nil` for an ordinary failure.
+    public let interruption: Interruption?
+    /// Whether the failure asks for credentials: HTTP 401 or 407, a URL loading
+    /// authentication error, CloudKit's `notAuthenticated`, or an OAuth 2.0
+    /// `invalid_grant` / `invalid_token` from a REST service.
+    public let needsCredentials: Bool
+    /// Whether the failure says the device is offline: `URLError.notConnectedToInternet`
+    /// and its kin, or CloudKit's `networkUnavailable`.
+    public let isOffline: Bool
+
+    /// Reads `error` and the state of the current task.
+    ///
+    /// The task's state matters for ``interruption``: a failure in a cancelled
+    /// task was stopped by the caller, unless one of the library's time limits
+    /// cancelled it.
+    public init(_ error: any Error) {
+        self.init(
+            error, isCancelled: Task.isCancelled, timeLimitFired: Task.isCancelled && CallScope.current.timeLimitFired)
+    }
+
+    /// Reads `error` with the task's state given, for tests and for callers that know better.
+    init(_ error: any Error, isCancelled: Bool, timeLimitFired: Bool) {
+        var reader = Reader()
+        ErrorChain.walk(error) { node in
+            reader.read(node)
+            return true
+        }
+        self.httpStatus = reader.status
+        self.isTooManyRequests = reader.sawTooManyRequests
+        self.retryAfter = reader.hint
+        self.requestIdempotency = reader.idempotency
+        self.needsCredentials = reader.needsCredentials
+        self.isOffline = reader.isOffline
+        if reader.sawTimeLimit || (isCancelled && timeLimitFired) {
+            self.interruption = .timeLimit
+        } else if isCancelled || reader.sawCancellation {
+            self.interruption = .caller
+        } else {
+            self.interruption = nil
+        }
+        if self.interruption == .timeLimit {
+            self.delivery = .mayHaveBeenSent
+        } else if reader.sawMaybeSent {
+            self.delivery = .mayHaveBeenSent
+        } else if reader.sawAnswered {
+            self.delivery = .answered
+        } else if reader.sawNotSent {
+            self.delivery = .notSent
+        } else {
+            self.delivery = .unknown
+        }
+    }
+
+    /// Accumulates the facts of each error in a chain.
+    private struct Reader {
+        var status: Int?
+        var sawTooManyRequests = false
+        var hint: Duration?
+        var idempotency: Idempotency?
+        var needsCredentials = false
+        var isOffline = false
+        var sawTimeLimit = false
+        var sawCancellation = false
+        var sawNotSent = false
+        var sawMaybeSent = false
+        var sawAnswered = false
+
+        mutating func read(_ error: any Error) {
+            if error is CancellationError {
+                self.sawCancellation = true
+                return
+            }
+            if error is AttemptTimeoutError { self.sawTimeLimit = true }
+            if let status = ErrorHints.ownStatus(of: error) {
+                if self.status == nil { self.status = status }
+                if status == 429 { self.sawTooManyRequests = true }
+                if status == 401 || status == 407 { self.needsCredentials = true }
+                self.sawAnswered = true
+            }
+            if let hint = ErrorHints.ownRetryAfter(of: error) {
+                self.hint = Swift.max(self.hint ?? .zero, hint)
+            }
+            if self.idempotency == nil {
+                self.idempotency = ErrorHints.ownIdempotency(of: error)
+            }
+            if let reporting = error as? any RequestDeliveryReporting {
+                self.note(reporting.requestDelivery)
+            }
+            if let code = URLErrorCategory.ownCode(of: error) {
+                let category = URLErrorCategory(code: code)
+                switch category {
+                case .requestNotSent: self.sawNotSent = true
+                case .authenticationRequired:
+                    self.needsCredentials = true
+                    self.sawMaybeSent = true
+                default: self.sawMaybeSent = true
+                }
+                if URLErrorCategory.offlineCodes.contains(code) { self.isOffline = true }
+            }
+            if let code = CloudKitErrorCode(error), code != .partialFailure {
+                self.note(CloudKitRetryClassifier.delivery(for: code))
+                if code == .networkUnavailable { self.isOffline = true }
+                if code == .notAuthenticated { self.needsCredentials = true }
+            }
+            if let rest = error as? RESTServiceError, let code = rest.serverErrorCode,
+                RESTServiceErrorClassifier.standardServerCodeDecisions[code]?.stopReason == .authenticationRequired
+            {
+                self.needsCredentials = true
+            }
+        }
+
+        mutating func note(_ delivery: RequestDelivery) {
+            switch delivery {
+            case .notSent: self.sawNotSent = true
+            case .answered: self.sawAnswered = true
+            default: self.sawMaybeSent = true
+            }
+        }
+    }
+}

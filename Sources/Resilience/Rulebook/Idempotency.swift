@@ -1,0 +1,82 @@
+/// Whether running a call twice has the same effect as running it once.
+///
+/// It decides what a retry may repeat. A call that is not idempotent (a `POST`
+/// that creates an order) is sent again only after a failure that proves it
+/// never reached the server; a timeout, a dropped connection or any answer from
+/// the server (a 502, a 503) ends it. No classifier can change that.
+///
+/// Where the fact comes from, most specific first:
+/// 1. The request itself, carried by the error it failed with:
+///    ``HTTPResponseError/requestIdempotency`` and the URL errors thrown by
+///    ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
+///    (so an outer policy around that call knows it sent a `POST`), or any error
+///    adopting ``IdempotencyReporting``.
+/// 2. The call: `policy.execute(idempotency: .notIdempotent) { ... }`; policies
+///    nested inside such a call inherit it.
+/// 3. The policy's classifier (``RetryClassifier/declaredIdempotency``), such as
+///    `HTTPRetryClassifier(method: "POST")`.
+/// 4. Otherwise the call is taken as idempotent: wrapping an operation in a retry
+///    policy says it may run again.
+///
+/// ```swift
+/// let receipt = try await policy.execute(idempotency: .notIdempotent) {
+///     try await payments.charge(order)
+/// }
+/// Idempotency.http(method: "POST")                                        // .notIdempotent
+/// Idempotency.http(method: "POST", headers: ["Idempotency-Key": "8e03"])  // .idempotent
+/// ```
+public struct Idempotency: Sendable, Hashable, CustomStringConvertible {
+    /// Whether the call may run twice.
+    public let isIdempotent: Bool
+    /// The HTTP method this was derived from, if any, upper-cased; for messages only.
+    public let method: String?
+
+    private init(isIdempotent: Bool, method: String?) {
+        self.isIdempotent = isIdempotent
+        self.method = method
+    }
+
+    /// The call may run twice with the same effect as once.
+    public static let idempotent = Idempotency(isIdempotent: true, method: nil)
+    /// Running the call twice may repeat its effect.
+    public static let notIdempotent = Idempotency(isIdempotent: false, method: nil)
+
+    /// The methods RFC 9110 (section 9.2.2) defines as idempotent.
+    public static let idempotentHTTPMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]
+
+    /// The header names that mark a request as safe to repeat: the server
+    /// deduplicates by its value (the IETF HTTPAPI working group's
+    /// `Idempotency-Key` draft, and the `X-Idempotency-Key` spelling some APIs use).
+    public static let idempotencyKeyHeaders: Set<String> = ["idempotency-key", "x-idempotency-key"]
+
+    /// The idempotency of an HTTP request with `method` and `headers`.
+    ///
+    /// Idempotent when the method is (RFC 9110, section 9.2.2), or when the request
+    /// carries a non-empty `Idempotency-Key` header, which asks the server to
+    /// apply it at most once.
+    public static func http(method: String, headers: [String: String] = [:]) -> Idempotency {
+        let method = method.uppercased()
+        if Self.idempotentHTTPMethods.contains(method) { return Idempotency(isIdempotent: true, method: method) }
+        let hasKey = headers.contains { name, value in
+            Self.idempotencyKeyHeaders.contains(name.lowercased()) && !value.isEmpty
+        }
+        return Idempotency(isIdempotent: hasKey, method: method)
+    }
+
+    /// `idempotent`, `notIdempotent`, or with the method: `POST (notIdempotent)`.
+    public var description: String {
+        let word = self.isIdempotent ? "idempotent" : "notIdempotent"
+        guard let method = self.method else { return word }
+        return "\(method) (\(word))"
+    }
+}
+
+/// An error that knows whether the request it failed was idempotent.
+///
+/// ``HTTPResponseError`` adopts it; adopt it for an SDK's own error that records
+/// the request, so that a policy wrapped around the SDK's call (which may retry
+/// on its own) does not re-send a request the SDK knows was unsafe.
+public protocol IdempotencyReporting: Error {
+    /// The idempotency of the failed request, or `nil` when unknown.
+    var requestIdempotency: Idempotency? { get }
+}

@@ -1,0 +1,49 @@
+/// How far a failed request got: whether it may have reached the server.
+///
+/// It decides whether a request that is not idempotent may be sent again: only a
+/// request that provably never reached the server (``notSent``) may be. A request
+/// the server answered, even with an error status, or that failed in a way that
+/// leaves it unknown (a timeout, a dropped connection), is never re-sent unless
+/// it is idempotent.
+///
+/// A struct with static members rather than an enum, so that cases can be added.
+public struct RequestDelivery: Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier, such as `"notSent"`.
+    public let rawValue: String
+
+    private init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The request provably never reached the server: the connection was refused,
+    /// the host was not found, the device is offline, a breaker or limiter
+    /// rejected the call before it was made.
+    public static let notSent = RequestDelivery(rawValue: "notSent")
+    /// The request may have reached the server: a timeout, a dropped connection, a lost response.
+    public static let mayHaveBeenSent = RequestDelivery(rawValue: "mayHaveBeenSent")
+    /// The server received the request and answered it (an HTTP status, a CloudKit server error).
+    public static let answered = RequestDelivery(rawValue: "answered")
+    /// Nothing in the error says; treated like ``mayHaveBeenSent`` for requests that are not idempotent.
+    public static let unknown = RequestDelivery(rawValue: "unknown")
+
+    /// Whether the failure proves the request never reached the server.
+    public var provesNotSent: Bool { self == .notSent }
+
+    /// The identifier.
+    public var description: String { self.rawValue }
+}
+
+/// An error that knows how far its request got.
+///
+/// Adopt it for a transport error of your own so that a request that is not
+/// idempotent can still be retried after a failure that proves it was never sent:
+///
+/// ```swift
+/// struct SocketRefused: Error, RequestDeliveryReporting {
+///     var requestDelivery: RequestDelivery { .notSent }
+/// }
+/// ```
+public protocol RequestDeliveryReporting: Error {
+    /// How far the request got.
+    var requestDelivery: RequestDelivery { get }
+}
