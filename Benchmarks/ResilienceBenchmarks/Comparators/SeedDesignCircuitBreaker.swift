@@ -1,17 +1,17 @@
 import Dispatch
 import Foundation
 
-/// The circuit breaker design of the seed chapter (seed 002), ported to Swift 6 for comparison.
+/// The seed design's circuit breaker: a typical hand-written tutorial breaker, ported to Swift 6 for comparison.
 ///
 /// A class whose state (closed, open, half-open; failure and success counts; the
 /// time of the last failure) is guarded by a private serial `DispatchQueue`:
 /// every call enters the queue with `sync` once to check the state and once to
 /// record the result. It opens after `failureThreshold` consecutive failures,
 /// moves to half-open after `timeout`, and closes after `successThreshold`
-/// successes there. Like the seed, `execute` is an ordinary nonisolated `async`
+/// successes there. Like the original, `execute` is an ordinary nonisolated `async`
 /// method taking an escaping closure.
 final class SeedDesignCircuitBreaker: Sendable {
-    /// The breaker's states, as in the seed.
+    /// The breaker's states, as in the original.
     enum State: Sendable {
         case closed
         case open
@@ -33,12 +33,12 @@ final class SeedDesignCircuitBreaker: Sendable {
     let timeout: TimeInterval
 
     private let queue = DispatchQueue(label: "resilience-benchmarks.seed-design.circuit-breaker")
-    // The seed's design: mutable state whose every access happens inside
+    // The original design: mutable state whose every access happens inside
     // `queue.sync`. The compiler cannot check that, hence `nonisolated(unsafe)`;
     // this comparator exists to measure that design, not to recommend it.
     nonisolated(unsafe) private var counters = Counters()
 
-    /// A breaker with the seed's defaults: 5 failures, 2 successes, 60 s.
+    /// A breaker with the original's defaults: 5 failures, 2 successes, 60 s.
     init(failureThreshold: Int = 5, successThreshold: Int = 2, timeout: TimeInterval = 60) {
         self.failureThreshold = failureThreshold
         self.successThreshold = successThreshold

@@ -1,23 +1,23 @@
 import Foundation
 
-/// The retry design of the seed chapter (seed 002), ported to Swift 6 for comparison.
+/// The seed design's retry handler: a typical hand-written tutorial retry loop, ported to Swift 6 for comparison.
 ///
 /// A class that holds its configuration and retries in a plain `while` loop:
 /// exponential backoff from `baseDelay`, ±25% jitter, capped at `maximumDelay`,
 /// a caller-supplied `shouldRetry` predicate, and `Task.sleep` between attempts.
-/// The operation and the predicate are escaping closures, as in the seed. Its
+/// The operation and the predicate are escaping closures, as in the original. Its
 /// `execute` is an ordinary nonisolated `async` method, so under Swift 6 a
 /// main-actor caller hops to the global executor and back on every call; the
 /// operation had to become `@Sendable` for that to compile.
 final class SeedDesignRetryHandler: Sendable {
-    /// Attempts in all, counting the first (the seed calls this `maxRetries`).
+    /// Attempts in all, counting the first (the original calls this `maxRetries`).
     let maximumRetries: Int
     /// The delay before the first retry, in seconds.
     let baseDelay: TimeInterval
     /// The cap on any delay, in seconds.
     let maximumDelay: TimeInterval
 
-    /// A handler with the seed's defaults: 3 attempts, 1 s base delay, 30 s cap.
+    /// A handler with the original's defaults: 3 attempts, 1 s base delay, 30 s cap.
     init(maximumRetries: Int = 3, baseDelay: TimeInterval = 1, maximumDelay: TimeInterval = 30) {
         self.maximumRetries = maximumRetries
         self.baseDelay = baseDelay

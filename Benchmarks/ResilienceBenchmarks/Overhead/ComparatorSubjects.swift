@@ -1,4 +1,4 @@
-/// `seed-design.retry.success`: the seed chapter's retry handler, first attempt succeeding.
+/// `seed-design.retry.success`: the seed design's retry handler, first attempt succeeding.
 struct SeedDesignRetrySuccess: OverheadSubject {
     let handler = SeedDesignRetryHandler()
 
@@ -11,7 +11,7 @@ struct SeedDesignRetrySuccess: OverheadSubject {
     }
 }
 
-/// `seed-design.breaker.success`: the seed chapter's queue-guarded breaker, closed.
+/// `seed-design.breaker.success`: the seed design's queue-guarded breaker, closed.
 struct SeedDesignBreakerSuccess: OverheadSubject {
     let breaker = SeedDesignCircuitBreaker()
 
@@ -24,7 +24,7 @@ struct SeedDesignBreakerSuccess: OverheadSubject {
     }
 }
 
-/// `seed-design.retry+breaker.success`: the seed's retry handler around its breaker.
+/// `seed-design.retry+breaker.success`: the seed design's retry handler around its breaker.
 struct SeedDesignRetryAroundBreakerSuccess: OverheadSubject {
     let handler = SeedDesignRetryHandler()
     let breaker = SeedDesignCircuitBreaker()
@@ -46,7 +46,7 @@ struct SeedDesignRetryAroundBreakerSuccess: OverheadSubject {
     }
 }
 
-/// `seed-design.breaker.rejection`: the seed's breaker, open, rejecting every call.
+/// `seed-design.breaker.rejection`: the seed design's breaker, open, rejecting every call.
 struct SeedDesignBreakerRejection: OverheadSubject {
     let breaker: SeedDesignCircuitBreaker
 

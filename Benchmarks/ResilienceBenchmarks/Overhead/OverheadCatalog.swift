@@ -30,7 +30,7 @@ enum OverheadCatalog {
         }
     ]
 
-    /// The comparators, written in the benchmark target: the seed chapter's design
+    /// The comparators, written in the benchmark target: the seed design, a hand-written tutorial design
     /// (state behind a serial `DispatchQueue`, retry as a plain loop) and a naive
     /// actor that runs every call.
     static let comparators: [OverheadBenchmark] = [

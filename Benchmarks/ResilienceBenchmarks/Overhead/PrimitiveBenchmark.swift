@@ -5,7 +5,7 @@ import Synchronization
 /// uncontended, on one thread.
 ///
 /// These explain the overhead rows: what the package's `Lock` costs against
-/// `Synchronization.Mutex` (STYLE.md asks for the comparison), what a relaxed
+/// `Synchronization.Mutex` (the comparison behind the choice of lock; see Docs/DesignDecisions.md), what a relaxed
 /// atomic add costs, and what checking `Task.isCancelled` costs, which the retry
 /// fast path does once per call.
 struct PrimitiveBenchmark: Sendable {

@@ -112,7 +112,7 @@ extension BenchmarkReport {
         return svg
     }
 
-    /// Write calls against completion time per schedule, with the ANCHORS.md figures as hollow circles.
+    /// Write calls against completion time per schedule, with the reference figures as hollow circles.
     private static func contentionChart(_ rows: [ContentionResult]) -> SVGDocument {
         let left = 70.0
         let top = 64.0
@@ -121,10 +121,11 @@ extension BenchmarkReport {
         var svg = SVGDocument(width: left + plotWidth + 200, height: top + plotHeight + 60)
         svg.text("Contention: work against completion time per schedule", x: 10, y: 22, size: 15, weight: "bold")
         svg.text(
-            "Brooker's model, 100 clients, mean of 100 trials; filled: this run, hollow: ANCHORS.md",
+            "Brooker's model (AWS Architecture Blog, 2015), 100 clients, mean of 100 trials; filled: this run, "
+                + "hollow: an independent re-run",
             x: 10, y: 40, size: 11, fill: "#555555")
 
-        let anchorPoints = rows.compactMap { row in ContentionAnchors.figures[row.schedule] }
+        let anchorPoints = rows.compactMap { row in ContentionReference.figures[row.schedule] }
         let seconds = rows.map { $0.completionMilliseconds / 1_000 } + anchorPoints.map(\.completionSeconds)
         let calls = rows.map(\.calls) + anchorPoints.map(\.calls)
         let lowerSeconds = pow(10, floor(log10(Swift.max(seconds.min() ?? 1, 0.01))))
@@ -159,7 +160,7 @@ extension BenchmarkReport {
         var labels: [(x: Double, y: Double, names: [String], color: String)] = []
         for (index, row) in rows.enumerated() {
             let color = palette[index % palette.count]
-            if let anchor = ContentionAnchors.figures[row.schedule] {
+            if let anchor = ContentionReference.figures[row.schedule] {
                 svg.circle(x: x(anchor.completionSeconds), y: y(anchor.calls), radius: 6, fill: "none", stroke: color)
             }
             let pointX = x(row.completionMilliseconds / 1_000)

@@ -15,8 +15,8 @@ struct BenchmarkReport: Sendable {
 
     /// The JSON document of `--json`.
     ///
-    /// The keys the issue specifies come first in each object, in its order;
-    /// extra keys (spread, iteration counts, sizes) follow them.
+    /// The documented keys come first in each object, in a fixed order (see
+    /// Docs/Benchmarks.md); extra keys (spread, iteration counts, sizes) follow them.
     var json: JSONValue {
         var simulations: [JSONValue] = []
         for row in self.simulations.contention {
@@ -110,6 +110,8 @@ struct BenchmarkReport: Sendable {
                             ("target", .string(check.description)),
                             ("measured", check.measured.map(JSONValue.string) ?? .null),
                             ("met", check.isMet.map(JSONValue.bool) ?? .null),
+                            ("compared_with", .string(check.comparedWith)),
+                            ("gap", check.isMet == false ? check.gap.map(JSONValue.string) ?? .null : .null),
                         ])
                     })
             ),

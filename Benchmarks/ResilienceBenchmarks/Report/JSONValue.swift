@@ -1,7 +1,7 @@
 import Foundation
 
 /// A JSON value whose objects keep their keys in the order written, so the
-/// document reads in the order the issue specifies.
+/// document reads in the order Docs/Benchmarks.md documents.
 indirect enum JSONValue: Sendable {
     case null
     case bool(Bool)

@@ -42,8 +42,8 @@ struct ContentionSimulation: Sendable {
     /// the library's ``Backoff`` counts from 0, so the same schedule is
     /// `.exponential(initial: 10 ms, maximum: 2 s)`. Decorrelated jitter grows from
     /// the base itself (`random(base, previous * 3)` from `previous = base`), so it
-    /// takes `initial: 5 ms`. With this mapping the model reproduces ANCHORS.md's
-    /// figures; Docs/Benchmarks.md also gives the figures with `initial: 5 ms`.
+    /// takes `initial: 5 ms`. With this mapping the model reproduces the reference
+    /// figures of an independent re-run (`ContentionReference`); Docs/Benchmarks.md also gives the figures with `initial: 5 ms`.
     static let base = Duration.milliseconds(5)
     /// The cap.
     static let cap = Duration.seconds(2)

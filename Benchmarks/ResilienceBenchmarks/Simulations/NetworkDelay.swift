@@ -10,7 +10,7 @@ struct NetworkDelay: Sendable {
     /// The standard deviation of one hop.
     var standardDeviation: Duration
 
-    /// The model of ANCHORS.md: |N(10 ms, 2 ms)|.
+    /// The hop of Brooker's model ("Exponential Backoff And Jitter", AWS Architecture Blog, 2015): |N(10 ms, 2 ms)|.
     static let anchors = NetworkDelay(mean: .milliseconds(10), standardDeviation: .milliseconds(2))
 
     /// One hop's delay, in seconds.

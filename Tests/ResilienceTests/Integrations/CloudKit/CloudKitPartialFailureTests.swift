@@ -6,7 +6,7 @@ import Testing
 @Suite struct CloudKitPartialFailureTests {
     private let context = RetryContext(attempt: 1)
 
-    /// The seed's example: A conflicts, B and C are collateral of the atomic batch.
+    /// A typical atomic batch: A conflicts, B and C are collateral of it.
     private func conflictBatch() -> NSError {
         cloudKitError(
             .partialFailure,

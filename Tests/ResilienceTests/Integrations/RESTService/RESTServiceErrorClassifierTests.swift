@@ -15,7 +15,7 @@ import Testing
     }
 
     @Test func kiisDuplicateUserIsFinalAlthoughItsCodeIs503() {
-        // Seed 003: code 503 "Duplicate entry exists", HTTP 409, USER_ALREADY_EXISTS.
+        // Kii Cloud reports a duplicate user as code 503 "Duplicate entry exists", HTTP 409, USER_ALREADY_EXISTS.
         let duplicate = RESTServiceError(
             sdkCode: 503, httpStatus: 409, serverErrorCode: "USER_ALREADY_EXISTS",
             message: "User with loginName user_123456 already exists")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets in Fuzz/Sources/Targets into $FUZZ_BUILD (default .build-fuzz).
+# Builds the libFuzzer targets in Tests/Fuzz/Sources/Targets into $FUZZ_BUILD (default .build-fuzz).
 #
 # The Resilience sources are compiled once into a static library instrumented for
 # libFuzzer and AddressSanitizer, with -enable-testing so the harnesses can reach
@@ -8,9 +8,9 @@
 # target is then one small module linked against that library; libFuzzer
 # supplies `main`.
 #
-# Why swiftc and not SwiftPM: see Fuzz/README.md.
+# Why swiftc and not SwiftPM: see Tests/Fuzz/README.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out="${FUZZ_BUILD:-.build-fuzz}"
 mkdir -p "$out"
@@ -37,9 +37,9 @@ swiftc "${common[@]}" -enable-testing -module-name Resilience \
     -emit-library -static -o "$out/libResilience.a" \
     "${library_sources[@]}"
 
-for target in Fuzz/Sources/Targets/*.swift; do
+for target in Tests/Fuzz/Sources/Targets/*.swift; do
     name="$(basename "$target" .swift)"
     echo "fuzz: building $name"
     swiftc "${common[@]}" -module-name "$name" -I "$out" -L "$out" -lResilience \
-        Fuzz/Sources/Support/*.swift "$target" -o "$out/$name"
+        Tests/Fuzz/Sources/Support/*.swift "$target" -o "$out/$name"
 done

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds and runs every libFuzzer target for a bounded time; fails on the first crash, hang or invariant violation.
 #
-#   Fuzz/run.sh                 # about 60 s in all, split evenly across the targets
-#   FUZZ_SECONDS=600 Fuzz/run.sh
-#   Fuzz/run.sh RetryAfterHeaderFuzz   # one target only
+#   Tests/Fuzz/run.sh           # about 60 s in all, split evenly across the targets
+#   FUZZ_SECONDS=600 Tests/Fuzz/run.sh
+#   Tests/Fuzz/run.sh RetryAfterHeaderFuzz   # one target only
 #
-# Each target starts from its checked-in seed corpus in Fuzz/Corpus/<target>;
+# Each target starts from its checked-in seed corpus in Tests/Fuzz/Corpus/<target>;
 # inputs it discovers go to a scratch corpus under $FUZZ_BUILD, never into the
 # repository. A failing input is saved to fuzz-artifacts/ and the command to
 # replay it is printed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out="${FUZZ_BUILD:-.build-fuzz}"
 total_seconds="${FUZZ_SECONDS:-60}"
@@ -20,12 +20,12 @@ if [[ $# -gt 0 ]]; then
     targets=("$@")
 else
     targets=()
-    for source in Fuzz/Sources/Targets/*.swift; do
+    for source in Tests/Fuzz/Sources/Targets/*.swift; do
         targets+=("$(basename "$source" .swift)")
     done
 fi
 
-bash Fuzz/build.sh
+bash Tests/Fuzz/build.sh
 
 # The Swift runtime's crash backtracer and AddressSanitizer fight over a crashing
 # process: the backtracer's memory reader trips ASan ("stack-buffer-underflow in
@@ -38,7 +38,7 @@ per_target=$(( total_seconds / ${#targets[@]} ))
 mkdir -p "$artifacts"
 
 for target in "${targets[@]}"; do
-    seeds="Fuzz/Corpus/$target"
+    seeds="Tests/Fuzz/Corpus/$target"
     scratch="$out/corpus/$target"
     mkdir -p "$scratch"
     options=(
@@ -49,8 +49,8 @@ for target in "${targets[@]}"; do
         -print_final_stats=1
         -artifact_prefix="$artifacts/$target-"
     )
-    if [[ -f "Fuzz/Dictionaries/$target.dict" ]]; then
-        options+=(-dict="Fuzz/Dictionaries/$target.dict")
+    if [[ -f "Tests/Fuzz/Dictionaries/$target.dict" ]]; then
+        options+=(-dict="Tests/Fuzz/Dictionaries/$target.dict")
     fi
     echo "fuzz: running $target for ${per_target}s from $(find "$seeds" -type f | wc -l | tr -d ' ') seeds"
     log="$out/$target.log"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the retry-engine memory soak in release mode and runs it.
 #
-#   Soak/run.sh                    # 10,000,000 calls, fail if resident memory grows more than 16 MiB
-#   Soak/run.sh 1000000 8          # calls, allowed growth in MiB
+#   Benchmarks/Soak/run.sh              # 10,000,000 calls, fail if resident memory grows more than 16 MiB
+#   Benchmarks/Soak/run.sh 1000000 8    # calls, allowed growth in MiB
 #
-# Like the fuzzers (see Fuzz/README.md), it is built with swiftc rather than
+# Like the fuzzers (see Tests/Fuzz/README.md), it is built with swiftc rather than
 # SwiftPM, so it needs no target in Package.swift: the Resilience sources and the
 # soak compile as one optimized module.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out="${SOAK_BUILD:-.build-soak}"
 mkdir -p "$out"
@@ -20,5 +20,5 @@ swiftc -swift-version 6 -package-name swift_resilience \
     -enable-upcoming-feature MemberImportVisibility \
     -enable-upcoming-feature InternalImportsByDefault \
     -warnings-as-errors -O -wmo -parse-as-library -module-name ResilienceSoak \
-    "${sources[@]}" Soak/RetrySoak.swift -o "$out/retry-soak"
+    "${sources[@]}" Benchmarks/Soak/RetrySoak.swift -o "$out/retry-soak"
 "$out/retry-soak" "$@"
