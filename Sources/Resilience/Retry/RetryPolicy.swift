@@ -245,7 +245,7 @@ public final actor RetryPolicy {
         }
         let clock = self.clock
         let timeout = attemptTimeout.clampedToResilienceRange
-        let declared = idempotency ?? CallScope.current.idempotency
+        let declared = idempotency ?? CallScope.current.idempotency ?? self.classifier.declaredIdempotency
         return await self.run(isolation: isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency)) {
             remaining in
             let limit = remaining.map { Swift.min($0, timeout) } ?? timeout

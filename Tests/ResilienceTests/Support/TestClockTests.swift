@@ -48,3 +48,40 @@ struct TestClockTests {
         #expect(a != c)
     }
 }
+
+@Suite struct TestClockCancellationTests {
+    @Test func waitingForSleepersEndsWhenTheWaiterIsCancelled() async {
+        let clock = TestClock()
+        let waiter = Task { await clock.waitForSleepers(count: 1) }
+        waiter.cancel()
+        await waiter.value
+        #expect(clock.sleeperCount == 0, "it returned although nothing ever slept")
+    }
+
+    @Test func waitingForSleepRequestsEndsWhenTheWaiterIsCancelled() async {
+        let clock = TestClock()
+        let waiter = Task { await clock.waitForSleepRequests(count: 3) }
+        waiter.cancel()
+        await waiter.value
+        #expect(clock.sleepRequests.isEmpty)
+    }
+
+    @Test func aNegativeAdvanceIsRefused() async {
+        await #expect(processExitsWith: .failure) {
+            TestClock().advance(by: .seconds(-1))
+        }
+    }
+
+    @Test func rewindingMovesTimeBackAndWakesNoOne() async throws {
+        let clock = TestClock()
+        clock.advance(by: .seconds(10))
+        let sleeper = Task { try await clock.sleep(until: .init(offset: .seconds(12))) }
+        await clock.waitForSleepers()
+        clock.rewind(by: .seconds(5))
+        #expect(clock.now == .init(offset: .seconds(5)))
+        #expect(clock.sleeperCount == 1)
+        clock.advance(by: .seconds(7))
+        try await sleeper.value
+        #expect(clock.sleeperCount == 0)
+    }
+}

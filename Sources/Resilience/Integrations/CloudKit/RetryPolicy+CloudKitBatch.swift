@@ -60,7 +60,8 @@ extension RetryPolicy {
                     }
                 }
                 remaining = retryable
-                guard !retryable.isEmpty else { return }
+                // Nothing left to send ends the call, unless the rules must see it (a 429 among the items).
+                guard !retryable.isEmpty || FailureAnalysis(error).isTooManyRequests else { return }
                 throw CloudKitItemsToRetry(
                     itemErrors: itemErrors, retryAfter: partial.retryAfter, partialFailure: error)
             }
@@ -114,3 +115,5 @@ struct CloudKitItemsToRetry: Error, RetryAfterProviding, UnderlyingErrorProvidin
 
     var underlyingErrors: [any Error] { [self.partialFailure] }
 }
+
+extension CloudKitBatchResult: Sendable where ID: Sendable {}

@@ -9,7 +9,8 @@ import Foundation
 /// values), strings, durations, dates, `NSNull`, arrays and underlying errors
 /// nested well past the depth the extractors look; and Swift errors that report
 /// a status or a hint themselves. Invariants, checked on every input:
-/// - a status is in `100...599`, and `isTooManyRequests` agrees with it;
+/// - a status is in `100...599`; a 429 on top means `isTooManyRequests`, and the
+///   whole-chain `FailureAnalysis` agrees with `ErrorHints` and the rules stop every 429;
 /// - a retry-after hint is in `0...Duration.resilienceMaximum`;
 /// - the default classifier always has an opinion;
 /// - a CloudKit hint given as a plain number is that many seconds, clamped, or ignored when negative or not finite.
@@ -30,9 +31,19 @@ private func check(_ error: any Error) {
     if let status {
         require((100...599).contains(status), "status \(status)")
     }
-    require(
-        ErrorHints.isTooManyRequests(error) == (status == 429),
-        "isTooManyRequests disagrees with \(String(describing: status))")
+    // The outermost status may differ from a 429 deeper in the chain, never the other way round.
+    if status == 429 {
+        require(ErrorHints.isTooManyRequests(error), "a 429 on top but isTooManyRequests is false")
+    }
+    let analysis = FailureAnalysis(error)
+    require(analysis.httpStatus == status, "the analysis and ErrorHints disagree on the status")
+    require(analysis.isTooManyRequests == ErrorHints.isTooManyRequests(error), "the analysis disagrees on 429")
+    require(analysis.retryAfter == ErrorHints.retryAfter(of: error), "the analysis disagrees on the hint")
+    if analysis.isTooManyRequests {
+        require(
+            Rulebook.stopReason(for: analysis, idempotency: .idempotent) == .tooManyRequests,
+            "a 429 in the chain is not stopped by the rules")
+    }
     if let hint = ErrorHints.retryAfter(of: error) {
         require(hint >= .zero && hint <= .resilienceMaximum, "hint \(hint)")
     }
