@@ -402,10 +402,12 @@ public final actor RetryPolicy {
         }
 
         let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
-        let fallback: RetryDecision =
-            options.classifier == nil
-            ? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry : .doNotRetry
-        let decision = classifier.decision(for: error, context: context) ?? fallback
+        // A call-specific classifier (the SQLite helper's) retries only what it knows;
+        // the policy's own falls back to the default rules.
+        let decision =
+            classifier.decision(for: error, context: context)
+            ?? (options.classifier == nil
+                ? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry : .doNotRetry)
         if let floor = decision.retryAfter {
             hint = Swift.max(hint ?? .zero, floor)
             call.lastHint = hint
