@@ -151,14 +151,16 @@ struct RulebookSeamTests {
         let clock = TestClock()
         let breaker = try CircuitBreaker(
             name: "late", tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(1)), clock: clock)
-        let gate = AsyncGate()
+        let gate = StartingGate()
+        let arrived = Countdown()
         let slow = Task {
             try await breaker.execute { () throws -> Int in
+                arrived.increment()
                 await gate.wait()
                 throw HTTPResponseError(statusCode: 429, headers: ["Retry-After": "60"])
             }
         }
-        await gate.waitForWaiters(1)
+        await arrived.wait(untilReaching: 1)
         await #expect(throws: ServiceFailure.self) {
             try await breaker.execute { () throws -> Int in throw ServiceFailure() }
         }
@@ -228,62 +230,6 @@ struct RulebookSeamTests {
         let outcome = await call.value
         #expect(outcome.elapsed == .seconds(3))
         #expect(outcome.stopReason == .deadlineExceeded)
-    }
-}
-
-/// Lets tests hold an operation at a point and release it.
-final class AsyncGate: Sendable {
-    private struct State {
-        var isOpen = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        var arrivals = 0
-        var arrivalWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
-    }
-
-    private let state = Lock(State())
-
-    /// Suspends until ``open()``.
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let ready: [CheckedContinuation<Void, Never>] = self.state.withLock { state in
-                state.arrivals += 1
-                var ready: [CheckedContinuation<Void, Never>] = []
-                state.arrivalWaiters.removeAll { count, waiter in
-                    guard state.arrivals >= count else { return false }
-                    ready.append(waiter)
-                    return true
-                }
-                if state.isOpen {
-                    ready.append(continuation)
-                } else {
-                    state.waiters.append(continuation)
-                }
-                return ready
-            }
-            for waiter in ready { waiter.resume() }
-        }
-    }
-
-    /// Suspends until `count` tasks have reached ``wait()``.
-    func waitForWaiters(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            let ready = self.state.withLock { state in
-                if state.arrivals >= count { return true }
-                state.arrivalWaiters.append((count, continuation))
-                return false
-            }
-            if ready { continuation.resume() }
-        }
-    }
-
-    /// Releases every waiter, now and later.
-    func open() {
-        let waiters = self.state.withLock { state in
-            state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
     }
 }
 
