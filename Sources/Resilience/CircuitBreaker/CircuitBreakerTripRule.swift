@@ -70,19 +70,21 @@ public struct CircuitBreakerTripRule: Sendable, Hashable, CustomStringConvertibl
         }
     }
 
-    func validate() throws(ConfigurationError) {
+    /// Checks the rule, naming its settings `<prefix>.count`, `<prefix>.threshold`, `<prefix>.window.calls` and so on.
+    func validate(settingPrefix prefix: String = "tripRule") throws(ConfigurationError) {
+        func name(_ key: String) -> String { ConfigurationError.settingName(prefix, key) }
         switch self.kind {
         case .consecutiveFailures(let count):
-            try ConfigurationError.require(count >= 1, "tripRule.consecutiveFailures", count, "in 1...Int.max")
+            try ConfigurationError.require(count >= 1, name("count"), count, "in 1...Int.max")
         case .failureRate(let threshold, let minimumCalls, let window):
             try ConfigurationError.require(
-                threshold.isFinite && threshold > 0 && threshold <= 1, "tripRule.threshold", threshold,
+                threshold.isFinite && threshold > 0 && threshold <= 1, name("threshold"), threshold,
                 "greater than 0 and at most 1")
-            try window.validate()
-            try ConfigurationError.require(minimumCalls >= 1, "tripRule.minimumCalls", minimumCalls, "in 1...Int.max")
+            try window.validate(settingPrefix: name("window"))
+            try ConfigurationError.require(minimumCalls >= 1, name("minimumCalls"), minimumCalls, "in 1...Int.max")
             if case .count(let calls) = window.kind {
                 try ConfigurationError.require(
-                    minimumCalls <= calls, "tripRule.minimumCalls", minimumCalls,
+                    minimumCalls <= calls, name("minimumCalls"), minimumCalls,
                     "at most the window's size (\(calls)), or the rule could never trip")
             }
         }
