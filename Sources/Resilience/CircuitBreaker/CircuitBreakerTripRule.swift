@@ -34,6 +34,13 @@ public struct CircuitBreakerTripRule: Sendable, Hashable, CustomStringConvertibl
     /// Opens when the share of failures among the calls in `window` reaches `threshold`,
     /// once the window holds at least `minimumCalls` calls.
     ///
+    /// The rule is judged after every call it counts, success or failure, so the breaker
+    /// opens as soon as the rule is met, whichever call completes it. With `minimumCalls: 4`
+    /// and `threshold: 0.5`, three failures and then a success open the breaker on that
+    /// success (three in four failed), as resilience4j does; the breaker does not wait for
+    /// the next failure. A success can meet the rule only by completing `minimumCalls`, or
+    /// when a time window drops older successes.
+    ///
     /// - Parameters:
     ///   - threshold: The failure share that opens the breaker, greater than 0 and at most 1
     ///     (0.5 means half the calls failed).
