@@ -48,7 +48,8 @@ public struct RetryAttemptFailedEvent: Sendable {
     public var retryAfter: Duration?
 
     /// Creates an event, as a policy does; tests of an observer make their own.
-    public init(policyName: String, attempt: Int, error: any Error, httpStatus: Int? = nil, retryAfter: Duration? = nil) {
+    public init(policyName: String, attempt: Int, error: any Error, httpStatus: Int? = nil, retryAfter: Duration? = nil)
+    {
         self.policyName = policyName
         self.attempt = attempt
         self.error = error

@@ -336,14 +336,16 @@ public final actor RetryPolicy {
 
         if error is CancellationError || Task.isCancelled {
             self.observer?.attemptFailed(
-                .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+                .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint)
+            )
             return .stop(.cancelled)
         }
         if status == 429 {
             // Server pushback: it costs budget like any retryable failure, and is never retried.
             self.budget?.recordFailure()
             self.observer?.attemptFailed(
-                .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+                .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint)
+            )
             return .stop(.tooManyRequests)
         }
 
@@ -355,7 +357,8 @@ public final actor RetryPolicy {
             hint = Swift.max(hint ?? .zero, floor)
             call.lastHint = hint
         }
-        self.observer?.attemptFailed(.init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+        self.observer?.attemptFailed(
+            .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
         guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
         // A breaker's rejection put no load on the dependency, so it costs no token.
@@ -374,7 +377,8 @@ public final actor RetryPolicy {
 
         call.previousDelay = jittered
         call.retries += 1
-        self.observer?.retryScheduled(.init(policyName: self.name, attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
+        self.observer?.retryScheduled(
+            .init(policyName: self.name, attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
         return .wait(delay)
     }
 
@@ -391,7 +395,8 @@ public final actor RetryPolicy {
             if case .failure(let failure) = result { error = failure }
             observer.callFinished(
                 .init(
-                    policyName: self.name, attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint, elapsed: elapsed,
+                    policyName: self.name, attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint,
+                    elapsed: elapsed,
                     error: error))
         }
         if reason != .succeeded || call.attempts > 1 {

@@ -80,7 +80,8 @@ struct SettingsReader {
         } catch {
             let value = (try? decoder.singleValueContainer()).map(SettingsReader.render) ?? "a list"
             let accepted = allowsShorthand ? "an object of settings, or the name of a kind" : "an object of settings"
-            throw ConfigurationError(setting: self.name.isEmpty ? "settings" : self.name, value: value, accepted: accepted)
+            throw ConfigurationError(
+                setting: self.name.isEmpty ? "settings" : self.name, value: value, accepted: accepted)
         }
     }
 
@@ -276,7 +277,10 @@ struct DurationSetting: Codable, Hashable {
         let attoseconds = duration.attoseconds
         let sign = attoseconds < 0 ? "-" : ""
         let magnitude = attoseconds.magnitude
-        for (suffix, size) in [("s", 1_000_000_000_000_000_000), ("ms", 1_000_000_000_000_000), ("us", 1_000_000_000_000), ("ns", 1_000_000_000)] as [(String, UInt128)]
+        for (suffix, size) in [
+            ("s", 1_000_000_000_000_000_000), ("ms", 1_000_000_000_000_000), ("us", 1_000_000_000_000),
+            ("ns", 1_000_000_000),
+        ] as [(String, UInt128)]
         where magnitude % size == 0 {
             return "\(sign)\(magnitude / size)\(suffix)"
         }

@@ -123,7 +123,8 @@ import Testing
     @Test func handMadeEventsReachAUsersObserver() {
         let metrics = Metrics()
         metrics.attemptFailed(.init(policyName: "search", attempt: 1, error: TransientError(), httpStatus: 503))
-        metrics.retryScheduled(.init(policyName: "search", attempt: 1, delay: .milliseconds(200), error: TransientError()))
+        metrics.retryScheduled(
+            .init(policyName: "search", attempt: 1, delay: .milliseconds(200), error: TransientError()))
         metrics.callFinished(.init(policyName: "search", attempts: 2, stopReason: .succeeded, elapsed: .seconds(1)))
         metrics.stateChanged(
             .init(
@@ -141,13 +142,17 @@ import Testing
     }
 
     @Test func aHandMadeSnapshotDefaultsItsCountsToZero() {
-        let snapshot = CircuitBreakerSnapshot(name: "db", state: .open, remainingOpenTime: .seconds(5), takenAt: .seconds(10))
+        let snapshot = CircuitBreakerSnapshot(
+            name: "db", state: .open, remainingOpenTime: .seconds(5), takenAt: .seconds(10))
         #expect(snapshot.name == "db")
         #expect(snapshot.state == .open)
         #expect(snapshot.consecutiveFailures == 0)
         #expect(snapshot.failureRate == nil)
         #expect(snapshot.remainingOpenTime == .seconds(5))
-        #expect(snapshot == CircuitBreakerSnapshot(name: "db", state: .open, remainingOpenTime: .seconds(5), takenAt: .seconds(10)))
+        #expect(
+            snapshot
+                == CircuitBreakerSnapshot(
+                    name: "db", state: .open, remainingOpenTime: .seconds(5), takenAt: .seconds(10)))
     }
 
     @Test func everyRetryEventCarriesThePolicysName() async throws {

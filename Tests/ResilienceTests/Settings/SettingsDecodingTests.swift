@@ -90,7 +90,8 @@ import Testing
         .breaker("tripRule.threshold", #"{"tripRule": {"kind": "failureRate", "threshold": 0}}"#),
         .breaker("tripRule.threshold", #"{"tripRule": {"kind": "failureRate", "threshold": 1.5}}"#),
         .breaker("tripRule.threshold", #"{"tripRule": {"kind": "failureRate"}}"#),
-        .breaker("tripRule.minimumCalls", #"{"tripRule": {"kind": "failureRate", "threshold": 0.5, "minimumCalls": 0}}"#),
+        .breaker(
+            "tripRule.minimumCalls", #"{"tripRule": {"kind": "failureRate", "threshold": 0.5, "minimumCalls": 0}}"#),
         .breaker(
             "tripRule.minimumCalls",
             #"{"tripRule": {"kind": "failureRate", "threshold": 0.5, "minimumCalls": 101, "window": {"kind": "count", "calls": 100}}}"#
@@ -144,8 +145,10 @@ import Testing
         .decoding(
             CircuitBreakerRegistryConfiguration.self, "breaker.tripRule.threshold",
             #"{"breaker": {"tripRule": {"kind": "failureRate", "threshold": 2}}}"#),
-        .decoding(CircuitBreakerRegistryConfiguration.self, "breaker.maximumProbes", #"{"breaker": {"maximumProbes": 0}}"#),
-        .decoding(CircuitBreakerRegistryConfiguration.self, "breaker.probeLease", #"{"breaker": {"probeLease": "-1s"}}"#),
+        .decoding(
+            CircuitBreakerRegistryConfiguration.self, "breaker.maximumProbes", #"{"breaker": {"maximumProbes": 0}}"#),
+        .decoding(
+            CircuitBreakerRegistryConfiguration.self, "breaker.probeLease", #"{"breaker": {"probeLease": "-1s"}}"#),
         .decoding(CircuitBreakerRegistryConfiguration.self, "breaker.probes", #"{"breaker": {"probes": 2}}"#),
     ]
 
@@ -231,7 +234,8 @@ import Testing
         #expect(rule == .failureRate(threshold: 0.5))
         let registry = try JSONDecoder().decode(CircuitBreakerRegistryConfiguration.self, from: Data("{}".utf8))
         #expect(registry.maximumCount == 1_000)
-        let pushback = try JSONDecoder().decode([CircuitBreakerPushback].self, from: Data(#"["tooManyRequests", "anyRetryAfter", "disabled"]"#.utf8))
+        let pushback = try JSONDecoder().decode(
+            [CircuitBreakerPushback].self, from: Data(#"["tooManyRequests", "anyRetryAfter", "disabled"]"#.utf8))
         #expect(pushback == [.tooManyRequests(), .anyRetryAfter(), .disabled])
     }
 

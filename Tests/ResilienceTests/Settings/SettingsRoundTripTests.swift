@@ -102,7 +102,8 @@ import Testing
                 openDuration = .fixed(self.duration())
             } else {
                 let initial = self.duration()
-                openDuration = .growing(initial: initial, multiplier: self.double(1...10), maximum: initial + self.duration())
+                openDuration = .growing(
+                    initial: initial, multiplier: self.double(1...10), maximum: initial + self.duration())
             }
             let pushback: CircuitBreakerPushback = [
                 .disabled, .tooManyRequests(maximum: self.duration()), .anyRetryAfter(maximum: self.duration()),
@@ -127,7 +128,8 @@ import Testing
             let breaker = try draw.breaker()
             Self.expectSame(try Self.roundTrip(breaker), breaker)
 
-            let registry = try CircuitBreakerRegistryConfiguration(maximumCount: draw.int(1...Int.max), breaker: breaker)
+            let registry = try CircuitBreakerRegistryConfiguration(
+                maximumCount: draw.int(1...Int.max), breaker: breaker)
             let decodedRegistry = try Self.roundTrip(registry)
             #expect(decodedRegistry.maximumCount == registry.maximumCount)
             Self.expectSame(decodedRegistry.breaker, breaker)
