@@ -52,6 +52,10 @@ import Testing
         _ = registry.breaker(for: "b")
         _ = registry.breaker(for: "c")
         #expect(registry.count == 2)
+
+        // The throwing initializer that takes a breaker configuration is still chosen for `.default`.
+        let shared = try CircuitBreakerRegistry<String>(name: "shared", configuration: .default, maximumCount: 7)
+        #expect(shared.maximumCount == 7)
     }
 
     @Test func decodedSettingsBuildAPolicyWithTheCodeThatIsNotSettings() async throws {
