@@ -14,6 +14,9 @@ public struct CircuitBreakerRegistryConfiguration: Sendable {
     /// The most breakers the registry keeps.
     public let maximumCount: Int
     /// The settings of every breaker the registry makes.
+    ///
+    /// A `var`, so that a decoded configuration can take a classifier of your own:
+    /// `settings.breaker.classifier = MyClassifier()`.
     public var breaker: CircuitBreakerConfiguration
 
     /// Creates a configuration, validating the bound.

@@ -78,7 +78,7 @@ struct SettingsReader {
             self.container = try decoder.container(keyedBy: SettingKey.self)
             self.shorthand = nil
         } catch {
-            let value = (try? decoder.singleValueContainer()).map(SettingsReader.render) ?? "a list"
+            let value = SettingsReader.render(decoder)
             let accepted = allowsShorthand ? "an object of settings, or the name of a kind" : "an object of settings"
             throw ConfigurationError(
                 setting: self.name.isEmpty ? "settings" : self.name, value: value, accepted: accepted)
@@ -167,16 +167,18 @@ struct SettingsReader {
     /// How the value at `key` reads in an error message.
     private func rendered(_ key: String) throws -> String {
         guard let container = self.container else { return "no value" }
-        return Self.render(try container.superDecoder(forKey: SettingKey(key)).singleValueContainer())
+        return Self.render(try container.superDecoder(forKey: SettingKey(key)))
     }
 
-    /// How a value reads in an error message: `"three"`, `2.5`, `true`, or its shape.
-    static func render(_ single: any SingleValueDecodingContainer) -> String {
+    /// How the value at `decoder` reads in an error message: `"three"`, `2.5`, `true`, or its shape.
+    static func render(_ decoder: any Decoder) -> String {
+        if (try? decoder.unkeyedContainer()) != nil { return "a list" }
+        guard let single = try? decoder.singleValueContainer() else { return "an object" }
         if single.decodeNil() { return "null" }
         if let text = try? single.decode(String.self) { return "\"\(text)\"" }
         if let number = try? single.decode(Double.self) { return "\(number)" }
         if let flag = try? single.decode(Bool.self) { return "\(flag)" }
-        return "a list or an object"
+        return "an object"
     }
 
     private static func expected(_ type: Any.Type) -> String {
@@ -252,7 +254,7 @@ struct DurationSetting: Codable, Hashable {
             parsed = nil
         }
         guard let parsed else {
-            throw ConfigurationError(setting: name, value: SettingsReader.render(single), accepted: Self.accepted)
+            throw ConfigurationError(setting: name, value: SettingsReader.render(decoder), accepted: Self.accepted)
         }
         self.duration = parsed
     }

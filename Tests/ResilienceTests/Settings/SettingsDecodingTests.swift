@@ -163,6 +163,7 @@ import Testing
         .decoding(Backoff.self, "initial", #"{"kind": "exponential", "initial": "0s", "maximum": "1s"}"#),
         .decoding(Jitter.self, "ratio", #"{"kind": "proportional", "ratio": 3}"#),
         .decoding(RetryPolicyConfiguration.self, "settings", #"[1, 2]"#),
+        .policy("backoff", #"{"backoff": ["exponential"]}"#),
     ]
 
     @Test(arguments: policySettings + budgetSettings + breakerSettings + registrySettings + nestedSettings)
@@ -187,6 +188,14 @@ import Testing
             try JSONDecoder().decode(RetryPolicyConfiguration.self, from: Data(#"{"deadline": "-5s"}"#.utf8))
         }
         #expect(deadline?.description == "deadline must be greater than zero, got \(Duration.seconds(-5))")
+        let list = #expect(throws: ConfigurationError.self) {
+            try JSONDecoder().decode(RetryPolicyConfiguration.self, from: Data(#"{"backoff": [1]}"#.utf8))
+        }
+        #expect(list?.description == "backoff must be an object of settings, got a list")
+        let word = #expect(throws: ConfigurationError.self) {
+            try JSONDecoder().decode(RetryPolicyConfiguration.self, from: Data(#"{"maximumAttempts": "three"}"#.utf8))
+        }
+        #expect(word?.description == "maximumAttempts must be a whole number in Int.min...Int.max, got \"three\"")
     }
 
     // MARK: - Valid forms
