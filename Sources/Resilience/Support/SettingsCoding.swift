@@ -100,7 +100,8 @@ struct SettingsReader {
         }
     }
 
-    /// The object's `kind`, which must be one of `kinds`; its keys must then be among `keys[kind]`.
+    /// The object's `kind`, which must be one of the keys of `keys`; the object's other keys
+    /// must then be among the arguments `keys` lists for that kind.
     func kind(_ keys: KeyValuePairs<String, [String]>) throws -> String {
         let kinds = keys.map(\.key)
         let accepted = "one of \(kinds.joined(separator: ", "))"
