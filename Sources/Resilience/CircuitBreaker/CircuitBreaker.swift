@@ -87,7 +87,11 @@ public final class CircuitBreaker: Sendable {
     /// Whether a success reads the clock (a slow-call rule or a time window).
     let readsClockOnSuccess: Bool
 
-    /// Creates a breaker from a validated configuration.
+    /// Creates a breaker from a validated configuration; it cannot fail, so it does not throw.
+    ///
+    /// ```swift
+    /// let breaker = CircuitBreaker(name: "inventory", configuration: .default)
+    /// ```
     ///
     /// - Parameters:
     ///   - name: The name rejections and events carry.
@@ -105,6 +109,9 @@ public final class CircuitBreaker: Sendable {
     }
 
     /// Creates a breaker, validating every setting.
+    ///
+    /// A breaker with the package defaults needs no `try` when made from a configuration:
+    /// `CircuitBreaker(name: "inventory", configuration: .default)`.
     ///
     /// - Parameters:
     ///   - name: The name rejections and events carry, such as the dependency's host.

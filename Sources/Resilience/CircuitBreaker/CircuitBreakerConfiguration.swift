@@ -13,6 +13,16 @@
 /// )
 /// let registry = try CircuitBreakerRegistry<String>(name: "hosts", configuration: configuration)
 /// ```
+///
+/// A breaker made from a configuration cannot fail, so it needs no `try`; ``default``
+/// holds the package defaults:
+///
+/// ```swift
+/// let breaker = CircuitBreaker(name: "inventory", configuration: .default)
+/// ```
+///
+/// A configuration is `Codable`, all but its ``classifier``; see
+/// <doc:SettingsFromJSONAndTheEnvironment> for its encoded form.
 public struct CircuitBreakerConfiguration: Sendable {
     /// When a closed breaker opens.
     public let tripRule: CircuitBreakerTripRule
@@ -28,7 +38,11 @@ public struct CircuitBreakerConfiguration: Sendable {
     /// and its slot goes to the next caller.
     public let probeLease: Duration
     /// Decides which errors count as failures.
-    public let classifier: any CircuitBreakerFailureClassifier
+    ///
+    /// The one setting that is code rather than data, so the one a decoded
+    /// configuration cannot carry: it decodes with the default classifier, and you
+    /// may set your own afterwards. Any classifier is valid.
+    public var classifier: any CircuitBreakerFailureClassifier
     /// Whether server retry-after hints open the breaker.
     public let pushback: CircuitBreakerPushback
 

@@ -75,11 +75,12 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
         }
     }
 
-    func validate() throws(ConfigurationError) {
+    /// Checks the schedule, naming its settings `<prefix>.duration`, `<prefix>.initial` and so on.
+    func validate(settingPrefix prefix: String = "openDuration") throws(ConfigurationError) {
         if case .constant(let duration) = self.schedule.kind {
-            try ConfigurationError.requirePositive(duration, "openDuration")
+            try ConfigurationError.requirePositive(duration, ConfigurationError.settingName(prefix, "duration"))
         } else {
-            try self.schedule.validate(settingPrefix: "openDuration")
+            try self.schedule.validate(settingPrefix: prefix)
         }
     }
 }

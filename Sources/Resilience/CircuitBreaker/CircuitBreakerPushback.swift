@@ -77,9 +77,10 @@ public struct CircuitBreakerPushback: Sendable, Hashable, CustomStringConvertibl
         return Swift.min(hint, self.maximum)
     }
 
-    func validate() throws(ConfigurationError) {
+    /// Checks the cap, naming it `<prefix>.maximum`.
+    func validate(settingPrefix prefix: String = "pushback") throws(ConfigurationError) {
         if self.scope != .disabled {
-            try ConfigurationError.requirePositive(self.maximum, "pushback.maximum")
+            try ConfigurationError.requirePositive(self.maximum, ConfigurationError.settingName(prefix, "maximum"))
         }
     }
 }

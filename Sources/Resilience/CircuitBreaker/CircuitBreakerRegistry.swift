@@ -47,11 +47,15 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     ///   - maximumCount: The most breakers kept; at least 1. Defaults to 1,000.
     ///   - makeBreaker: Makes the breaker for a key the registry does not hold.
     /// - Throws: ``ConfigurationError`` when `maximumCount` is below 1.
-    public init(
+    public convenience init(
         maximumCount: Int = 1_000,
         makeBreaker: @escaping @Sendable (Key) -> CircuitBreaker
     ) throws(ConfigurationError) {
         try ConfigurationError.require(maximumCount >= 1, "maximumCount", maximumCount, "in 1...Int.max")
+        self.init(uncheckedMaximumCount: maximumCount, makeBreaker: makeBreaker)
+    }
+
+    private init(uncheckedMaximumCount maximumCount: Int, makeBreaker: @escaping @Sendable (Key) -> CircuitBreaker) {
         self.maximumCount = maximumCount
         self.makeBreaker = makeBreaker
         self.entries = Lock(RegistryEntries())
@@ -80,6 +84,32 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         try self.init(maximumCount: maximumCount) { key in
             CircuitBreaker(
                 name: "\(name)[\(key)]", configuration: configuration, observer: observer,
+                elapsedClock: elapsedClock)
+        }
+    }
+
+    /// Creates a registry from settings already validated; it cannot fail, so it does not throw.
+    ///
+    /// Each breaker is named `"<name>[<key>]"`, is made with `configuration.breaker`, and
+    /// measures time from the registry's creation, as with
+    /// ``init(name:configuration:maximumCount:observer:clock:)``.
+    ///
+    /// - Parameters:
+    ///   - name: The prefix of each breaker's name.
+    ///   - configuration: The bound and the settings of every breaker.
+    ///   - observer: Receives every breaker's events, or `nil`.
+    ///   - clock: The clock every breaker uses.
+    public convenience init(
+        name: String,
+        configuration: CircuitBreakerRegistryConfiguration,
+        observer: (any CircuitBreakerObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock()
+    ) {
+        let elapsedClock = ElapsedClock(clock)
+        let breakerConfiguration = configuration.breaker
+        self.init(uncheckedMaximumCount: configuration.maximumCount) { key in
+            CircuitBreaker(
+                name: "\(name)[\(key)]", configuration: breakerConfiguration, observer: observer,
                 elapsedClock: elapsedClock)
         }
     }

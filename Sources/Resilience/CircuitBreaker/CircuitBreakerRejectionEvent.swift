@@ -7,4 +7,11 @@ public struct CircuitBreakerRejectionEvent: Sendable {
     /// The open time left, as carried by the ``CircuitBreakerOpenError`` the caller receives;
     /// `nil` when the breaker was half-open or isolated.
     public var retryAfter: Duration?
+
+    /// Creates an event, as a breaker does; tests of an observer make their own.
+    public init(breakerName: String, state: CircuitBreakerState, retryAfter: Duration? = nil) {
+        self.breakerName = breakerName
+        self.state = state
+        self.retryAfter = retryAfter
+    }
 }

@@ -25,7 +25,8 @@ public struct CircuitBreakerSlowCallRule: Sendable, Hashable, CustomStringConver
         "slowerThan(\(self.threshold))"
     }
 
-    func validate() throws(ConfigurationError) {
-        try ConfigurationError.requirePositive(self.threshold, "slowCallRule.threshold")
+    /// Checks the threshold, naming it `<prefix>.threshold`.
+    func validate(settingPrefix prefix: String = "slowCallRule") throws(ConfigurationError) {
+        try ConfigurationError.requirePositive(self.threshold, ConfigurationError.settingName(prefix, "threshold"))
     }
 }

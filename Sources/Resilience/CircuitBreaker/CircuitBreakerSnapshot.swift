@@ -40,4 +40,37 @@ public struct CircuitBreakerSnapshot: Sendable, Hashable {
     public var remainingOpenTime: Duration?
     /// When the snapshot was taken.
     public var takenAt: Duration
+
+    /// Creates a snapshot, as a breaker does; tests of code that reads snapshots make their own.
+    ///
+    /// Every count defaults to zero and every optional to `nil`, so a test names only what it checks.
+    public init(
+        name: String,
+        state: CircuitBreakerState,
+        generation: UInt64 = 0,
+        consecutiveFailures: Int = 0,
+        recentCalls: Int = 0,
+        recentFailures: Int = 0,
+        failureRate: Double? = nil,
+        probesInFlight: Int = 0,
+        successfulProbes: Int = 0,
+        consecutiveTrips: Int = 0,
+        openedAt: Duration? = nil,
+        remainingOpenTime: Duration? = nil,
+        takenAt: Duration
+    ) {
+        self.name = name
+        self.state = state
+        self.generation = generation
+        self.consecutiveFailures = consecutiveFailures
+        self.recentCalls = recentCalls
+        self.recentFailures = recentFailures
+        self.failureRate = failureRate
+        self.probesInFlight = probesInFlight
+        self.successfulProbes = successfulProbes
+        self.consecutiveTrips = consecutiveTrips
+        self.openedAt = openedAt
+        self.remainingOpenTime = remainingOpenTime
+        self.takenAt = takenAt
+    }
 }

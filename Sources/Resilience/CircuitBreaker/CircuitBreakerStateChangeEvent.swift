@@ -16,4 +16,25 @@ public struct CircuitBreakerStateChangeEvent: Sendable {
     public var openDuration: Duration?
     /// The failure that caused the change, when a call's failure did.
     public var error: (any Error)?
+
+    /// Creates an event, as a breaker does; tests of an observer make their own.
+    public init(
+        breakerName: String,
+        from: CircuitBreakerState,
+        to: CircuitBreakerState,
+        reason: CircuitBreakerTransitionReason,
+        generation: UInt64,
+        at: Duration,
+        openDuration: Duration? = nil,
+        error: (any Error)? = nil
+    ) {
+        self.breakerName = breakerName
+        self.from = from
+        self.to = to
+        self.reason = reason
+        self.generation = generation
+        self.at = at
+        self.openDuration = openDuration
+        self.error = error
+    }
 }

@@ -246,7 +246,14 @@ package struct CircuitBreakerStateMachine: Sendable {
             return nil
         case .success:
             self.consecutiveFailures = 0
+            guard self.window != nil else { return nil }
             self.window?.record(failure: false, at: now)
+            // A failure-rate rule is judged on every call it counts: the success that brings
+            // the window up to `minimumCalls` trips the breaker if the rate already meets the
+            // threshold, as in resilience4j, rather than leaving it closed until the next failure.
+            if self.tripRuleIsMet(at: now) {
+                return self.open(at: now, reason: .tripped, tripped: true, pushback: nil)
+            }
             return nil
         case .failure(let pushback):
             self.consecutiveFailures += 1

@@ -34,6 +34,13 @@ public struct CircuitBreakerTripRule: Sendable, Hashable, CustomStringConvertibl
     /// Opens when the share of failures among the calls in `window` reaches `threshold`,
     /// once the window holds at least `minimumCalls` calls.
     ///
+    /// The rule is judged after every call it counts, success or failure, so the breaker
+    /// opens as soon as the rule is met, whichever call completes it. With `minimumCalls: 4`
+    /// and `threshold: 0.5`, three failures and then a success open the breaker on that
+    /// success (three in four failed), as resilience4j does; the breaker does not wait for
+    /// the next failure. A success can meet the rule only by completing `minimumCalls`, or
+    /// when a time window drops older successes.
+    ///
     /// - Parameters:
     ///   - threshold: The failure share that opens the breaker, greater than 0 and at most 1
     ///     (0.5 means half the calls failed).
@@ -70,19 +77,21 @@ public struct CircuitBreakerTripRule: Sendable, Hashable, CustomStringConvertibl
         }
     }
 
-    func validate() throws(ConfigurationError) {
+    /// Checks the rule, naming its settings `<prefix>.count`, `<prefix>.threshold`, `<prefix>.window.calls` and so on.
+    func validate(settingPrefix prefix: String = "tripRule") throws(ConfigurationError) {
+        func name(_ key: String) -> String { ConfigurationError.settingName(prefix, key) }
         switch self.kind {
         case .consecutiveFailures(let count):
-            try ConfigurationError.require(count >= 1, "tripRule.consecutiveFailures", count, "in 1...Int.max")
+            try ConfigurationError.require(count >= 1, name("count"), count, "in 1...Int.max")
         case .failureRate(let threshold, let minimumCalls, let window):
             try ConfigurationError.require(
-                threshold.isFinite && threshold > 0 && threshold <= 1, "tripRule.threshold", threshold,
+                threshold.isFinite && threshold > 0 && threshold <= 1, name("threshold"), threshold,
                 "greater than 0 and at most 1")
-            try window.validate()
-            try ConfigurationError.require(minimumCalls >= 1, "tripRule.minimumCalls", minimumCalls, "in 1...Int.max")
+            try window.validate(settingPrefix: name("window"))
+            try ConfigurationError.require(minimumCalls >= 1, name("minimumCalls"), minimumCalls, "in 1...Int.max")
             if case .count(let calls) = window.kind {
                 try ConfigurationError.require(
-                    minimumCalls <= calls, "tripRule.minimumCalls", minimumCalls,
+                    minimumCalls <= calls, name("minimumCalls"), minimumCalls,
                     "at most the window's size (\(calls)), or the rule could never trip")
             }
         }

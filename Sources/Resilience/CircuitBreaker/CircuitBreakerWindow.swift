@@ -47,18 +47,20 @@ public struct CircuitBreakerWindow: Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    func validate() throws(ConfigurationError) {
+    /// Checks the window, naming its settings `<prefix>.calls`, `<prefix>.duration` and `<prefix>.buckets`.
+    func validate(settingPrefix prefix: String = "tripRule.window") throws(ConfigurationError) {
+        func name(_ key: String) -> String { ConfigurationError.settingName(prefix, key) }
         switch self.kind {
         case .count(let calls):
             try ConfigurationError.require(
-                calls >= 1 && calls <= Self.maximumCount, "window.count", calls, "in 1...\(Self.maximumCount)")
+                calls >= 1 && calls <= Self.maximumCount, name("calls"), calls, "in 1...\(Self.maximumCount)")
         case .time(let duration, let buckets):
-            try ConfigurationError.requirePositive(duration, "window.duration")
+            try ConfigurationError.requirePositive(duration, name("duration"))
             try ConfigurationError.require(
-                buckets >= 1 && buckets <= Self.maximumBuckets, "window.buckets", buckets,
+                buckets >= 1 && buckets <= Self.maximumBuckets, name("buckets"), buckets,
                 "in 1...\(Self.maximumBuckets)")
             try ConfigurationError.require(
-                duration >= .nanoseconds(buckets), "window.duration", duration,
+                duration >= .nanoseconds(buckets), name("duration"), duration,
                 "at least one nanosecond per bucket (\(buckets) buckets)")
         }
     }

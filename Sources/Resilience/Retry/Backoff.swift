@@ -107,23 +107,25 @@ public struct Backoff: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Checks the settings, naming them `<prefix>.initial`, `<prefix>.multiplier` and so on.
+    /// Checks the settings, naming them `<prefix>.delay`, `<prefix>.initial`, `<prefix>.multiplier` and so on,
+    /// after the factories' parameters (and the keys of the encoded form).
     func validate(settingPrefix prefix: String = "backoff") throws(ConfigurationError) {
+        func name(_ key: String) -> String { ConfigurationError.settingName(prefix, key) }
         switch self.kind {
         case .constant(let delay):
-            try ConfigurationError.requireNonNegative(delay, "\(prefix).constant")
+            try ConfigurationError.requireNonNegative(delay, name("delay"))
         case .linear(let initial, let increment, let maximum):
-            try ConfigurationError.requireNonNegative(initial, "\(prefix).initial")
-            try ConfigurationError.requireNonNegative(increment, "\(prefix).increment")
+            try ConfigurationError.requireNonNegative(initial, name("initial"))
+            try ConfigurationError.requireNonNegative(increment, name("increment"))
             try ConfigurationError.require(
-                maximum >= initial, "\(prefix).maximum", maximum, "at least \(prefix).initial (\(initial))")
+                maximum >= initial, name("maximum"), maximum, "at least \(name("initial")) (\(initial))")
         case .exponential(let initial, let multiplier, let maximum):
-            try ConfigurationError.requirePositive(initial, "\(prefix).initial")
+            try ConfigurationError.requirePositive(initial, name("initial"))
             try ConfigurationError.require(
-                multiplier.isFinite && multiplier >= 1, "\(prefix).multiplier", multiplier,
+                multiplier.isFinite && multiplier >= 1, name("multiplier"), multiplier,
                 "a finite number in 1...")
             try ConfigurationError.require(
-                maximum >= initial, "\(prefix).maximum", maximum, "at least \(prefix).initial (\(initial))")
+                maximum >= initial, name("maximum"), maximum, "at least \(name("initial")) (\(initial))")
         }
     }
 }

@@ -142,10 +142,12 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
         return Swift.min(ratio, 1)
     }
 
-    func validate() throws(ConfigurationError) {
+    /// Checks the ratio of a proportional jitter, naming it `<prefix>.ratio`.
+    func validate(settingPrefix prefix: String = "jitter") throws(ConfigurationError) {
         if case .proportional(let ratio) = self.kind {
             try ConfigurationError.require(
-                ratio.isFinite && ratio >= 0 && ratio <= 1, "jitter.proportional", ratio, "in 0...1")
+                ratio.isFinite && ratio >= 0 && ratio <= 1, ConfigurationError.settingName(prefix, "ratio"), ratio,
+                "in 0...1")
         }
     }
 

@@ -33,24 +33,32 @@ public final class RetryBudget: Sendable {
 
     private static let failureCost = 1_000
 
-    /// Creates a full bucket.
+    /// Creates a full bucket, validating both settings.
     ///
     /// - Parameters:
     ///   - maximumTokens: Capacity, in `1...1_000_000`. Defaults to 10.
     ///   - tokenRatio: Tokens refunded per success, in `0.001...maximumTokens`. Defaults to 0.1.
     /// - Throws: ``ConfigurationError`` naming the setting out of range.
-    public init(maximumTokens: Double = 10, tokenRatio: Double = 0.1) throws(ConfigurationError) {
-        try ConfigurationError.require(
-            maximumTokens.isFinite && maximumTokens >= 1 && maximumTokens <= 1_000_000,
-            "maximumTokens", maximumTokens, "in 1...1000000")
-        try ConfigurationError.require(
-            tokenRatio.isFinite && tokenRatio >= 0.001 && tokenRatio <= maximumTokens,
-            "tokenRatio", tokenRatio, "in 0.001...maximumTokens (\(maximumTokens))")
-        self.maximumTokens = maximumTokens
-        self.tokenRatio = tokenRatio
-        self.maximumMilliTokens = Self.thousandths(atMost: maximumTokens)
-        self.refundMilliTokens = Int((tokenRatio * 1_000).rounded())
+    public convenience init(maximumTokens: Double = 10, tokenRatio: Double = 0.1) throws(ConfigurationError) {
+        self.init(configuration: try RetryBudgetConfiguration(maximumTokens: maximumTokens, tokenRatio: tokenRatio))
+    }
+
+    /// Creates a full bucket from settings already validated; it cannot fail.
+    ///
+    /// ```swift
+    /// let budget = RetryBudget(configuration: .default)
+    /// ```
+    public init(configuration: RetryBudgetConfiguration) {
+        self.maximumTokens = configuration.maximumTokens
+        self.tokenRatio = configuration.tokenRatio
+        self.maximumMilliTokens = Self.thousandths(atMost: configuration.maximumTokens)
+        self.refundMilliTokens = Int((configuration.tokenRatio * 1_000).rounded())
         self.milliTokens = Atomic(self.maximumMilliTokens)
+    }
+
+    /// The settings the bucket was made with.
+    public var configuration: RetryBudgetConfiguration {
+        RetryBudgetConfiguration(uncheckedMaximumTokens: self.maximumTokens, tokenRatio: self.tokenRatio)
     }
 
     /// The largest whole number of thousandths that is not more than `value`.

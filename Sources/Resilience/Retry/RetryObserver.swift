@@ -9,10 +9,13 @@
 /// ```swift
 /// struct Logging: RetryObserver {
 ///     func retryScheduled(_ event: RetryScheduledEvent) {
-///         print("retry \(event.attempt) in \(event.delay) after \(event.error)")
+///         print("\(event.policyName): retry \(event.attempt) in \(event.delay) after \(event.error)")
 ///     }
 /// }
 /// ```
+///
+/// Every event type has a public initializer, so a test can feed an observer
+/// the events it wants to check without running a policy.
 public protocol RetryObserver: Sendable {
     /// An attempt failed; the event carries its error and any HTTP status or hint it reported.
     func attemptFailed(_ event: RetryAttemptFailedEvent)
@@ -33,6 +36,8 @@ extension RetryObserver {
 
 /// One failed attempt.
 public struct RetryAttemptFailedEvent: Sendable {
+    /// The ``RetryPolicy/name`` of the policy that made the attempt.
+    public var policyName: String
     /// The attempt's number, 1 for the first.
     public var attempt: Int
     /// The error the operation threw.
@@ -41,10 +46,22 @@ public struct RetryAttemptFailedEvent: Sendable {
     public var httpStatus: Int?
     /// The retry-after hint the error or classifier gave, if any.
     public var retryAfter: Duration?
+
+    /// Creates an event, as a policy does; tests of an observer make their own.
+    public init(policyName: String, attempt: Int, error: any Error, httpStatus: Int? = nil, retryAfter: Duration? = nil)
+    {
+        self.policyName = policyName
+        self.attempt = attempt
+        self.error = error
+        self.httpStatus = httpStatus
+        self.retryAfter = retryAfter
+    }
 }
 
 /// A retry the policy has decided on.
 public struct RetryScheduledEvent: Sendable {
+    /// The ``RetryPolicy/name`` of the policy that will retry.
+    public var policyName: String
     /// The number of the attempt that failed; the retry will be `attempt + 1`.
     public var attempt: Int
     /// How long the policy will wait before the retry.
@@ -53,10 +70,21 @@ public struct RetryScheduledEvent: Sendable {
     public var error: any Error
     /// The server's or classifier's hint, when it set a floor under the delay.
     public var retryAfter: Duration?
+
+    /// Creates an event, as a policy does; tests of an observer make their own.
+    public init(policyName: String, attempt: Int, delay: Duration, error: any Error, retryAfter: Duration? = nil) {
+        self.policyName = policyName
+        self.attempt = attempt
+        self.delay = delay
+        self.error = error
+        self.retryAfter = retryAfter
+    }
 }
 
 /// A finished call.
 public struct RetryCallFinishedEvent: Sendable {
+    /// The ``RetryPolicy/name`` of the policy that ran the call.
+    public var policyName: String
     /// How many attempts ran.
     public var attempts: Int
     /// Why the call stopped.
@@ -67,4 +95,21 @@ public struct RetryCallFinishedEvent: Sendable {
     public var elapsed: Duration
     /// The error that ended the call, or `nil` on success.
     public var error: (any Error)?
+
+    /// Creates an event, as a policy does; tests of an observer make their own.
+    public init(
+        policyName: String,
+        attempts: Int,
+        stopReason: RetryStopReason,
+        retryAfter: Duration? = nil,
+        elapsed: Duration,
+        error: (any Error)? = nil
+    ) {
+        self.policyName = policyName
+        self.attempts = attempts
+        self.stopReason = stopReason
+        self.retryAfter = retryAfter
+        self.elapsed = elapsed
+        self.error = error
+    }
 }

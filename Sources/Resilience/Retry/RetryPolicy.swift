@@ -34,6 +34,8 @@
 /// clauses for your error types keep working. Use ``outcome(isolation:operation:)``
 /// to also learn the number of attempts and the stop reason.
 public final actor RetryPolicy {
+    /// The name every event of this policy carries, such as the dependency it calls.
+    public nonisolated let name: String
     /// The most attempts a call makes, counting the first.
     public nonisolated let maximumAttempts: Int
     /// The delay schedule before jitter.
@@ -66,7 +68,11 @@ public final actor RetryPolicy {
 
     /// Creates a policy, validating every setting.
     ///
+    /// Where the settings are known to be valid, ``init(name:configuration:classifier:budget:observer:clock:generator:)``
+    /// builds a policy without `try`: `RetryPolicy(configuration: .default)`.
+    ///
     /// - Parameters:
+    ///   - name: The name every event carries; defaults to `"default"`.
     ///   - maximumAttempts: Attempts per call, counting the first; at least 1. Defaults to 3,
     ///     the most Google's SRE guidance recommends.
     ///   - backoff: The delay schedule; defaults to ``Backoff/default``.
@@ -81,6 +87,7 @@ public final actor RetryPolicy {
     ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
+        name: String = "default",
         maximumAttempts: Int = 3,
         backoff: Backoff = .default,
         jitter: Jitter = .default,
@@ -92,24 +99,60 @@ public final actor RetryPolicy {
         clock: some Clock<Duration> = ContinuousClock(),
         generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) throws(ConfigurationError) {
-        try ConfigurationError.require(maximumAttempts >= 1, "maximumAttempts", maximumAttempts, "in 1...Int.max")
-        try backoff.validate()
-        try jitter.validate()
-        if let deadline {
-            try ConfigurationError.requirePositive(deadline, "deadline")
-        }
-        try ConfigurationError.requireNonNegative(maximumRetryAfter, "maximumRetryAfter")
-        self.maximumAttempts = maximumAttempts
-        self.backoff = backoff
-        self.jitter = jitter
+        let configuration = try RetryPolicyConfiguration(
+            maximumAttempts: maximumAttempts, backoff: backoff, jitter: jitter, deadline: deadline,
+            maximumRetryAfter: maximumRetryAfter)
+        self.init(
+            name: name, configuration: configuration, classifier: classifier, budget: budget, observer: observer,
+            clock: clock, generator: generator)
+    }
+
+    /// Creates a policy from settings already validated; it cannot fail, so it does not throw.
+    ///
+    /// ```swift
+    /// let policy = RetryPolicy(configuration: .default)
+    /// let decoded = RetryPolicy(name: "inventory", configuration: settings, observer: metrics)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The name every event carries; defaults to `"default"`.
+    ///   - configuration: The attempts, backoff, jitter, deadline and longest honoured hint;
+    ///     ``RetryPolicyConfiguration/default`` for the package defaults.
+    ///   - classifier: Decides retryability; `nil` answers fall back to ``DefaultRetryClassifier``.
+    ///   - budget: A retry budget shared with other calls, or `nil` for none.
+    ///   - observer: Receives events, or `nil`.
+    ///   - clock: The clock for waits and the deadline; inject a test clock in tests.
+    ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
+    public init(
+        name: String = "default",
+        configuration: RetryPolicyConfiguration,
+        classifier: any RetryClassifier = DefaultRetryClassifier(),
+        budget: RetryBudget? = nil,
+        observer: (any RetryObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock(),
+        generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) {
+        self.name = name
+        self.maximumAttempts = configuration.maximumAttempts
+        self.backoff = configuration.backoff
+        self.jitter = configuration.jitter
         self.classifier = classifier
-        self.deadline = deadline?.clampedToResilienceRange
-        self.maximumRetryAfter = maximumRetryAfter.clampedToResilienceRange
+        self.deadline = configuration.deadline?.clampedToResilienceRange
+        self.maximumRetryAfter = configuration.maximumRetryAfter.clampedToResilienceRange
         self.budget = budget
         self.observer = observer
         self.clock = ElapsedClock(clock)
-        self.needsFullPath = deadline != nil || observer != nil
+        self.needsFullPath = configuration.deadline != nil || observer != nil
         self.generator = AnyRandomNumberGenerator(generator)
+    }
+
+    /// The attempts, backoff, jitter, deadline and longest honoured hint, as one value.
+    ///
+    /// Durations beyond the package's longest (about 146 years) read back cut to it.
+    public nonisolated var configuration: RetryPolicyConfiguration {
+        RetryPolicyConfiguration(
+            uncheckedMaximumAttempts: self.maximumAttempts, backoff: self.backoff, jitter: self.jitter,
+            deadline: self.deadline, maximumRetryAfter: self.maximumRetryAfter)
     }
 
     /// The counters so far.
@@ -397,7 +440,8 @@ public final actor RetryPolicy {
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(
-                .init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+                .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint)
+            )
             return .stop(ruled)
         }
 
@@ -412,7 +456,8 @@ public final actor RetryPolicy {
             hint = Swift.max(hint ?? .zero, floor)
             call.lastHint = hint
         }
-        self.observer?.attemptFailed(.init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
+        self.observer?.attemptFailed(
+            .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
         guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
         // A breaker's rejection put no load on the dependency, so it costs no token.
@@ -431,7 +476,8 @@ public final actor RetryPolicy {
 
         call.previousDelay = jittered
         call.retries += 1
-        self.observer?.retryScheduled(.init(attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
+        self.observer?.retryScheduled(
+            .init(policyName: self.name, attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
         return .wait(delay)
     }
 
@@ -448,7 +494,8 @@ public final actor RetryPolicy {
             if case .failure(let failure) = result { error = failure }
             observer.callFinished(
                 .init(
-                    attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint, elapsed: elapsed,
+                    policyName: self.name, attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint,
+                    elapsed: elapsed,
                     error: error))
         }
         if reason != .succeeded || call.attempts > 1 {

@@ -14,6 +14,11 @@
 /// ```
 public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The name of the rejected setting, as spelled in the initializer.
+    ///
+    /// A setting inside another is named by its path, after the factories' parameters:
+    /// `backoff.initial`, `tripRule.window.calls`. When the setting was decoded, the path
+    /// is its coding path, which spells the same names: `inventory.deadline`,
+    /// `breaker.tripRule.threshold`.
     public let setting: String
     /// The value that was given, rendered as text.
     public let value: String

@@ -10,7 +10,7 @@ import Testing
     }
 
     static let invalidSettings: [InvalidSetting] = [
-        .init(setting: "tripRule.consecutiveFailures") {
+        .init(setting: "tripRule.count") {
             try CircuitBreakerConfiguration(tripRule: .consecutiveFailures(0))
         },
         .init(setting: "tripRule.threshold") {
@@ -29,28 +29,28 @@ import Testing
             try CircuitBreakerConfiguration(
                 tripRule: .failureRate(threshold: 0.5, minimumCalls: 101, window: .count(100)))
         },
-        .init(setting: "window.count") {
+        .init(setting: "tripRule.window.calls") {
             try CircuitBreakerConfiguration(tripRule: .failureRate(threshold: 0.5, minimumCalls: 1, window: .count(0)))
         },
-        .init(setting: "window.count") {
+        .init(setting: "tripRule.window.calls") {
             try CircuitBreakerConfiguration(
                 tripRule: .failureRate(threshold: 0.5, minimumCalls: 1, window: .count(1_000_000)))
         },
-        .init(setting: "window.duration") {
+        .init(setting: "tripRule.window.duration") {
             try CircuitBreakerConfiguration(tripRule: .failureRate(threshold: 0.5, window: .time(.zero)))
         },
-        .init(setting: "window.duration") {
+        .init(setting: "tripRule.window.duration") {
             try CircuitBreakerConfiguration(
                 tripRule: .failureRate(threshold: 0.5, window: .time(.nanoseconds(5), buckets: 10)))
         },
-        .init(setting: "window.buckets") {
+        .init(setting: "tripRule.window.buckets") {
             try CircuitBreakerConfiguration(
                 tripRule: .failureRate(threshold: 0.5, window: .time(.seconds(1), buckets: 0)))
         },
         .init(setting: "slowCallRule.threshold") {
             try CircuitBreakerConfiguration(slowCallRule: .slowerThan(.zero))
         },
-        .init(setting: "openDuration") {
+        .init(setting: "openDuration.duration") {
             try CircuitBreakerConfiguration(openDuration: .fixed(.zero))
         },
         .init(setting: "openDuration.initial") {

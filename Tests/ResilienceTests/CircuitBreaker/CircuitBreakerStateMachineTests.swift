@@ -343,9 +343,55 @@ import Testing
         try Self.call(&machine, Self.failure, at: .seconds(2))
         try Self.call(&machine, .success, at: .seconds(3))
         #expect(machine.state == .closed)  // 2 of 3 failed, but fewer than 4 calls
-        let transition = try Self.call(&machine, .success, at: .seconds(4))
-        #expect(transition == nil)  // 2 of 4 = 0.5: checked on failures only
-        #expect(try Self.call(&machine, Self.failure, at: .seconds(5))?.reason == .tripped)
+        // 2 of 4 = 0.5: the success that completes the minimum meets the rule, and trips.
+        let transition = try #require(try Self.call(&machine, .success, at: .seconds(4)))
+        #expect(transition.reason == .tripped)
+        #expect(transition.openDuration == .seconds(30))
+        #expect(machine.phase == .open(until: .seconds(34)))
+    }
+
+    @Test func aSuccessThatCompletesTheMinimumCallsTripsWhenTheRateIsMet() throws {
+        var machine = try Self.machine(
+            tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .count(10)))
+        for second in 1...3 {
+            #expect(try Self.call(&machine, Self.failure, at: .seconds(second)) == nil)
+        }
+        let transition = try #require(try Self.call(&machine, .success, at: .seconds(4)))  // 3 of 4 failed
+        #expect(transition.from == .closed)
+        #expect(transition.to == .open)
+        #expect(transition.reason == .tripped)
+        #expect(transition.at == .seconds(4))
+        #expect(machine.consecutiveTrips == 1)
+    }
+
+    @Test func aSuccessThatLeavesTheRateBelowTheThresholdKeepsTheBreakerClosed() throws {
+        var machine = try Self.machine(
+            tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .count(10)))
+        #expect(try Self.call(&machine, Self.failure, at: .seconds(1)) == nil)
+        for second in 2...6 {
+            #expect(try Self.call(&machine, .success, at: .seconds(second)) == nil)
+        }
+        #expect(machine.state == .closed)
+        #expect(machine.snapshot(name: "m", at: .seconds(6)).failureRate == 1.0 / 6.0)
+    }
+
+    @Test func aSuccessTripsWhenOlderSuccessesHaveLeftATimeWindow() throws {
+        var machine = try Self.machine(
+            tripRule: .failureRate(threshold: 0.6, minimumCalls: 3, window: .time(.seconds(10), buckets: 10)))
+        try Self.call(&machine, .success, at: .zero)
+        try Self.call(&machine, .success, at: .seconds(1))
+        try Self.call(&machine, Self.failure, at: .seconds(5))
+        #expect(try Self.call(&machine, Self.failure, at: .seconds(6)) == nil)  // 2 of 4
+        // At 11.5 s both early successes have left the window: 2 failures of 3 calls.
+        let transition = try #require(try Self.call(&machine, .success, at: Self.seconds(11.5)))
+        #expect(transition.reason == .tripped)
+    }
+
+    @Test func aSuccessUnderTheConsecutiveRuleNeverTrips() throws {
+        var machine = try Self.machine(tripRule: .consecutiveFailures(2))
+        try Self.call(&machine, Self.failure, at: .seconds(1))
+        #expect(try Self.call(&machine, .success, at: .seconds(2)) == nil)
+        #expect(machine.state == .closed)
     }
 
     @Test func countWindowSlidesSoOldFailuresLeave() throws {

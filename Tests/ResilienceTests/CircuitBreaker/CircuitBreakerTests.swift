@@ -189,6 +189,21 @@ private final class ScreenModel {
         #expect(snapshot.state == .open)
     }
 
+    @Test func theSuccessThatCompletesTheMinimumCallsOpensAFailureRateBreaker() async throws {
+        let clock = TestClock()
+        let observer = RecordingBreakerObserver()
+        let breaker = try CircuitBreaker(
+            name: "rate", tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .count(10)),
+            observer: observer, clock: clock)
+        for _ in 0..<3 { await breaker.fail() }
+        #expect(breaker.state == .closed)
+        _ = try await breaker.execute { 1 }  // 3 of 4 failed
+        #expect(breaker.state == .open)
+        #expect(observer.changes.map(\.reason) == [.tripped])
+        #expect(observer.changes.first?.error == nil)
+        await #expect(throws: CircuitBreakerOpenError.self) { try await breaker.execute { 1 } }
+    }
+
     @Test func theSnapshotShowsHalfOpenOnceTheOpenTimeHasPassed() async throws {
         let clock = TestClock()
         let observer = RecordingBreakerObserver()

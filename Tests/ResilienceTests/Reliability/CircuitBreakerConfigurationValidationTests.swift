@@ -46,7 +46,7 @@ extension CircuitBreakerReliability {
 
         static let invalidSettings: [Invalid] =
             [0, -1, Int.min].map { count in
-                Invalid("tripRule.consecutiveFailures", accepted: positiveInt, value: "\(count)") {
+                Invalid("tripRule.count", accepted: positiveInt, value: "\(count)") {
                     $0.tripRule = .consecutiveFailures(count)
                 }
             }
@@ -72,23 +72,23 @@ extension CircuitBreakerReliability {
                 ) { $0.tripRule = .failureRate(threshold: 0.5, minimumCalls: 2, window: .count(1)) },
             ]
             + [0, -1, Int.min, 100_001, Int.max].map { size in
-                Invalid("window.count", accepted: "in 1...100000", value: "\(size)") {
+                Invalid("tripRule.window.calls", accepted: "in 1...100000", value: "\(size)") {
                     $0.tripRule = .failureRate(threshold: 0.5, minimumCalls: 1, window: .count(size))
                 }
             }
             + [Duration.zero, .nanoseconds(-1), .seconds(Int64.min)].map { span in
-                Invalid("window.duration", accepted: positive, value: "\(span)") {
+                Invalid("tripRule.window.duration", accepted: positive, value: "\(span)") {
                     $0.tripRule = .failureRate(threshold: 0.5, window: .time(span))
                 }
             }
             + [
                 Invalid(
-                    "window.duration", accepted: "at least one nanosecond per bucket (10 buckets)",
+                    "tripRule.window.duration", accepted: "at least one nanosecond per bucket (10 buckets)",
                     value: "\(Duration.nanoseconds(9))"
                 ) { $0.tripRule = .failureRate(threshold: 0.5, window: .time(.nanoseconds(9), buckets: 10)) }
             ]
             + [0, -1, Int.min, 1_001, Int.max].map { buckets in
-                Invalid("window.buckets", accepted: "in 1...1000", value: "\(buckets)") {
+                Invalid("tripRule.window.buckets", accepted: "in 1...1000", value: "\(buckets)") {
                     $0.tripRule = .failureRate(threshold: 0.5, window: .time(.seconds(30), buckets: buckets))
                 }
             }
@@ -97,7 +97,7 @@ extension CircuitBreakerReliability {
                     Invalid("slowCallRule.threshold", accepted: positive, value: "\(duration)") {
                         $0.slowCallRule = .slowerThan(duration)
                     },
-                    Invalid("openDuration", accepted: positive, value: "\(duration)") {
+                    Invalid("openDuration.duration", accepted: positive, value: "\(duration)") {
                         $0.openDuration = .fixed(duration)
                     },
                     Invalid("openDuration.initial", accepted: positive, value: "\(duration)") {
@@ -231,7 +231,7 @@ extension CircuitBreakerReliability {
                     tripRule: .consecutiveFailures(0), openDuration: .fixed(.zero), maximumProbes: 0,
                     successesToClose: 0, probeLease: .zero)
             }
-            #expect(error?.setting == "tripRule.consecutiveFailures")
+            #expect(error?.setting == "tripRule.count")
         }
     }
 }

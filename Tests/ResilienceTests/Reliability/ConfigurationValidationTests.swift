@@ -111,7 +111,7 @@ extension Reliability.ConfigurationValidationTests {
 
         static let backoffs: [InvalidSetting] = [
             backoff(
-                "constant negative", .constant(.nanoseconds(-1)), "backoff.constant", "zero or greater",
+                "constant negative", .constant(.nanoseconds(-1)), "backoff.delay", "zero or greater",
                 "\(Duration.nanoseconds(-1))"),
             backoff(
                 "linear negative initial", .linear(initial: .seconds(-1), increment: .seconds(1), maximum: .seconds(5)),
@@ -146,7 +146,7 @@ extension Reliability.ConfigurationValidationTests {
 
         static let jitterRatios: [InvalidSetting] = [Double.nan, -0.01, 1.0001, 2, .infinity, -.infinity].map { ratio in
             InvalidSetting(
-                label: "jitter ratio \(ratio)", setting: "jitter.proportional", accepted: "0...1", value: "\(ratio)"
+                label: "jitter ratio \(ratio)", setting: "jitter.ratio", accepted: "0...1", value: "\(ratio)"
             ) { _ = try RetryPolicy(jitter: .proportional(ratio)) }
         }
 
