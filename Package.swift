@@ -10,11 +10,14 @@ let package = Package(
     ],
     products: [
         .library(name: "Resilience", targets: ["Resilience"]),
+        .library(name: "ResilienceURLSession", targets: ["ResilienceURLSession"]),
         .library(name: "ResilienceTesting", targets: ["ResilienceTesting"]),
         .executable(name: "resilience-benchmarks", targets: ["ResilienceBenchmarks"]),
     ],
     targets: [
         .target(name: "Resilience"),
+        // The URLSession helpers, apart so that the core links no FoundationNetworking (libcurl) on Linux.
+        .target(name: "ResilienceURLSession", dependencies: ["Resilience"]),
         .target(name: "ResilienceTesting", dependencies: ["Resilience"]),
         .executableTarget(
             name: "ResilienceBenchmarks",
@@ -31,7 +34,7 @@ let package = Package(
         .target(name: "MallocCounter", path: "Benchmarks/MallocCounter"),
         .testTarget(
             name: "ResilienceTests",
-            dependencies: ["Resilience", "ResilienceTesting", "CSQLite"],
+            dependencies: ["Resilience", "ResilienceURLSession", "ResilienceTesting", "CSQLite"],
             exclude: ["Integrations/Live/Fixtures"]
         ),
     ],

@@ -3,7 +3,7 @@
 
 Each block becomes its own SwiftPM target in a generated package that depends
 on this repository by path, exactly as a user's package would: it sees only the
-public API of the `Resilience` and `ResilienceTesting` products. Blocks are
+public API of the `Resilience`, `ResilienceURLSession` and `ResilienceTesting` products. Blocks are
 compiled in their own modules, so the names they declare never clash.
 
 A block that imports `Testing` becomes a test target, and the tests it declares
@@ -202,6 +202,8 @@ def write_package(units: list[Unit]) -> None:
         products = ["Resilience"]
         if unit.is_test or unit.imports("ResilienceTesting"):
             products.append("ResilienceTesting")
+        if unit.imports("ResilienceURLSession"):
+            products.append("ResilienceURLSession")
         dependencies = ", ".join(f'.product(name: "{p}", package: "{identity}")' for p in products)
         kind = "testTarget" if unit.is_test else "executableTarget"
         targets.append(f'        .{kind}(name: "{unit.name}", dependencies: [{dependencies}], path: "Blocks/{unit.name}"),')

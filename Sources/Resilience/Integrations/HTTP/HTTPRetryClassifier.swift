@@ -1,9 +1,4 @@
-#if canImport(FoundationNetworking)
-    import Foundation
-    public import FoundationNetworking
-#else
-    public import Foundation
-#endif
+import Foundation
 
 /// Retry rules for HTTP calls that know the request's method, so that a request
 /// the server may already have acted on is not sent twice by accident.
@@ -62,14 +57,6 @@ public struct HTTPRetryClassifier: RetryClassifier {
     public init(method: String? = nil, allowsNonIdempotentRetries: Bool = false) {
         self.method = method?.uppercased()
         self.allowsNonIdempotentRetries = allowsNonIdempotentRetries
-    }
-
-    /// Creates a classifier for `request`'s method (GET when it has none) and its `Idempotency-Key`.
-    public init(request: URLRequest, allowsNonIdempotentRetries: Bool = false) {
-        let idempotency = Idempotency.http(request)
-        self.init(
-            method: idempotency.method ?? "GET",
-            allowsNonIdempotentRetries: allowsNonIdempotentRetries || idempotency.isIdempotent)
     }
 
     /// Whether `method` is idempotent, compared case-insensitively.

@@ -1,6 +1,7 @@
 import Foundation
 import Resilience
 import ResilienceTesting
+import ResilienceURLSession
 import Testing
 
 #if canImport(FoundationNetworking)

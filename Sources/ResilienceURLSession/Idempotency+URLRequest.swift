@@ -1,3 +1,5 @@
+public import Resilience
+
 #if canImport(FoundationNetworking)
     import Foundation
     public import FoundationNetworking
