@@ -15,8 +15,11 @@
 /// }
 /// ```
 ///
-/// Whatever a classifier says, a call whose task was cancelled when it failed is
-/// never counted: cancellation says nothing about the dependency.
+/// Two rules sit above every classifier (see ``Rulebook``): a call the caller
+/// cancelled is never counted, since giving up says nothing about the
+/// dependency; and an attempt that the library's own time limit ended (a
+/// policy's `attemptTimeout`) is always counted, half-open probes included,
+/// since the dependency was too slow.
 public protocol CircuitBreakerFailureClassifier: Sendable {
     /// Whether `error` counts as a failure of the dependency.
     ///

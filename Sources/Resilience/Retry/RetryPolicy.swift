@@ -209,8 +209,8 @@ public final actor RetryPolicy {
     /// sent again only after a failure that proves it never reached the server
     /// (a refused connection, a breaker's rejection); a timeout, a dropped
     /// connection or any answer from the server, a 503 included, ends it with
-    /// ``RetryStopReason/notIdempotent``. Policies and breakers nested inside the
-    /// operation inherit the declaration.
+    /// ``RetryStopReason/notIdempotent``. Policies nested inside the operation
+    /// inherit the declaration.
     ///
     /// ```swift
     /// let receipt = try await policy.execute(idempotency: .notIdempotent) {

@@ -68,9 +68,10 @@ struct SQLiteTransactionSeamTests {
 
     @Test func noRollbackIsSentWhenSQLiteAlreadyEndedTheTransaction() async throws {
         let connection = ScriptedConnection(failing: ["COMMIT": [SQLiteError(code: 13)]])
+        let notInTransaction: () -> Bool = { false }
         await #expect(throws: SQLiteError.self) {
             try await self.policy().writeTransaction(
-                isInTransaction: { false }, executeSQL: connection.execute
+                isInTransaction: notInTransaction, executeSQL: connection.execute
             ) { 1 }
         }
         #expect(connection.log.values == ["BEGIN IMMEDIATE", "COMMIT"])

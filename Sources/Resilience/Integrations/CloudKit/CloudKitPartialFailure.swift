@@ -25,6 +25,9 @@ import Foundation
 /// }
 /// ```
 ///
+/// ``RetryPolicy/retryingFailedItems(_:idempotency:isolation:operation:)`` does
+/// this under a policy, re-sending only the retryable items on each attempt.
+///
 /// Which code is retryable follows ``CloudKitRetryClassifier``, passed to the initializer.
 public struct CloudKitPartialFailure: CustomStringConvertible {
     /// The items worth sending again, by item ID, with their errors.
@@ -62,7 +65,11 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
         self.retryAfter = hint
     }
 
-    /// Whether the whole batch may be retried as it is: some items failed, and all of them retryably.
+    /// Whether some items failed, and all of them retryably.
+    ///
+    /// Even then the library never re-sends the whole batch: the items that
+    /// succeeded would be sent again. Re-send ``retryableItems`` only, for instance with
+    /// ``RetryPolicy/retryingFailedItems(_:idempotency:isolation:operation:)``.
     public var isRetryable: Bool {
         self.failedItems.isEmpty && !self.retryableItems.isEmpty
     }

@@ -13,8 +13,8 @@ public import Foundation
 /// | ``permanent`` | retrying cannot help | bad or unsupported URL, cancelled, certificate failures, too many redirects |
 ///
 /// The split between the first two is what makes retrying a `POST` safe or not:
-/// ``HTTPRetryClassifier`` retries ``requestMayHaveBeenSent`` only for idempotent
-/// methods. Codes not listed in any category are ``permanent``.
+/// the ``Rulebook`` lets a request that is not idempotent be sent again after
+/// ``requestNotSent`` only. Codes not listed in any category are ``permanent``.
 ///
 /// Linux's `URLSession` (FoundationNetworking, built on libcurl) reports a
 /// connection the server closed without answering as `badServerResponse`, where

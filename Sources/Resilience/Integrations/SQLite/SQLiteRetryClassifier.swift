@@ -15,7 +15,8 @@
 /// ```
 ///
 /// Retry whole transactions, rolled back between attempts, with
-/// ``RetryPolicy/writeTransaction(beginStatement:isolation:executeSQL:operation:)``.
+/// ``RetryPolicy/writeTransaction(beginStatement:classifier:isInTransaction:isolation:executeSQL:operation:)``,
+/// which uses this classifier by default.
 public struct SQLiteRetryClassifier: RetryClassifier {
     private let resultCode: @Sendable (any Error) -> Int32?
 
