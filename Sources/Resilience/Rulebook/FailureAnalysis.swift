@@ -72,6 +72,8 @@ public struct FailureAnalysis: Sendable, Hashable {
             self.delivery = .mayHaveBeenSent
         } else if reader.sawAnswered {
             self.delivery = .answered
+        } else if reader.sawRefused {
+            self.delivery = .refused
         } else if reader.sawNotSent {
             self.delivery = .notSent
         } else {
@@ -92,6 +94,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawNotSent = false
         var sawMaybeSent = false
         var sawAnswered = false
+        var sawRefused = false
 
         mutating func read(_ error: any Error) {
             if error is CancellationError {
@@ -102,8 +105,13 @@ public struct FailureAnalysis: Sendable, Hashable {
             if let status = ErrorHints.ownStatus(of: error) {
                 if self.status == nil { self.status = status }
                 if status == 429 { self.sawTooManyRequests = true }
-                if status == 401 || status == 407 { self.needsCredentials = true }
-                self.sawAnswered = true
+                if status == 401 || status == 407 {
+                    // Authentication comes before the server acts on a request.
+                    self.needsCredentials = true
+                    self.sawRefused = true
+                } else {
+                    self.sawAnswered = true
+                }
             }
             if let hint = ErrorHints.ownRetryAfter(of: error) {
                 self.hint = Swift.max(self.hint ?? .zero, hint)
@@ -141,6 +149,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             switch delivery {
             case .notSent: self.sawNotSent = true
             case .answered: self.sawAnswered = true
+            case .refused: self.sawRefused = true
             default: self.sawMaybeSent = true
             }
         }

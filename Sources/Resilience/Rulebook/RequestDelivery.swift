@@ -1,7 +1,7 @@
 /// How far a failed request got: whether it may have reached the server.
 ///
 /// It decides whether a request that is not idempotent may be sent again: only a
-/// request that provably never reached the server (``notSent``) may be. A request
+/// request that provably had no effect (``notSent``, ``refused``) may be. A request
 /// the server answered, even with an error status, or that failed in a way that
 /// leaves it unknown (a timeout, a dropped connection), is never re-sent unless
 /// it is idempotent.
@@ -23,11 +23,15 @@ public struct RequestDelivery: Sendable, Hashable, CustomStringConvertible {
     public static let mayHaveBeenSent = RequestDelivery(rawValue: "mayHaveBeenSent")
     /// The server received the request and answered it (an HTTP status, a CloudKit server error).
     public static let answered = RequestDelivery(rawValue: "answered")
+    /// The server refused the request before acting on it: it asked for credentials
+    /// (HTTP 401 or 407). Safe to send again, once the credentials are in order.
+    public static let refused = RequestDelivery(rawValue: "refused")
     /// Nothing in the error says; treated like ``mayHaveBeenSent`` for requests that are not idempotent.
     public static let unknown = RequestDelivery(rawValue: "unknown")
 
-    /// Whether the failure proves the request never reached the server.
-    public var provesNotSent: Bool { self == .notSent }
+    /// Whether the failure proves the request had no effect on the server: it was
+    /// never sent (``notSent``), or refused before it was acted on (``refused``).
+    public var provesNotSent: Bool { self == .notSent || self == .refused }
 
     /// The identifier.
     public var description: String { self.rawValue }

@@ -106,3 +106,18 @@ import Testing
         #expect(Rulebook.stopReason(for: FailureAnalysis(reported), idempotency: .idempotent) == .notIdempotent)
     }
 }
+
+@Suite struct CredentialRefusalTests {
+    @Test(arguments: [401, 407])
+    func aRefusedPOSTStopsForItsCredentialsNotForItsIdempotency(status: Int) async throws {
+        let analysis = FailureAnalysis(HTTPResponseError(statusCode: status))
+        #expect(analysis.delivery == .refused)
+        #expect(Rulebook.stopReason(for: analysis, idempotency: .http(method: "POST")) == nil)
+        let policy = try RetryPolicy(maximumAttempts: 3, clock: TestClock())
+        let outcome = await policy.outcome(idempotency: .notIdempotent) { () throws -> Int in
+            throw HTTPResponseError(statusCode: status)
+        }
+        #expect(outcome.stopReason == .authenticationRequired)
+        #expect(outcome.attempts == 1)
+    }
+}
