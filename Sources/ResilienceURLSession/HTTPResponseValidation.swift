@@ -1,11 +1,11 @@
 public import Foundation
-public import Resilience
+import Resilience
 
 #if canImport(FoundationNetworking)
     public import FoundationNetworking
 #endif
 
-/// Turns what `URLSession` returns into the body, or a thrown ``HTTPResponseError``.
+/// Turns what `URLSession` returns into the body, or a thrown `HTTPResponseError`.
 ///
 /// `URLSession` reports a 503 as a successful load; a retry policy only sees a
 /// failure if something throws. Validate inside the operation:
@@ -17,10 +17,10 @@ public import Resilience
 /// }
 /// ```
 ///
-/// Pass the request: the ``HTTPResponseError`` then records whether the request
+/// Pass the request: the `HTTPResponseError` then records whether the request
 /// may be repeated, and a `POST` answered 502 is not sent again.
 ///
-/// ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
+/// `RetryPolicy.data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)`
 /// does this for you, and also knows the request's method.
 public enum HTTPResponseValidation {
     /// The statuses accepted unless the caller says otherwise: every 2xx.
@@ -32,11 +32,11 @@ public enum HTTPResponseValidation {
     ///   - data: The body.
     ///   - response: The response `URLSession` returned.
     ///   - request: The request that was sent; its method and `Idempotency-Key` decide
-    ///     whether a failure may be retried (see ``Idempotency``).
+    ///     whether a failure may be retried (see `Idempotency`).
     ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
     ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After`.
     /// - Returns: The body and the response as an `HTTPURLResponse`.
-    /// - Throws: ``HTTPResponseError`` for any other status, or `URLError(.badServerResponse)`
+    /// - Throws: `HTTPResponseError` for any other status, or `URLError(.badServerResponse)`
     ///   when the response is not an HTTP response.
     public static func validate(
         _ data: Data,
@@ -52,9 +52,9 @@ public enum HTTPResponseValidation {
 
     /// Returns the body and the HTTP response when the status is acceptable, not knowing the request.
     ///
-    /// The ``HTTPResponseError`` it throws cannot say whether the request may be
-    /// repeated, so the call's declaration decides (see ``Idempotency``); prefer
-    /// ``validate(_:_:for:acceptableStatusCodes:receivedAt:)``.
+    /// The `HTTPResponseError` it throws cannot say whether the request may be
+    /// repeated, so the call's declaration decides (see `Idempotency`); prefer
+    /// `validate(_:_:for:acceptableStatusCodes:receivedAt:)`.
     ///
     /// - Parameters:
     ///   - data: The body.
@@ -62,7 +62,7 @@ public enum HTTPResponseValidation {
     ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
     ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After`.
     /// - Returns: The body and the response as an `HTTPURLResponse`.
-    /// - Throws: ``HTTPResponseError`` for any other status, or `URLError(.badServerResponse)`
+    /// - Throws: `HTTPResponseError` for any other status, or `URLError(.badServerResponse)`
     ///   when the response is not an HTTP response.
     public static func validate(
         _ data: Data,

@@ -11,9 +11,9 @@ extension RetryPolicy {
     ///
     /// Each attempt sends the request and validates the status with
     /// ``HTTPResponseValidation``, so an unacceptable status fails the attempt with
-    /// an ``HTTPResponseError`` that carries the parsed `Retry-After`. The policy's
-    /// call is declared with the request's ``Idempotency`` (its method, or an
-    /// `Idempotency-Key` header), so the ``Rulebook`` never re-sends a `POST` after
+    /// an `HTTPResponseError` that carries the parsed `Retry-After`. The policy's
+    /// call is declared with the request's `Idempotency` (its method, or an
+    /// `Idempotency-Key` header), so the `Rulebook` never re-sends a `POST` after
     /// a failure the server may already have acted on (a timeout, a dropped
     /// connection, a 502 or a 503), unless `allowsNonIdempotentRetries` is set. The
     /// errors it throws carry the same fact, so a policy wrapped around this call
@@ -36,7 +36,7 @@ extension RetryPolicy {
     ///     have acted on it; set it only when the server deduplicates (an idempotency key).
     ///   - isolation: The actor the call runs on; inferred from the caller.
     /// - Returns: The body and the HTTP response.
-    /// - Throws: The last attempt's error, unchanged: an ``HTTPResponseError``, a `URLError`, or
+    /// - Throws: The last attempt's error, unchanged: an `HTTPResponseError`, a `URLError`, or
     ///   `CancellationError`.
     public func data(
         for request: URLRequest,

@@ -8,7 +8,7 @@
 /// Where the fact comes from, most specific first:
 /// 1. The request itself, carried by the error it failed with:
 ///    ``HTTPResponseError/requestIdempotency`` and the URL errors thrown by
-///    ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
+///    `RetryPolicy.data(for:)` (in `ResilienceURLSession`)
 ///    (so an outer policy around that call knows it sent a `POST`), or any error
 ///    adopting ``IdempotencyReporting``.
 /// 2. The call: `policy.execute(idempotency: .notIdempotent) { ... }`; policies

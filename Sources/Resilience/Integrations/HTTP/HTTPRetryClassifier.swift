@@ -21,8 +21,8 @@ import Foundation
 /// Errors that are neither get `nil`, for the next classifier to decide.
 ///
 /// Which requests are idempotent: the request's own report wins (the errors of
-/// ``RetryPolicy/data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
-/// and of ``HTTPResponseValidation/validate(_:_:for:acceptableStatusCodes:receivedAt:)``
+/// `RetryPolicy.data(for:)` (in `ResilienceURLSession`)
+/// and of `HTTPResponseValidation.validate(_:_:for:acceptableStatusCodes:receivedAt:)`
 /// carry it), then the call's declaration, then the method given here
 /// (``declaredIdempotency``); see ``Idempotency``.
 ///
