@@ -1,16 +1,22 @@
 extension CircuitBreaker {
     /// Runs `operation` if the breaker allows it, and counts its result.
     ///
-    /// - Parameters:
-    ///   - isolation: The actor the operation runs on; inferred from the caller.
-    ///   - operation: The call to the dependency. It runs in the caller's isolation.
+    /// The call runs on the caller's executor from start to finish: a
+    /// `nonisolated(nonsending)` function, it switches to no other executor, so a
+    /// `@MainActor` caller's operation runs on the main actor and may touch its state.
+    ///
+    /// A task that is already cancelled is admitted like any other, and its
+    /// operation runs as a bare `try await operation()` would: the operation decides
+    /// what cancellation means to it. ``RetryPolicy`` runs its first attempt the same
+    /// way. A failure that ends a cancelled task is not counted against the dependency.
+    ///
+    /// - Parameter operation: The call to the dependency. It runs in the caller's isolation.
     /// - Returns: The operation's value.
     /// - Throws: ``CircuitBreakerOpenError`` without running the operation when the
     ///   breaker is open, isolated, or half-open with every probe slot taken;
     ///   otherwise the operation's own error, unchanged.
     @inlinable
-    public func execute<Value>(
-        isolation: isolated (any Actor)? = #isolation,
+    public nonisolated(nonsending) func execute<Value>(
         operation: () async throws -> Value
     ) async throws -> Value {
         let permit = try self.admit()

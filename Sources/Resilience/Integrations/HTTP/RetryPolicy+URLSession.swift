@@ -47,7 +47,7 @@ extension RetryPolicy {
             allowsNonIdempotentRetries: allowsNonIdempotentRetries
         )
         return try await HTTPRequestScope.$current.withValue(scope) {
-            try await self.execute(isolation: isolation) {
+            try await self.execute {
                 let (data, response) = try await session.data(for: request)
                 return try HTTPResponseValidation.validate(
                     data, response, acceptableStatusCodes: acceptableStatusCodes)

@@ -34,7 +34,7 @@ extension RetryPolicy {
         executeSQL: (String) async throws -> Void,
         operation: () async throws -> Value
     ) async throws -> Value {
-        try await self.execute(isolation: isolation) {
+        try await self.execute {
             try await executeSQL(beginStatement)
             do {
                 let value = try await operation()
