@@ -181,7 +181,10 @@ package struct CircuitBreakerStateMachine: Sendable {
             return (.rejected(state: .isolated, retryAfter: nil), transition)
         case .halfOpen:
             guard self.probes.count < self.configuration.maximumProbes else {
-                return (.rejected(state: .halfOpen, retryAfter: nil), transition)
+                // A slot frees when a probe finishes or, at the latest, when its lease runs out:
+                // the earliest lease expiry bounds the wait, so a retry policy need not spin.
+                let earliestExpiry = self.probes.lazy.map(\.leaseExpiry).min() ?? now
+                return (.rejected(state: .halfOpen, retryAfter: Swift.max(.zero, earliestExpiry - now)), transition)
             }
             let ticket = self.nextTicket
             self.nextTicket &+= 1

@@ -154,7 +154,7 @@ extension CircuitBreakerReliability {
             "Cancelling while the policy backs off from a full half-open breaker leaves the running probe alone",
             arguments: [Entry.retryAroundBreakerOutcome, .retryAroundBreakerExecute])
         func cancellingWhileBackingOffFromAFullHalfOpenBreakerLeavesTheProbeAlone(_ entry: Entry) async throws {
-            let fixture = try MatrixFixture(maximumProbes: 1)
+            let fixture = try MatrixFixture(maximumProbes: 1, probeLease: .seconds(50))
             let halfOpen = try await fixture.tripAndWaitOut()
             let parking = MatrixParking()
             let probe = Task { try await fixture.breaker.execute { try await parking.park() } }
@@ -167,10 +167,11 @@ extension CircuitBreakerReliability {
             }
             try #require(crowded?.state == .halfOpen)
 
-            // Rejected as half-open, with no hint: the policy waits its own 2-second backoff.
+            // Rejected as half-open, with the time until the probe's 50-second lease runs out
+            // as its hint: the policy waits that long rather than its own 2-second backoff.
             let call = Task { await fixture.call(entry) { "unreachable" } }
             await fixture.clock.waitForSleepers(count: 1)
-            #expect(fixture.clock.sleepRequests == [.seconds(2)])
+            #expect(fixture.clock.sleepRequests == [.seconds(50)])
             call.cancel()
             let ending = await call.value
             #expect(ending.isCancellation, "\(ending)")
@@ -398,11 +399,12 @@ private struct MatrixFixture: Sendable {
     init(
         maximumProbes: Int,
         successesToClose: Int = 1,
-        tripRule: CircuitBreakerTripRule = .consecutiveFailures(1)
+        tripRule: CircuitBreakerTripRule = .consecutiveFailures(1),
+        probeLease: Duration = .seconds(3_600)
     ) throws {
         self.breaker = try CircuitBreaker(
             name: "matrix", tripRule: tripRule, openDuration: .fixed(.seconds(30)), maximumProbes: maximumProbes,
-            successesToClose: successesToClose, probeLease: .seconds(3_600), observer: self.observer,
+            successesToClose: successesToClose, probeLease: probeLease, observer: self.observer,
             clock: self.clock)
         self.outerPolicy = try RetryPolicy(
             maximumAttempts: 5, backoff: .constant(.seconds(2)), jitter: .none, maximumRetryAfter: .seconds(60),
