@@ -43,17 +43,34 @@ extension CircuitBreaker {
     }
 
     private func admitThroughLock() throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+        // While open with time left, or isolated, the rejection needs no lock: the open time's
+        // end is published in an atomic word of its own.
+        let mark = self.storage.openUntilMark
+        if mark == CircuitBreakerStorage.isolatedMark {
+            throw self.rejection(state: .isolated, retryAfter: nil)
+        }
         let now = self.clock.now()
+        if mark != CircuitBreakerStorage.notOpenMark, now >= .nanoseconds(self.storage.latestSeenMark) {
+            let until = Duration.nanoseconds(mark)
+            if now < until {
+                throw self.rejection(state: .open, retryAfter: until - now)
+            }
+        }
         let (admission, transition) = self.storage.update { $0.admit(at: now) }
         self.report(transition, error: nil)
         switch admission {
         case .permitted(let permit):
             return permit
         case .rejected(let state, let retryAfter):
-            self.observer?.callRejected(
-                CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
-            throw CircuitBreakerOpenError(breakerName: self.name, state: state, retryAfter: retryAfter)
+            throw self.rejection(state: state, retryAfter: retryAfter)
         }
+    }
+
+    /// Tells the observer of a rejection, and makes the error to throw.
+    private func rejection(state: CircuitBreakerState, retryAfter: Duration?) -> CircuitBreakerOpenError {
+        self.observer?.callRejected(
+            CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
+        return CircuitBreakerOpenError(breakerName: self.name, state: state, retryAfter: retryAfter)
     }
 
     /// Counts a success; lock-free while closed with nothing to reset.
