@@ -88,6 +88,12 @@ extension CircuitBreaker {
                         CircuitBreakerStateMachine.isSlow(permit, at: $0, rule: self.configuration.slowCallRule)
                     } ?? false
                 if !isSlow { return }
+            } else if self.countsSuccessesInTimeWindow, let now,
+                word & CircuitBreakerStateMachine.pendingFailuresBit == 0,
+                !CircuitBreakerStateMachine.isSlow(permit, at: now, rule: self.configuration.slowCallRule),
+                self.storage.countSuccessWithoutLock(at: now)
+            {
+                return  // counted in the time window's current bucket, without the lock
             }
         }
         let transition = self.storage.update { $0.record(.success, for: permit, at: now) }

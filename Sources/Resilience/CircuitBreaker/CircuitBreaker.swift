@@ -86,6 +86,8 @@ public final class CircuitBreaker: Sendable {
     let readsClockOnAdmission: Bool
     /// Whether a success reads the clock (a slow-call rule or a time window).
     let readsClockOnSuccess: Bool
+    /// Whether a closed-state success may be counted in the time window without the lock.
+    let countsSuccessesInTimeWindow: Bool
 
     /// Creates a breaker from a validated configuration.
     ///
@@ -161,6 +163,7 @@ public final class CircuitBreaker: Sendable {
         self.successNeedsNoLock = configuration.tripRule.window == nil
         self.readsClockOnAdmission = configuration.slowCallRule != nil
         self.readsClockOnSuccess = configuration.slowCallRule != nil || hasTimeWindow
+        self.countsSuccessesInTimeWindow = hasTimeWindow
     }
 
     // MARK: - Observing

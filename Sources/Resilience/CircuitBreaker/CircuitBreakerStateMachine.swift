@@ -113,6 +113,20 @@ package struct CircuitBreakerStateMachine: Sendable {
         return word
     }
 
+    /// The time window's current bucket, while closed: the span a success may be counted
+    /// in without the lock, and the bucket's epoch; `nil` otherwise.
+    package var lockFreeSuccessBucket: (start: Duration, end: Duration, epoch: Int128)? {
+        guard self.phase == .closed, self.consecutiveFailures == 0 else { return nil }
+        return self.window?.currentBucket
+    }
+
+    /// Counts `count` closed-state successes that finished within the bucket of `epoch`,
+    /// counted outside the lock while ``lockFreeSuccessBucket`` was published.
+    package mutating func addLockFreeSuccesses(_ count: Int, inBucketOf epoch: Int128) {
+        guard self.phase == .closed else { return }
+        self.window?.addSuccesses(count, inBucketOf: epoch)
+    }
+
     /// Probe slots taken now, counting leases not yet found expired.
     package var probesInFlight: Int {
         self.probes.count

@@ -11,9 +11,32 @@ import Synchronization
 /// admitted as if it had arrived just before the change (its result then
 /// carries the old generation and is ignored), or takes the lock and gets the
 /// machine's own answer.
+///
+/// Under a time-window rule, closed-state successes are counted without the lock
+/// too: the lock publishes the current bucket's span and a tagged counter word,
+/// and a success that finishes within the span adds one to the word with a
+/// compare-and-exchange. The next locked update hands the count to the window
+/// before anything reads it, then publishes afresh (a new tag), so a success
+/// counted against an old publication fails its exchange and tries again.
 struct CircuitBreakerStorage: ~Copyable, Sendable {
-    private let machine: Lock<CircuitBreakerStateMachine>
+    /// The machine, and the epoch of the bucket whose successes the pending word counts.
+    private struct Locked {
+        var machine: CircuitBreakerStateMachine
+        var publishedEpoch: Int128?
+        var tag: UInt64 = 0
+    }
+
+    private let machine: Lock<Locked>
     private let word: Atomic<UInt64>
+    /// Successes counted without the lock: bit 63 set while a bucket is published, bits
+    /// 32...62 the publication's tag, bits 0...31 the count.
+    private let pendingSuccesses: Atomic<UInt64>
+    /// The published bucket's span in whole nanoseconds of elapsed time, start rounded up and end down.
+    private let bucketStart: Atomic<Int64>
+    private let bucketEnd: Atomic<Int64>
+    private let hasTimeWindow: Bool
+    private static let publishedBit: UInt64 = 1 << 63
+    private static let countMask: UInt64 = 0xFFFF_FFFF
     private let openUntil: Atomic<Int64>
     private let latestSeen: Atomic<Int64>
 
@@ -26,7 +49,14 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
         self.word = Atomic(machine.fastPathWord)
         self.openUntil = Atomic(Self.openUntilMark(of: machine.phase))
         self.latestSeen = Atomic(Self.nanosecondsRoundedUp(machine.latest))
-        self.machine = Lock(machine)
+        self.pendingSuccesses = Atomic(0)
+        self.bucketStart = Atomic(0)
+        self.bucketEnd = Atomic(0)
+        switch machine.configuration.tripRule.window?.kind {
+        case .time: self.hasTimeWindow = true
+        case .count, nil: self.hasTimeWindow = false
+        }
+        self.machine = Lock(Locked(machine: machine))
     }
 
     /// Runs `body` on the machine under the lock, then publishes the fast-path word.
@@ -34,14 +64,59 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     /// `body` must be the breaker's own code: no user code, no awaits.
     @inline(__always)
     func update<Result>(_ body: (inout CircuitBreakerStateMachine) -> Result) -> Result {
-        self.machine.withLock { machine in
-            let result = body(&machine)
+        self.machine.withLock { locked in
+            if self.hasTimeWindow { self.takePendingSuccesses(&locked) }
+            let result = body(&locked.machine)
+            if self.hasTimeWindow { self.publishBucket(&locked) }
+            let machine = locked.machine
             self.openUntil.store(Self.openUntilMark(of: machine.phase), ordering: .relaxed)
             if case .open = machine.phase {
                 self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latest), ordering: .relaxed)
             }
             self.word.store(machine.fastPathWord, ordering: .releasing)
             return result
+        }
+    }
+
+    /// Hands the successes counted without the lock to the window, and stops that counting.
+    @inline(__always)
+    private func takePendingSuccesses(_ locked: inout Locked) {
+        let pending = self.pendingSuccesses.exchange(0, ordering: .acquiringAndReleasing)
+        if pending & Self.publishedBit != 0, let epoch = locked.publishedEpoch {
+            locked.machine.addLockFreeSuccesses(Int(pending & Self.countMask), inBucketOf: epoch)
+        }
+        locked.publishedEpoch = nil
+    }
+
+    /// Publishes the window's current bucket for counting without the lock, if the machine allows it.
+    @inline(__always)
+    private func publishBucket(_ locked: inout Locked) {
+        guard let bucket = locked.machine.lockFreeSuccessBucket else { return }
+        let start = Self.nanosecondsRoundedUp(bucket.start)
+        let (quotient, remainder) = bucket.end.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        guard let end = Int64(exactly: remainder < 0 ? quotient - 1 : quotient), start < end else { return }
+        self.bucketStart.store(start, ordering: .releasing)
+        self.bucketEnd.store(end, ordering: .releasing)
+        locked.tag = (locked.tag &+ 1) & 0x7FFF_FFFF
+        locked.publishedEpoch = bucket.epoch
+        self.pendingSuccesses.store(Self.publishedBit | locked.tag << 32, ordering: .releasing)
+    }
+
+    /// Counts a closed-state success that finished at `now` without the lock, if `now` falls
+    /// within the published bucket; returns `false` when the caller must take the lock.
+    @inline(__always)
+    func countSuccessWithoutLock(at now: Duration) -> Bool {
+        var pending = self.pendingSuccesses.load(ordering: .acquiring)
+        while true {
+            guard pending & Self.publishedBit != 0, pending & Self.countMask != Self.countMask else { return false }
+            let start = self.bucketStart.load(ordering: .acquiring)
+            let end = self.bucketEnd.load(ordering: .acquiring)
+            guard now >= .nanoseconds(start), now < .nanoseconds(end) else { return false }
+            let (exchanged, original) = self.pendingSuccesses.compareExchange(
+                expected: pending, desired: pending + 1, successOrdering: .acquiringAndReleasing,
+                failureOrdering: .acquiring)
+            if exchanged { return true }
+            pending = original
         }
     }
 
