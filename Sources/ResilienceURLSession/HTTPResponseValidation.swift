@@ -20,7 +20,7 @@ import Resilience
 /// Pass the request: the `HTTPResponseError` then records whether the request
 /// may be repeated, and a `POST` answered 502 is not sent again.
 ///
-/// `RetryPolicy.data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)`
+/// `RetryPolicy.data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:)`
 /// does this for you, and also knows the request's method.
 public enum HTTPResponseValidation {
     /// The statuses accepted unless the caller says otherwise: every 2xx.

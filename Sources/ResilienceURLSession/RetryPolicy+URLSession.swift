@@ -34,19 +34,17 @@ extension RetryPolicy {
     ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
     ///   - allowsNonIdempotentRetries: Resend a non-idempotent request even when the server may
     ///     have acted on it; set it only when the server deduplicates (an idempotency key).
-    ///   - isolation: The actor the call runs on; inferred from the caller.
     /// - Returns: The body and the HTTP response.
     /// - Throws: The last attempt's error, unchanged: an `HTTPResponseError`, a `URLError`, or
     ///   `CancellationError`.
-    public func data(
+    public nonisolated(nonsending) func data(
         for request: URLRequest,
         session: URLSession = .shared,
         acceptableStatusCodes: Range<Int> = HTTPResponseValidation.defaultAcceptableStatusCodes,
-        allowsNonIdempotentRetries: Bool = false,
-        isolation: isolated (any Actor)? = #isolation
+        allowsNonIdempotentRetries: Bool = false
     ) async throws -> (data: Data, response: HTTPURLResponse) {
         let idempotency: Idempotency = allowsNonIdempotentRetries ? .idempotent : .http(request)
-        return try await self.execute(idempotency: idempotency, isolation: isolation) {
+        return try await self.execute(idempotency: idempotency) {
             let data: Data
             let response: URLResponse
             do {

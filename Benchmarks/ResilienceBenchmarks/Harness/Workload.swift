@@ -17,6 +17,19 @@ enum Workload {
         return input &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
     }
 
+    /// The same step as a plain nonisolated `async` function: the operation users of
+    /// other libraries usually measure against.
+    ///
+    /// It is `@concurrent`, so awaiting it from an actor leaves the actor for the global
+    /// executor and comes back; from a nonisolated task it costs about what
+    /// ``operation(_:)`` costs. It gives the second, plain baseline printed beside the
+    /// strict one.
+    @inline(never)
+    @concurrent static func plainOperation(_ input: Int) async throws -> Int {
+        if input == 0 { throw WorkloadError() }
+        return input &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+    }
+
     /// The first input of a loop, hidden from the optimizer.
     @inline(never)
     @_optimize(none)

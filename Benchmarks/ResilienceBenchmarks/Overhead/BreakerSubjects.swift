@@ -15,6 +15,16 @@ enum BreakerFixtures {
             tripRule: .failureRate(threshold: 0.5, minimumCalls: 20, window: .time(.seconds(30), buckets: 10)))
     }
 
+    /// A registry of consecutive-rule breakers by host, holding 100 hosts, the one the rows call among them.
+    static func registry() throws -> CircuitBreakerRegistry<String> {
+        let registry = try CircuitBreakerRegistry<String>(
+            name: "hosts", configuration: CircuitBreakerConfiguration(tripRule: .consecutiveFailures(5)))
+        for index in 0..<100 {
+            _ = registry.breaker(for: "host-\(index).example.com")
+        }
+        return registry
+    }
+
     /// A consecutive-rule breaker tripped open for an hour, so every call in a run is rejected
     /// with a ``CircuitBreakerOpenError`` whose `retryAfter` is set.
     static func trippedOpen() async throws -> CircuitBreaker {
@@ -49,6 +59,21 @@ struct BreakerSuccess: OverheadSubject {
 
     @MainActor func callFromMainActor(_ input: Int) async -> Int {
         (try? await self.breaker.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `registry.success`: looking a host's breaker up in a ``CircuitBreakerRegistry`` keyed by
+/// `String`, then a call through it, as a client that does not keep the breaker would.
+struct RegistrySuccess: OverheadSubject {
+    let registry: CircuitBreakerRegistry<String>
+    let host = "host-42.example.com"
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.registry.breaker(for: self.host).execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.registry.breaker(for: self.host).execute { try await Workload.operation(input) }) ?? input
     }
 }
 

@@ -89,6 +89,8 @@ struct OverheadResult: Sendable {
     var subject: Summary
     /// Nanoseconds per direct call in the same configuration, interleaved with the subject's repetitions.
     var baseline: Summary
+    /// Nanoseconds per direct call of the plain nonisolated operation, interleaved the same way.
+    var plainBaseline: Summary
     /// Heap allocations per call, or `nil` when the counter is unavailable.
     var allocationsPerOperation: Double?
     /// Calls per repetition of the subject's loop.
@@ -99,5 +101,10 @@ struct OverheadResult: Sendable {
     /// The subject's median over the baseline's median.
     var ratio: Double {
         self.subject.median / self.baseline.median
+    }
+
+    /// The subject's median over the plain baseline's median.
+    var plainRatio: Double {
+        self.subject.median / self.plainBaseline.median
     }
 }

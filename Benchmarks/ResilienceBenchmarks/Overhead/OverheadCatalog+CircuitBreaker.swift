@@ -3,7 +3,8 @@ import Resilience
 extension OverheadCatalog {
     /// The library's circuit breaker rows: the success path under each trip rule, retry
     /// around breaker, and a rejection while open, from both callers; the consecutive
-    /// rule also with 2 and 64 tasks through one breaker (contention). The subjects and
+    /// rule also with 2 and 64 tasks through one breaker (contention), the time window with
+    /// 64; and a registry lookup by host followed by a call. The subjects and
     /// fixtures are in `BreakerSubjects.swift`.
     static let circuitBreaker: [OverheadBenchmark] = [
         OverheadBenchmark(
@@ -11,8 +12,13 @@ extension OverheadCatalog {
         ) {
             BreakerSuccess(breaker: try BreakerFixtures.consecutive())
         },
-        OverheadBenchmark("breaker.success.window", OverheadConfiguration.bothCallers) {
+        OverheadBenchmark(
+            "breaker.success.window", OverheadConfiguration.bothCallers + [OverheadConfiguration.tasks(64)]
+        ) {
             BreakerSuccess(breaker: try BreakerFixtures.timeWindow())
+        },
+        OverheadBenchmark("registry.success", OverheadConfiguration.bothCallers) {
+            RegistrySuccess(registry: try BreakerFixtures.registry())
         },
         OverheadBenchmark("retry+breaker.success", OverheadConfiguration.bothCallers) {
             RetryAroundBreakerSuccess(policy: try RetryPolicy(), breaker: try BreakerFixtures.consecutive())

@@ -9,6 +9,12 @@ enum OverheadCatalog {
     /// The baseline every row is compared with: awaiting the operation directly.
     static let baseline = OverheadBenchmark("direct", OverheadConfiguration.bothCallers) { DirectCall() }
 
+    /// The plain baseline, measured beside the strict one: awaiting a plain nonisolated
+    /// `async` function directly, as other libraries' benchmarks usually do.
+    static let plainBaseline = OverheadBenchmark("direct.plain", OverheadConfiguration.bothCallers) {
+        PlainDirectCall()
+    }
+
     /// The whole suite, or the rows whose name contains `filter`: the direct call in every
     /// configuration any other row uses, then the library's rows, then the comparators.
     static func all(filter: String? = nil) -> [OverheadBenchmark] {

@@ -26,12 +26,13 @@ struct OverheadRunner {
     /// Measures every configuration of every benchmark, in order.
     func run(_ benchmarks: [OverheadBenchmark]) async throws -> [OverheadResult] {
         let baseline = try await OverheadCatalog.baseline.prepare()
+        let plainBaseline = try await OverheadCatalog.plainBaseline.prepare()
         var results: [OverheadResult] = []
         for benchmark in benchmarks {
             let prepared = try await benchmark.prepare()
             for configuration in benchmark.configurations {
                 let result = await self.measure(
-                    benchmark.name, prepared, against: baseline, in: configuration)
+                    benchmark.name, prepared, against: baseline, plainBaseline, in: configuration)
                 self.progress.note(
                     "overhead \(result.name) [\(configuration.caller.rawValue), \(configuration.tasks) task(s)]: "
                         + "\(Format.decimal(result.subject.median, 1)) ns/op, ratio \(Format.decimal(result.ratio, 2))")
@@ -61,17 +62,22 @@ struct OverheadRunner {
         _ name: String,
         _ subject: PreparedOverheadBenchmark,
         against baseline: PreparedOverheadBenchmark,
+        _ plainBaseline: PreparedOverheadBenchmark,
         in configuration: OverheadConfiguration
     ) async -> OverheadResult {
         let subjectIterations = await self.calibrate(subject, configuration)
         let baselineIterations = await self.calibrate(baseline, configuration)
+        let plainIterations = await self.calibrate(plainBaseline, configuration)
         var subjectSamples: [Double] = []
         var baselineSamples: [Double] = []
+        var plainSamples: [Double] = []
         // Alternate the two loops so that drift (frequency scaling, a noisy
         // neighbour) affects both alike.
         for _ in 0..<self.settings.repetitions {
             let base = await baseline.run(configuration, baselineIterations, false)
             baselineSamples.append(base.elapsed.nanoseconds / Double(baselineIterations))
+            let plain = await plainBaseline.run(configuration, plainIterations, false)
+            plainSamples.append(plain.elapsed.nanoseconds / Double(plainIterations))
             let measured = await subject.run(configuration, subjectIterations, false)
             subjectSamples.append(measured.elapsed.nanoseconds / Double(subjectIterations))
         }
@@ -85,6 +91,7 @@ struct OverheadRunner {
             configuration: configuration,
             subject: Summary(subjectSamples),
             baseline: Summary(baselineSamples),
+            plainBaseline: Summary(plainSamples),
             allocationsPerOperation: allocationsPerOperation,
             iterations: subjectIterations,
             repetitions: self.settings.repetitions)

@@ -25,6 +25,18 @@ struct DirectCall: OverheadSubject {
     }
 }
 
+/// The plain baseline: awaiting ``Workload/plainOperation(_:)``, a plain nonisolated
+/// `async` function, directly.
+struct PlainDirectCall: OverheadSubject {
+    func call(_ input: Int) async -> Int {
+        (try? await Workload.plainOperation(input)) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await Workload.plainOperation(input)) ?? input
+    }
+}
+
 /// A control that allocates one object per call, used to check that the allocation counter works.
 struct AllocatingControl: OverheadSubject {
     private final class Box {

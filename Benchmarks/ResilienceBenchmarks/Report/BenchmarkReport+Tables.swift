@@ -32,7 +32,8 @@ extension BenchmarkReport {
     private var overheadTable: String {
         var table = TextTable([
             ("overhead", .left), ("caller", .left), ("tasks", .right), ("ns/op", .right), ("min-max", .right),
-            ("direct ns/op", .right), ("ratio", .right), ("allocs/op", .right),
+            ("direct ns/op", .right), ("ratio", .right), ("plain ns/op", .right), ("plain ratio", .right),
+            ("allocs/op", .right),
         ])
         for row in self.overhead {
             table.append([
@@ -41,11 +42,15 @@ extension BenchmarkReport {
                 Format.nanoseconds(row.subject.minimum) + "-" + Format.nanoseconds(row.subject.maximum),
                 Format.nanoseconds(row.baseline.median),
                 Format.decimal(row.ratio, 2) + "x",
+                Format.nanoseconds(row.plainBaseline.median),
+                Format.decimal(row.plainRatio, 2) + "x",
                 row.allocationsPerOperation.map { Format.decimal($0, 2) } ?? "n/a",
             ])
         }
         return "Cost per call, median of \(self.overhead.first?.repetitions ?? 0) repetitions "
-            + "(ratio = median / median of the direct call in the same configuration)\n" + table.rendered
+            + "(ratio = median / median of the direct call in the same configuration, whose operation is "
+            + "nonisolated(nonsending); plain ratio = median / median of the direct call of a plain "
+            + "nonisolated async operation)\n" + table.rendered
     }
 
     private var memoryTable: String {

@@ -68,6 +68,8 @@ struct BenchmarkReport: Sendable {
                             ("ns_per_op", .decimal(row.subject.median, 2)),
                             ("baseline_ns_per_op", .decimal(row.baseline.median, 2)),
                             ("ratio", .decimal(row.ratio, 3)),
+                            ("plain_baseline_ns_per_op", .decimal(row.plainBaseline.median, 2)),
+                            ("plain_ratio", .decimal(row.plainRatio, 3)),
                             ("allocations_per_op", .decimal(row.allocationsPerOperation, 3)),
                             ("ns_per_op_min", .decimal(row.subject.minimum, 2)),
                             ("ns_per_op_max", .decimal(row.subject.maximum, 2)),

@@ -1,16 +1,22 @@
 extension CircuitBreaker {
     /// Runs `operation` if the breaker allows it, and counts its result.
     ///
-    /// - Parameters:
-    ///   - isolation: The actor the operation runs on; inferred from the caller.
-    ///   - operation: The call to the dependency. It runs in the caller's isolation.
+    /// The call runs on the caller's executor from start to finish: a
+    /// `nonisolated(nonsending)` function, it switches to no other executor, so a
+    /// `@MainActor` caller's operation runs on the main actor and may touch its state.
+    ///
+    /// A task that is already cancelled is admitted like any other, and its
+    /// operation runs as a bare `try await operation()` would: the operation decides
+    /// what cancellation means to it. ``RetryPolicy`` runs its first attempt the same
+    /// way. A failure that ends a cancelled task is not counted against the dependency.
+    ///
+    /// - Parameter operation: The call to the dependency. It runs in the caller's isolation.
     /// - Returns: The operation's value.
     /// - Throws: ``CircuitBreakerOpenError`` without running the operation when the
     ///   breaker is open, isolated, or half-open with every probe slot taken;
     ///   otherwise the operation's own error, unchanged.
     @inlinable
-    public func execute<Value>(
-        isolation: isolated (any Actor)? = #isolation,
+    public nonisolated(nonsending) func execute<Value>(
         operation: () async throws -> Value
     ) async throws -> Value {
         let permit = try self.admit()
@@ -37,17 +43,34 @@ extension CircuitBreaker {
     }
 
     private func admitThroughLock() throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+        // While open with time left, or isolated, the rejection needs no lock: the open time's
+        // end is published in an atomic word of its own.
+        let mark = self.storage.openUntilMark
+        if mark == CircuitBreakerStorage.isolatedMark {
+            throw self.rejection(state: .isolated, retryAfter: nil)
+        }
         let now = self.clock.now()
+        if mark != CircuitBreakerStorage.notOpenMark, now >= .nanoseconds(self.storage.latestSeenMark) {
+            let until = Duration.nanoseconds(mark)
+            if now < until {
+                throw self.rejection(state: .open, retryAfter: until - now)
+            }
+        }
         let (admission, transition) = self.storage.update { $0.admit(at: now) }
         self.report(transition, error: nil)
         switch admission {
         case .permitted(let permit):
             return permit
         case .rejected(let state, let retryAfter):
-            self.observer?.callRejected(
-                CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
-            throw CircuitBreakerOpenError(breakerName: self.name, state: state, retryAfter: retryAfter)
+            throw self.rejection(state: state, retryAfter: retryAfter)
         }
+    }
+
+    /// Tells the observer of a rejection, and makes the error to throw.
+    private func rejection(state: CircuitBreakerState, retryAfter: Duration?) -> CircuitBreakerOpenError {
+        self.observer?.callRejected(
+            CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
+        return CircuitBreakerOpenError(breakerName: self.name, state: state, retryAfter: retryAfter)
     }
 
     /// Counts a success; lock-free while closed with nothing to reset.
@@ -65,6 +88,12 @@ extension CircuitBreaker {
                         CircuitBreakerStateMachine.isSlow(permit, at: $0, rule: self.configuration.slowCallRule)
                     } ?? false
                 if !isSlow { return }
+            } else if self.countsSuccessesInTimeWindow, let now,
+                word & CircuitBreakerStateMachine.pendingFailuresBit == 0,
+                !CircuitBreakerStateMachine.isSlow(permit, at: now, rule: self.configuration.slowCallRule),
+                self.storage.countSuccessWithoutLock(at: now)
+            {
+                return  // counted in the time window's current bucket, without the lock
             }
         }
         let transition = self.storage.update { $0.record(.success, for: permit, at: now) }

@@ -48,10 +48,12 @@
 /// to another executor. While closed under the consecutive-failures rule with
 /// no failure pending, a call that succeeds reads one atomic word before and
 /// one after the operation: no lock, no clock, no allocation (a slow-call rule
-/// adds two clock reads). Failures, failure-rate rules (which record every
-/// call, and read the clock for a time window) and the other states take the
-/// breaker's lock briefly, never across the operation, an observer call or an
-/// await.
+/// adds two clock reads). Under a time-window rule, a success reads the clock
+/// and counts itself in the current bucket with one compare-and-exchange, no
+/// lock, unless it is the first call of a new bucket. A rejection while open or
+/// isolated takes no lock either. Failures, count-window rules (which record
+/// every call), probes and the other states take the breaker's lock briefly,
+/// never across the operation, an observer call or an await.
 ///
 /// ## With a retry policy
 /// The two nest either way round, with different meanings:
@@ -86,6 +88,8 @@ public final class CircuitBreaker: Sendable {
     let readsClockOnAdmission: Bool
     /// Whether a success reads the clock (a slow-call rule or a time window).
     let readsClockOnSuccess: Bool
+    /// Whether a closed-state success may be counted in the time window without the lock.
+    let countsSuccessesInTimeWindow: Bool
 
     /// Creates a breaker from a validated configuration; it cannot fail, so it does not throw.
     ///
@@ -168,6 +172,7 @@ public final class CircuitBreaker: Sendable {
         self.successNeedsNoLock = configuration.tripRule.window == nil
         self.readsClockOnAdmission = configuration.slowCallRule != nil
         self.readsClockOnSuccess = configuration.slowCallRule != nil || hasTimeWindow
+        self.countsSuccessesInTimeWindow = hasTimeWindow
     }
 
     // MARK: - Observing

@@ -22,10 +22,12 @@ public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableErro
     /// The breaker's state when it rejected the call: ``CircuitBreakerState/open``,
     /// ``CircuitBreakerState/halfOpen`` (every probe slot taken) or ``CircuitBreakerState/isolated``.
     public let state: CircuitBreakerState
-    /// The time left before the breaker lets a probe through, when open.
+    /// The time left before the breaker lets a probe through, when open; when half-open
+    /// with every probe slot taken, the time until the earliest probe lease runs out.
     ///
-    /// `nil` when half-open (a slot frees when a probe finishes, which no one can
-    /// predict) and when isolated (only a reset ends it).
+    /// The half-open figure is an upper bound: a slot frees as soon as a probe finishes,
+    /// which may be sooner, and at the latest when its lease expires. `nil` when isolated
+    /// (only a reset ends it).
     public let retryAfter: Duration?
 
     /// Creates a rejection; breakers make these, tests may too.
@@ -33,7 +35,8 @@ public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableErro
     /// - Parameters:
     ///   - breakerName: The name of the breaker that rejected the call.
     ///   - state: The state that rejected it: open, half-open or isolated.
-    ///   - retryAfter: The open time left, or `nil` when no one can say.
+    ///   - retryAfter: The open time left (or, half-open, the time until a probe slot must
+    ///     free), or `nil` when no one can say.
     public init(breakerName: String, state: CircuitBreakerState, retryAfter: Duration?) {
         self.breakerName = breakerName
         self.state = state

@@ -28,14 +28,20 @@
 ///
 /// Finding the victim walks from the least recently used end until it meets a
 /// closed breaker, reading each breaker's state from an atomic word without
-/// its lock. Looking up an existing key costs one dictionary lookup under the
-/// registry's lock and no allocation.
+/// its lock.
+///
+/// ## Cost
+/// Looking up a key the registry holds hashes the key, takes the registry's lock
+/// for one integer-keyed lookup, and compares the key once; it allocates nothing.
+/// The key's own `hash(into:)` and `==` always run outside the lock, so a key type
+/// may do anything in them. The lookup is inlinable, so it is specialized for your
+/// key type (`String`, `Int`, a host) in your module.
 public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// The most breakers the registry keeps.
     public let maximumCount: Int
 
-    private let makeBreaker: @Sendable (Key) -> CircuitBreaker
-    private let entries: Lock<RegistryEntries<Key>>
+    @usableFromInline let makeBreaker: @Sendable (Key) -> CircuitBreaker
+    @usableFromInline let entries: Lock<RegistryEntries<Key>>
 
     /// Creates a registry that makes each key's breaker with `makeBreaker`.
     ///
@@ -118,39 +124,35 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     ///
     /// The same key returns the same breaker for as long as the registry keeps
     /// it (see the bound, above).
+    @inlinable
     public func breaker(for key: Key) -> CircuitBreaker {
-        if let existing = self.entries.withLock({ $0.lookUp(key) }) {
-            return existing
-        }
-        let made = self.makeBreaker(key)
-        let (breaker, evicted) = self.entries.withLock { entries in
-            if let existing = entries.lookUp(key) {
-                return (existing, CircuitBreaker?.none)
+        // The key's hash and `==` run outside the lock; under it, only integer work.
+        let hash = key.hashValue
+        if let candidate = self.entries.withLock({ $0.useFirstCandidate(hash: hash) }), candidate.key == key {
+            if !candidate.isMarkedUsed {
+                self.entries.withLock { $0.use(index: candidate.index, ifHolding: candidate.breaker) }
             }
-            return (made, entries.insert(key: key, breaker: made, maximumCount: self.maximumCount))
+            return candidate.breaker
         }
-        _ = evicted  // released here, outside the lock, in case its deinit runs user code
-        return breaker
+        return self.breakerAfterMiss(for: key, hash: hash)
     }
 
     /// The breaker for `key` if the registry holds one; never makes one, and
     /// does not count as a use.
     public func existingBreaker(for key: Key) -> CircuitBreaker? {
-        self.entries.withLock { entries in
-            entries.indexByKey[key].map { entries.nodes[$0].breaker }
-        }
+        let hash = key.hashValue
+        let candidates = self.entries.withLock { $0.candidates(hash: hash) }
+        return candidates.first { $0.key == key }?.breaker
     }
 
     /// How many breakers the registry holds; never more than ``maximumCount``.
     public var count: Int {
-        self.entries.withLock { $0.indexByKey.count }
+        self.entries.withLock { $0.count }
     }
 
     /// A snapshot of every breaker held, by key.
     public func snapshots() -> [Key: CircuitBreakerSnapshot] {
-        let held = self.entries.withLock { entries in
-            entries.indexByKey.map { key, index in (key, entries.nodes[index].breaker) }
-        }
+        let held = self.entries.withLock { $0.all() }
         var result: [Key: CircuitBreakerSnapshot] = [:]
         result.reserveCapacity(held.count)
         for (key, breaker) in held {
@@ -158,40 +160,150 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         }
         return result
     }
-}
 
-/// The registry's breakers in a dictionary, threaded on a doubly linked
-/// recency list kept in an array (indices, not references), most recent first.
-private struct RegistryEntries<Key: Hashable & Sendable> {
-    struct Node {
-        var key: Key
-        var breaker: CircuitBreaker
-        var newer: Int
-        var older: Int
+    /// Whether another holder (or the caller) has the registry's lock now; for tests.
+    package var isLockHeld: Bool {
+        self.entries.isHeld
     }
 
-    var indexByKey: [Key: Int] = [:]
-    var nodes: [Node] = []
-    var newest = -1
-    var oldest = -1
+    /// The lookup when the first candidate for `hash` was not `key`: another key with the
+    /// same hash, or no breaker yet.
+    ///
+    /// Compares every candidate outside the lock. To add a breaker, it checks under the lock
+    /// that no entry was added or removed since it looked (a version number), so a key can
+    /// never get two breakers; if one was, it looks again.
+    @usableFromInline
+    func breakerAfterMiss(for key: Key, hash: Int) -> CircuitBreaker {
+        var made: CircuitBreaker?
+        while true {
+            let (candidates, version) = self.entries.withLock { ($0.candidates(hash: hash), $0.version) }
+            if let found = candidates.first(where: { $0.key == key }) {
+                self.entries.withLock { $0.use(index: found.index, ifHolding: found.breaker) }
+                return found.breaker
+            }
+            let breaker = made ?? self.makeBreaker(key)
+            made = breaker
+            let evicted: (key: Key, breaker: CircuitBreaker)?? = self.entries.withLock { entries in
+                guard entries.version == version else { return nil }
+                return .some(entries.insert(key: key, hash: hash, breaker: breaker, maximumCount: self.maximumCount))
+            }
+            // Released here, outside the lock: a key's or a breaker's deinit may run user code.
+            if let evicted {
+                _ = evicted
+                return breaker
+            }
+        }
+    }
+}
 
-    /// The breaker for `key`, marked as the most recently used.
-    mutating func lookUp(_ key: Key) -> CircuitBreaker? {
-        guard let index = self.indexByKey[key] else { return nil }
-        if index != self.newest {
+/// The registry's breakers in a table from hash values to nodes, threaded on a doubly
+/// linked recency list kept in an array (indices, not references), most recent first.
+///
+/// The table is keyed by the key's hash value, an `Int`, so that no user code (the key's
+/// `hash(into:)` or `==`) runs while the registry's lock is held: the registry hashes
+/// outside the lock, and compares the candidates it gets back outside the lock too.
+@usableFromInline
+struct RegistryEntries<Key: Hashable & Sendable> {
+    @usableFromInline
+    struct Node {
+        @usableFromInline var key: Key
+        @usableFromInline var hash: Int
+        @usableFromInline var breaker: CircuitBreaker
+        /// The next node with the same hash value, or -1.
+        @usableFromInline var nextWithSameHash: Int
+        @usableFromInline var newer: Int
+        @usableFromInline var older: Int
+    }
+
+    /// A node with the same hash value as a lookup's key, for the caller to compare outside the lock.
+    @usableFromInline
+    struct Candidate {
+        @usableFromInline var index: Int
+        @usableFromInline var key: Key
+        @usableFromInline var breaker: CircuitBreaker
+        /// Whether the lookup already marked the node as the most recently used.
+        @usableFromInline var isMarkedUsed: Bool
+
+        @inlinable
+        init(index: Int, key: Key, breaker: CircuitBreaker, isMarkedUsed: Bool = false) {
+            self.index = index
+            self.key = key
+            self.breaker = breaker
+            self.isMarkedUsed = isMarkedUsed
+        }
+    }
+
+    /// The first node of each hash value's chain.
+    @usableFromInline var firstByHash: [Int: Int] = [:]
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var newest = -1
+    @usableFromInline var oldest = -1
+    /// Bumped by every insertion and removal.
+    @usableFromInline var version: UInt64 = 0
+
+    @usableFromInline init() {}
+
+    /// How many breakers are held.
+    var count: Int { self.nodes.count }
+
+    /// The first node with `hash`; marked as the most recently used when it is the only one.
+    ///
+    /// The key is compared outside the lock, after this returns, so the mark is made in
+    /// advance: when no other node shares the hash value, the node is almost surely the
+    /// key's (only a full hash collision with a key not held makes it a wrong guess, which
+    /// costs that node nothing worse than counting as used). When the chain is longer, the
+    /// caller's miss path marks the node that matched.
+    @inlinable
+    mutating func useFirstCandidate(hash: Int) -> Candidate? {
+        guard let index = self.firstByHash[hash] else { return nil }
+        let isOnlyNode = self.nodes[index].nextWithSameHash == -1
+        if index != self.newest, isOnlyNode {
             self.unlink(index)
             self.pushNewest(index)
         }
-        return self.nodes[index].breaker
+        return Candidate(
+            index: index, key: self.nodes[index].key, breaker: self.nodes[index].breaker,
+            isMarkedUsed: isOnlyNode || index == self.newest)
     }
 
-    /// Adds `breaker` for `key` as the most recently used; returns the breaker forgotten to make room.
-    mutating func insert(key: Key, breaker: CircuitBreaker, maximumCount: Int) -> CircuitBreaker? {
+    /// Every node with `hash`.
+    func candidates(hash: Int) -> [Candidate] {
+        var result: [Candidate] = []
+        var index = self.firstByHash[hash] ?? -1
+        while index != -1 {
+            result.append(Candidate(index: index, key: self.nodes[index].key, breaker: self.nodes[index].breaker))
+            index = self.nodes[index].nextWithSameHash
+        }
+        return result
+    }
+
+    /// Every key and breaker held.
+    func all() -> [(Key, CircuitBreaker)] {
+        self.nodes.map { ($0.key, $0.breaker) }
+    }
+
+    /// Marks the node at `index` as the most recently used, if it still holds `breaker`.
+    @usableFromInline
+    mutating func use(index: Int, ifHolding breaker: CircuitBreaker) {
+        guard index < self.nodes.count, self.nodes[index].breaker === breaker, index != self.newest else { return }
+        self.unlink(index)
+        self.pushNewest(index)
+    }
+
+    /// Adds `breaker` for `key` as the most recently used; returns the entry forgotten to make
+    /// room, for the caller to release outside the lock.
+    mutating func insert(key: Key, hash: Int, breaker: CircuitBreaker, maximumCount: Int) -> (
+        key: Key, breaker: CircuitBreaker
+    )? {
+        self.version &+= 1
         if self.nodes.count < maximumCount {
-            self.nodes.append(Node(key: key, breaker: breaker, newer: -1, older: -1))
+            self.nodes.append(
+                Node(
+                    key: key, hash: hash, breaker: breaker, nextWithSameHash: self.firstByHash[hash] ?? -1,
+                    newer: -1, older: -1))
             let index = self.nodes.count - 1
             self.pushNewest(index)
-            self.indexByKey[key] = index
+            self.firstByHash[hash] = index
             return nil
         }
         var victim = self.oldest
@@ -203,16 +315,36 @@ private struct RegistryEntries<Key: Hashable & Sendable> {
             }
             index = self.nodes[index].newer
         }
-        let evicted = self.nodes[victim].breaker
-        self.indexByKey[self.nodes[victim].key] = nil
+        let evicted = (key: self.nodes[victim].key, breaker: self.nodes[victim].breaker)
+        self.removeFromHashChain(victim)
         self.unlink(victim)
-        self.nodes[victim] = Node(key: key, breaker: breaker, newer: -1, older: -1)
+        self.nodes[victim] = Node(
+            key: key, hash: hash, breaker: breaker, nextWithSameHash: self.firstByHash[hash] ?? -1, newer: -1,
+            older: -1)
+        self.firstByHash[hash] = victim
         self.pushNewest(victim)
-        self.indexByKey[key] = victim
         return evicted
     }
 
-    private mutating func unlink(_ index: Int) {
+    private mutating func removeFromHashChain(_ index: Int) {
+        let hash = self.nodes[index].hash
+        let next = self.nodes[index].nextWithSameHash
+        if self.firstByHash[hash] == index {
+            self.firstByHash[hash] = next == -1 ? nil : next
+            return
+        }
+        var previous = self.firstByHash[hash] ?? -1
+        while previous != -1 {
+            if self.nodes[previous].nextWithSameHash == index {
+                self.nodes[previous].nextWithSameHash = next
+                return
+            }
+            previous = self.nodes[previous].nextWithSameHash
+        }
+    }
+
+    @inlinable
+    mutating func unlink(_ index: Int) {
         let newer = self.nodes[index].newer
         let older = self.nodes[index].older
         if newer != -1 { self.nodes[newer].older = older } else { self.newest = older }
@@ -221,7 +353,8 @@ private struct RegistryEntries<Key: Hashable & Sendable> {
         self.nodes[index].older = -1
     }
 
-    private mutating func pushNewest(_ index: Int) {
+    @inlinable
+    mutating func pushNewest(_ index: Int) {
         self.nodes[index].older = self.newest
         self.nodes[index].newer = -1
         if self.newest != -1 { self.nodes[self.newest].newer = index }

@@ -69,6 +69,25 @@ struct CircuitBreakerSlidingWindow: Sendable {
         }
     }
 
+    /// The bucket the last call went to, as the span of time it covers and its epoch, or `nil`
+    /// before the first call, for a count window, or when the span could not be cached.
+    var currentBucket: (start: Duration, end: Duration, epoch: Int128)? {
+        guard self.isTimeBased, self.currentEnd > self.currentStart else { return nil }
+        return (self.currentStart, self.currentEnd, self.buckets[self.currentIndex].epoch)
+    }
+
+    /// Adds `count` successful calls to the bucket of `epoch`, if the ring still holds that slice.
+    ///
+    /// The breaker counts closed-state successes within the current bucket outside its lock,
+    /// and hands them over here, under the lock, before anything reads the window.
+    mutating func addSuccesses(_ count: Int, inBucketOf epoch: Int128) {
+        guard self.isTimeBased, count > 0 else { return }
+        let index = Int(epoch % Int128(self.buckets.count))
+        if self.buckets[index].epoch == epoch {
+            self.buckets[index].calls += count
+        }
+    }
+
     /// Makes the bucket of `now` the current one, emptying it if it still holds an older slice.
     private mutating func moveToBucket(at now: Duration) {
         let epoch = self.epoch(of: now)

@@ -113,6 +113,20 @@ package struct CircuitBreakerStateMachine: Sendable {
         return word
     }
 
+    /// The time window's current bucket, while closed: the span a success may be counted
+    /// in without the lock, and the bucket's epoch; `nil` otherwise.
+    package var lockFreeSuccessBucket: (start: Duration, end: Duration, epoch: Int128)? {
+        guard self.phase == .closed, self.consecutiveFailures == 0 else { return nil }
+        return self.window?.currentBucket
+    }
+
+    /// Counts `count` closed-state successes that finished within the bucket of `epoch`,
+    /// counted outside the lock while ``lockFreeSuccessBucket`` was published.
+    package mutating func addLockFreeSuccesses(_ count: Int, inBucketOf epoch: Int128) {
+        guard self.phase == .closed else { return }
+        self.window?.addSuccesses(count, inBucketOf: epoch)
+    }
+
     /// Probe slots taken now, counting leases not yet found expired.
     package var probesInFlight: Int {
         self.probes.count
@@ -181,7 +195,10 @@ package struct CircuitBreakerStateMachine: Sendable {
             return (.rejected(state: .isolated, retryAfter: nil), transition)
         case .halfOpen:
             guard self.probes.count < self.configuration.maximumProbes else {
-                return (.rejected(state: .halfOpen, retryAfter: nil), transition)
+                // A slot frees when a probe finishes or, at the latest, when its lease runs out:
+                // the earliest lease expiry bounds the wait, so a retry policy need not spin.
+                let earliestExpiry = self.probes.lazy.map(\.leaseExpiry).min() ?? now
+                return (.rejected(state: .halfOpen, retryAfter: Swift.max(.zero, earliestExpiry - now)), transition)
             }
             let ticket = self.nextTicket
             self.nextTicket &+= 1

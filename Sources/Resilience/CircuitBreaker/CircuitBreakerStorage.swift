@@ -1,8 +1,9 @@
 import Synchronization
 
 /// The shared, mutable part of a ``CircuitBreaker``: its state machine behind
-/// the package's lock, and an atomic word that publishes the state the
-/// closed-state fast path needs.
+/// the package's lock, an atomic word that publishes the state the
+/// closed-state fast path needs, and a second one that publishes when an open
+/// breaker's open time ends, so that a rejection needs no lock.
 ///
 /// The word (see ``CircuitBreakerStateMachine/fastPathWord``) is written only
 /// while the lock is held, right after the machine changes, so it never runs
@@ -10,13 +11,52 @@ import Synchronization
 /// admitted as if it had arrived just before the change (its result then
 /// carries the old generation and is ignored), or takes the lock and gets the
 /// machine's own answer.
+///
+/// Under a time-window rule, closed-state successes are counted without the lock
+/// too: the lock publishes the current bucket's span and a tagged counter word,
+/// and a success that finishes within the span adds one to the word with a
+/// compare-and-exchange. The next locked update hands the count to the window
+/// before anything reads it, then publishes afresh (a new tag), so a success
+/// counted against an old publication fails its exchange and tries again.
 struct CircuitBreakerStorage: ~Copyable, Sendable {
-    private let machine: Lock<CircuitBreakerStateMachine>
+    /// The machine, and the epoch of the bucket whose successes the pending word counts.
+    private struct Locked {
+        var machine: CircuitBreakerStateMachine
+        var publishedEpoch: Int128?
+        var tag: UInt64 = 0
+    }
+
+    private let machine: Lock<Locked>
     private let word: Atomic<UInt64>
+    /// Successes counted without the lock: bit 63 set while a bucket is published, bits
+    /// 32...62 the publication's tag, bits 0...31 the count.
+    private let pendingSuccesses: Atomic<UInt64>
+    /// The published bucket's span in whole nanoseconds of elapsed time, start rounded up and end down.
+    private let bucketStart: Atomic<Int64>
+    private let bucketEnd: Atomic<Int64>
+    private let hasTimeWindow: Bool
+    private static let publishedBit: UInt64 = 1 << 63
+    private static let countMask: UInt64 = 0xFFFF_FFFF
+    private let openUntil: Atomic<Int64>
+    private let latestSeen: Atomic<Int64>
+
+    /// ``openUntilMark`` while the breaker is neither open nor isolated.
+    static let notOpenMark = Int64.min
+    /// ``openUntilMark`` while the breaker is isolated.
+    static let isolatedMark = Int64.max
 
     init(_ machine: CircuitBreakerStateMachine) {
         self.word = Atomic(machine.fastPathWord)
-        self.machine = Lock(machine)
+        self.openUntil = Atomic(Self.openUntilMark(of: machine.phase))
+        self.latestSeen = Atomic(Self.nanosecondsRoundedUp(machine.latest))
+        self.pendingSuccesses = Atomic(0)
+        self.bucketStart = Atomic(0)
+        self.bucketEnd = Atomic(0)
+        switch machine.configuration.tripRule.window?.kind {
+        case .time: self.hasTimeWindow = true
+        case .count, nil: self.hasTimeWindow = false
+        }
+        self.machine = Lock(Locked(machine: machine))
     }
 
     /// Runs `body` on the machine under the lock, then publishes the fast-path word.
@@ -24,10 +64,59 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     /// `body` must be the breaker's own code: no user code, no awaits.
     @inline(__always)
     func update<Result>(_ body: (inout CircuitBreakerStateMachine) -> Result) -> Result {
-        self.machine.withLock { machine in
-            let result = body(&machine)
+        self.machine.withLock { locked in
+            if self.hasTimeWindow { self.takePendingSuccesses(&locked) }
+            let result = body(&locked.machine)
+            if self.hasTimeWindow { self.publishBucket(&locked) }
+            let machine = locked.machine
+            self.openUntil.store(Self.openUntilMark(of: machine.phase), ordering: .relaxed)
+            if case .open = machine.phase {
+                self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latest), ordering: .relaxed)
+            }
             self.word.store(machine.fastPathWord, ordering: .releasing)
             return result
+        }
+    }
+
+    /// Hands the successes counted without the lock to the window, and stops that counting.
+    @inline(__always)
+    private func takePendingSuccesses(_ locked: inout Locked) {
+        let pending = self.pendingSuccesses.exchange(0, ordering: .acquiringAndReleasing)
+        if pending & Self.publishedBit != 0, let epoch = locked.publishedEpoch {
+            locked.machine.addLockFreeSuccesses(Int(pending & Self.countMask), inBucketOf: epoch)
+        }
+        locked.publishedEpoch = nil
+    }
+
+    /// Publishes the window's current bucket for counting without the lock, if the machine allows it.
+    @inline(__always)
+    private func publishBucket(_ locked: inout Locked) {
+        guard let bucket = locked.machine.lockFreeSuccessBucket else { return }
+        let start = Self.nanosecondsRoundedUp(bucket.start)
+        let (quotient, remainder) = bucket.end.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        guard let end = Int64(exactly: remainder < 0 ? quotient - 1 : quotient), start < end else { return }
+        self.bucketStart.store(start, ordering: .releasing)
+        self.bucketEnd.store(end, ordering: .releasing)
+        locked.tag = (locked.tag &+ 1) & 0x7FFF_FFFF
+        locked.publishedEpoch = bucket.epoch
+        self.pendingSuccesses.store(Self.publishedBit | locked.tag << 32, ordering: .releasing)
+    }
+
+    /// Counts a closed-state success that finished at `now` without the lock, if `now` falls
+    /// within the published bucket; returns `false` when the caller must take the lock.
+    @inline(__always)
+    func countSuccessWithoutLock(at now: Duration) -> Bool {
+        var pending = self.pendingSuccesses.load(ordering: .acquiring)
+        while true {
+            guard pending & Self.publishedBit != 0, pending & Self.countMask != Self.countMask else { return false }
+            let start = self.bucketStart.load(ordering: .acquiring)
+            let end = self.bucketEnd.load(ordering: .acquiring)
+            guard now >= .nanoseconds(start), now < .nanoseconds(end) else { return false }
+            let (exchanged, original) = self.pendingSuccesses.compareExchange(
+                expected: pending, desired: pending + 1, successOrdering: .acquiringAndReleasing,
+                failureOrdering: .acquiring)
+            if exchanged { return true }
+            pending = original
         }
     }
 
@@ -35,6 +124,47 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     @inline(__always)
     var fastPathWord: UInt64 {
         self.word.load(ordering: .relaxed)
+    }
+
+    /// When the open time ends, in whole nanoseconds of elapsed time rounded down, read
+    /// without the lock; ``isolatedMark`` while isolated, ``notOpenMark`` otherwise.
+    ///
+    /// A caller that reads an earlier time than this mark is rejected at once: the machine
+    /// would reject it too, since its open time cannot have passed. Like the fast-path word,
+    /// a mark read just before a change answers as if the call had arrived before it.
+    @inline(__always)
+    var openUntilMark: Int64 {
+        self.openUntil.load(ordering: .acquiring)
+    }
+
+    /// The latest time the machine had seen when it last changed while open, in whole
+    /// nanoseconds rounded up; a caller whose clock reads earlier (a clock that went back)
+    /// takes the lock, since the machine measures the time left from its latest time.
+    @inline(__always)
+    var latestSeenMark: Int64 {
+        self.latestSeen.load(ordering: .acquiring)
+    }
+
+    private static func nanosecondsRoundedUp(_ duration: Duration) -> Int64 {
+        let (quotient, remainder) = duration.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return Int64(exactly: remainder > 0 ? quotient + 1 : quotient) ?? (quotient < 0 ? .min : .max)
+    }
+
+    /// The mark that publishes `phase`.
+    private static func openUntilMark(of phase: CircuitBreakerStateMachine.Phase) -> Int64 {
+        switch phase {
+        case .open(let until):
+            // Rounded down (toward minus infinity): a caller earlier than the mark is earlier than `until`.
+            let (quotient, remainder) = until.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+            let nanoseconds = remainder < 0 ? quotient - 1 : quotient
+            // Beyond the range (centuries away), publish nothing: the lock decides.
+            guard let mark = Int64(exactly: nanoseconds), mark > .min, mark < .max else { return Self.notOpenMark }
+            return mark
+        case .isolated:
+            return Self.isolatedMark
+        case .closed, .halfOpen:
+            return Self.notOpenMark
+        }
     }
 
     /// Whether the breaker is closed, without the lock.

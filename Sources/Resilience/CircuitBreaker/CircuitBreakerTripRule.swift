@@ -14,8 +14,9 @@
 /// break a run of failures nor enter the window.
 ///
 /// The consecutive rule is the cheapest: a success while nothing has failed
-/// costs two atomic loads and no lock. A failure-rate rule records every call
-/// under the breaker's lock, and a time window also reads the clock once per call.
+/// costs two atomic loads and no lock. A failure-rate rule records every call:
+/// a count window under the breaker's lock; a time window reads the clock once
+/// per call and counts a success in its current bucket without the lock.
 public struct CircuitBreakerTripRule: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Sendable, Hashable {
         case consecutiveFailures(Int)

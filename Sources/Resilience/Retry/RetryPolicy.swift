@@ -31,7 +31,7 @@
 ///    tries again; cancellation during the wait ends the call at once.
 ///
 /// The error that ends a call is the operation's own, unchanged, so `catch`
-/// clauses for your error types keep working. Use ``outcome(isolation:operation:)``
+/// clauses for your error types keep working. Use ``outcome(operation:)``
 /// to also learn the number of attempts and the stop reason.
 public final actor RetryPolicy {
     /// The name every event of this policy carries, such as the dependency it calls.
@@ -48,7 +48,7 @@ public final actor RetryPolicy {
     ///
     /// No attempt starts, and no wait begins, that would end past it. An attempt
     /// already running is cut short by it only when the call runs its attempts
-    /// under a time limit (``execute(attemptTimeout:idempotency:isolation:operation:)``,
+    /// under a time limit (``execute(attemptTimeout:idempotency:operation:)``,
     /// whose limit is the shorter of the timeout and the time left), because
     /// otherwise the operation runs in the caller's own task, which the policy
     /// cannot stop without cancelling the caller.
@@ -62,7 +62,7 @@ public final actor RetryPolicy {
 
     nonisolated let clock: ElapsedClock
     /// Whether even a first-attempt success must read the clock or report to the observer.
-    private nonisolated let needsFullPath: Bool
+    @usableFromInline nonisolated let needsFullPath: Bool
     private var generator: AnyRandomNumberGenerator
     private var counters = RetryStatistics()
 
@@ -164,43 +164,52 @@ public final actor RetryPolicy {
 
     /// Runs `operation`, retrying its failures as the policy allows.
     ///
-    /// - Parameters:
-    ///   - isolation: The actor the operation runs on; inferred from the caller.
-    ///   - operation: The work to attempt. It runs in the caller's isolation.
+    /// The call runs on the caller's executor from start to finish: a
+    /// `nonisolated(nonsending)` function, it switches to no other executor on its
+    /// way in or out, so a `@MainActor` caller's operation runs on the main actor
+    /// and may touch its state.
+    ///
+    /// The first attempt runs as a bare `try await operation()` would, even in a
+    /// task that is already cancelled: the operation decides what cancellation
+    /// means to it. Every wait and every retry checks for cancellation first, and a
+    /// `CancellationError` is never retried. ``CircuitBreaker`` treats a cancelled
+    /// task the same way.
+    ///
+    /// - Parameter operation: The work to attempt. It runs in the caller's isolation.
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged, or `CancellationError` when
     ///   the task was cancelled while waiting to retry.
     @inlinable
-    public func execute<Value>(
-        isolation: isolated (any Actor)? = #isolation,
+    public nonisolated(nonsending) func execute<Value>(
         operation: () async throws -> Value
     ) async throws -> Value {
         // The fast path is kept tiny so that it inlines and specializes into the caller:
-        // one flag test, the cancellation check, the operation, and a budget refund.
-        // Everything else lives in `retry(isolation:firstFailure:operation:)`. The
-        // actor is `final` for the same reason: Swift 6.3 does not inline a non-final
-        // actor's methods into other modules, which costs an executor switch per call.
+        // one flag test, the operation, and a budget refund. Everything else lives in
+        // `retry(isolation:firstFailure:operation:)`. The actor is `final` for the same
+        // reason: Swift 6.3 does not inline a non-final actor's methods into other
+        // modules, which costs an executor switch per call.
         guard self.canTakeFastPath else {
-            return try await self.retry(isolation: isolation, firstFailure: nil, operation: operation)
+            return try await self.retry(isolation: #isolation, firstFailure: nil, operation: operation)
         }
         let value: Value
         do {
             value = try await operation()
         } catch {
-            return try await self.retry(isolation: isolation, firstFailure: error, operation: operation)
+            return try await self.retry(isolation: #isolation, firstFailure: error, operation: operation)
         }
         self.budget?.recordSuccess()
         return value
     }
 
-    /// Runs `operation` as ``execute(isolation:operation:)`` does, and reports the whole outcome.
+    /// Runs `operation` as ``execute(operation:)`` does, and reports the whole outcome.
     ///
-    /// Never throws: the operation's error, if the call failed, is in `result`.
-    public func outcome<Value>(
-        isolation: isolated (any Actor)? = #isolation,
+    /// Never throws: the operation's error, if the call failed, is in `result`. Like
+    /// ``execute(operation:)``, it runs on the caller's executor, runs the first attempt
+    /// even in a cancelled task, and checks for cancellation before every wait and retry.
+    public nonisolated(nonsending) func outcome<Value>(
         operation: () async throws -> Value
     ) async -> RetryOutcome<Value> {
-        await self.run(isolation: isolation, firstFailure: nil, options: CallOptions()) { _ in try await operation() }
+        await self.run(isolation: #isolation, firstFailure: nil, options: CallOptions()) { _ in try await operation() }
     }
 
     /// Runs `operation`, retrying its failures as the policy allows and as `idempotency` permits.
@@ -220,25 +229,22 @@ public final actor RetryPolicy {
     ///
     /// - Parameters:
     ///   - idempotency: Whether the operation may run twice with the same effect as once.
-    ///   - isolation: The actor the operation runs on; inferred from the caller.
     ///   - operation: The work to attempt. It runs in the caller's isolation.
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged, or `CancellationError`.
-    public func execute<Value>(
+    public nonisolated(nonsending) func execute<Value>(
         idempotency: Idempotency,
-        isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> Value
     ) async throws -> Value {
-        try await self.outcome(idempotency: idempotency, isolation: isolation, operation: operation).get()
+        try await self.outcome(idempotency: idempotency, operation: operation).get()
     }
 
-    /// Runs `operation` as ``execute(idempotency:isolation:operation:)`` does, and reports the whole outcome.
-    public func outcome<Value>(
+    /// Runs `operation` as ``execute(idempotency:operation:)`` does, and reports the whole outcome.
+    public nonisolated(nonsending) func outcome<Value>(
         idempotency: Idempotency,
-        isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> Value
     ) async -> RetryOutcome<Value> {
-        await self.run(isolation: isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency)) { _ in
+        await self.run(isolation: #isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency)) { _ in
             try await operation()
         }
     }
@@ -259,24 +265,21 @@ public final actor RetryPolicy {
     ///   - attemptTimeout: The time each attempt may take; greater than zero.
     ///   - idempotency: Whether the operation may run twice; `nil` inherits the enclosing
     ///     call's declaration, or takes the classifier's, or assumes idempotent.
-    ///   - isolation: The actor the call runs on; inferred from the caller.
     ///   - operation: The work to attempt, in a child task.
     /// - Throws: The error of the last attempt, unchanged; ``ConfigurationError`` without
     ///   running the operation when `attemptTimeout` is not greater than zero.
-    public func execute<Value: Sendable>(
+    public nonisolated(nonsending) func execute<Value: Sendable>(
         attemptTimeout: Duration,
         idempotency: Idempotency? = nil,
-        isolation: isolated (any Actor)? = #isolation,
         operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         try await self.outcome(attemptTimeout: attemptTimeout, idempotency: idempotency, operation: operation).get()
     }
 
     /// Runs `operation` with a time limit on each attempt and reports the whole outcome.
-    public func outcome<Value: Sendable>(
+    public nonisolated(nonsending) func outcome<Value: Sendable>(
         attemptTimeout: Duration,
         idempotency: Idempotency? = nil,
-        isolation: isolated (any Actor)? = #isolation,
         operation: @escaping @Sendable () async throws -> Value
     ) async -> RetryOutcome<Value> {
         guard attemptTimeout > .zero else {
@@ -289,7 +292,8 @@ public final actor RetryPolicy {
         let clock = self.clock
         let timeout = attemptTimeout.clampedToResilienceRange
         let declared = idempotency ?? CallScope.current.idempotency ?? self.classifier.declaredIdempotency
-        return await self.run(isolation: isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency)) {
+        return await self.run(isolation: #isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency))
+        {
             remaining in
             let limit = remaining.map { Swift.min($0, timeout) } ?? timeout
             return try await Self.withTimeLimit(limit, idempotency: declared, clock: clock, operation: operation)
@@ -298,12 +302,15 @@ public final actor RetryPolicy {
 
     // MARK: - Fast path helpers
 
-    @usableFromInline
+    /// Whether a call can run its first attempt without the loop: no deadline and no observer.
+    ///
+    /// No cancellation check: the first attempt runs as a bare call would (see ``execute(operation:)``).
+    @inlinable
     nonisolated var canTakeFastPath: Bool {
-        !self.needsFullPath && !Task.isCancelled
+        !self.needsFullPath
     }
 
-    /// The slow path of ``execute(isolation:operation:)``: the whole loop, then the value or the error.
+    /// The slow path of ``execute(operation:)``: the whole loop, then the value or the error.
     @usableFromInline
     func retry<Value>(
         isolation: isolated (any Actor)?,
@@ -358,7 +365,9 @@ public final actor RetryPolicy {
                 error = failure
                 pendingFailure = nil
             } else {
-                if Task.isCancelled {
+                // The first attempt runs even in a cancelled task, as a bare call would;
+                // a retry never starts in one.
+                if call.attempts > 0, Task.isCancelled {
                     return await self.finish(
                         isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
                 }

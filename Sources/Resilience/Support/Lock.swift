@@ -23,6 +23,7 @@
 /// Rules for callers: never call user code or `await` inside `withLock`; a
 /// state machine method returns an action, and the caller performs it after
 /// the lock is released.
+@usableFromInline
 package final class Lock<State>: @unchecked Sendable {
     // @unchecked Sendable: this is the one type in the package that carries it.
     // What guards each stored property:
@@ -35,7 +36,7 @@ package final class Lock<State>: @unchecked Sendable {
     // exclusive, so Swift's run-time exclusivity check on this class property
     // (swift_beginAccess, about 4 ns per `withLock`, measured by the benchmark's
     // lock.pthread row) adds nothing. The compile-time checks still apply.
-    @exclusivity(unchecked) private var state: State
+    @exclusivity(unchecked) @usableFromInline var state: State
 
     /// Creates a lock guarding `initialState`.
     package init(_ initialState: State) {
@@ -53,10 +54,32 @@ package final class Lock<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the state.
-    @inline(__always)
+    ///
+    /// Inlinable, so that generic callers specialized in other modules (the registry's
+    /// lookup) lock without a call.
+    @inlinable @inline(__always)
     package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(self.mutex)
-        defer { pthread_mutex_unlock(self.mutex) }
+        self.lock()
+        defer { self.unlock() }
         return try body(&self.state)
+    }
+
+    /// Takes the mutex; out of line, so that inlined callers need not see the C library.
+    @usableFromInline
+    func lock() {
+        pthread_mutex_lock(self.mutex)
+    }
+
+    /// Releases the mutex.
+    @usableFromInline
+    func unlock() {
+        pthread_mutex_unlock(self.mutex)
+    }
+
+    /// Whether the lock is held now, by any thread, the caller included; for tests only.
+    package var isHeld: Bool {
+        guard pthread_mutex_trylock(self.mutex) == 0 else { return true }
+        pthread_mutex_unlock(self.mutex)
+        return false
     }
 }

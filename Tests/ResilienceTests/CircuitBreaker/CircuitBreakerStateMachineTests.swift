@@ -131,7 +131,8 @@ import Testing
         _ = try Self.permit(&machine, at: .seconds(30))
         _ = try Self.permit(&machine, at: .seconds(31))
         let (third, _) = machine.admit(at: .seconds(32))
-        #expect(third == .rejected(state: .halfOpen, retryAfter: nil))
+        // The first probe's 60 s lease, taken at 30 s, runs out at 90 s: 58 s from now.
+        #expect(third == .rejected(state: .halfOpen, retryAfter: .seconds(58)))
         #expect(machine.probesInFlight == 2)
     }
 
@@ -174,7 +175,8 @@ import Testing
         var machine = try Self.machine(tripRule: .consecutiveFailures(1), probeLease: .seconds(10))
         try Self.call(&machine, Self.failure, at: .zero)
         let hung = try Self.permit(&machine, at: .seconds(30))
-        #expect(machine.admit(at: Self.seconds(39.999)).0 == .rejected(state: .halfOpen, retryAfter: nil))
+        #expect(
+            machine.admit(at: Self.seconds(39.999)).0 == .rejected(state: .halfOpen, retryAfter: .milliseconds(1)))
         let fresh = try Self.permit(&machine, at: .seconds(40))
         #expect(fresh.ticket != hung.ticket)
         // The hung probe's late failure no longer counts; the fresh probe decides.

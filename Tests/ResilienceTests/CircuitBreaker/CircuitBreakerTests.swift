@@ -71,6 +71,38 @@ private final class ScreenModel {
         #expect(breaker.snapshot().consecutiveTrips == 3)
     }
 
+    @Test func aHalfOpenRejectionCarriesTheTimeUntilTheEarliestProbeLeaseRunsOut() async throws {
+        let clock = TestClock()
+        let breaker = try CircuitBreaker(
+            name: "probing", tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(30)),
+            maximumProbes: 2, probeLease: .seconds(20), clock: clock)
+        await breaker.fail()
+        clock.advance(by: .seconds(30))
+        let parked = AsyncStream<Void>.makeStream()
+        let release = AsyncStream<Void>.makeStream()
+        var probes: [Task<Void, any Error>] = []
+        for offset in [0, 5] {
+            clock.advance(by: .seconds(offset))
+            probes.append(
+                Task {
+                    try await breaker.execute {
+                        parked.continuation.yield()
+                        for await _ in release.stream { break }
+                    }
+                })
+            var iterator = parked.stream.makeAsyncIterator()
+            _ = await iterator.next()
+        }
+        #expect(breaker.snapshot().probesInFlight == 2)
+        clock.advance(by: .seconds(3))
+        let error = await #expect(throws: CircuitBreakerOpenError.self) { try await breaker.execute { 1 } }
+        #expect(error?.state == .halfOpen)
+        // The first probe took its 20 s lease at 30 s; it is now 38 s.
+        #expect(error?.retryAfter == .seconds(12))
+        release.continuation.finish()
+        for probe in probes { try await probe.value }
+    }
+
     @Test func isolateRejectsEveryCallUntilReset() async throws {
         let clock = TestClock()
         let observer = RecordingBreakerObserver()

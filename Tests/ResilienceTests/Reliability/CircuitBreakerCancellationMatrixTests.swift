@@ -5,10 +5,10 @@ import Testing
 extension CircuitBreakerReliability {
     /// Cancellation at every point a call through a ``CircuitBreaker`` can wait, alone and
     /// nested with a ``RetryPolicy``: during a half-open probe, while the policy waits on the
-    /// breaker's rejection hint, before the first attempt, and during an attempt while
-    /// closed. In each: the call returns without the test clock moving, no further attempt
-    /// starts, a probe slot taken comes back without a transition, and the cancellation is
-    /// never counted as a failure.
+    /// breaker's rejection hint, before the call (whose first attempt still runs, as a bare
+    /// call's would), and during an attempt while closed. In each: the call returns without
+    /// the test clock moving, no further attempt starts, a probe slot taken comes back
+    /// without a transition, and the cancellation is never counted as a failure.
     @Suite("Circuit breaker cancellation matrix", .timeLimit(.minutes(1)))
     struct CancellationMatrixTests {
         /// Where a probe waits when it is cancelled.
@@ -154,7 +154,7 @@ extension CircuitBreakerReliability {
             "Cancelling while the policy backs off from a full half-open breaker leaves the running probe alone",
             arguments: [Entry.retryAroundBreakerOutcome, .retryAroundBreakerExecute])
         func cancellingWhileBackingOffFromAFullHalfOpenBreakerLeavesTheProbeAlone(_ entry: Entry) async throws {
-            let fixture = try MatrixFixture(maximumProbes: 1)
+            let fixture = try MatrixFixture(maximumProbes: 1, probeLease: .seconds(50))
             let halfOpen = try await fixture.tripAndWaitOut()
             let parking = MatrixParking()
             let probe = Task { try await fixture.breaker.execute { try await parking.park() } }
@@ -167,10 +167,11 @@ extension CircuitBreakerReliability {
             }
             try #require(crowded?.state == .halfOpen)
 
-            // Rejected as half-open, with no hint: the policy waits its own 2-second backoff.
+            // Rejected as half-open, with the time until the probe's 50-second lease runs out
+            // as its hint: the policy waits that long rather than its own 2-second backoff.
             let call = Task { await fixture.call(entry) { "unreachable" } }
             await fixture.clock.waitForSleepers(count: 1)
-            #expect(fixture.clock.sleepRequests == [.seconds(2)])
+            #expect(fixture.clock.sleepRequests == [.seconds(50)])
             call.cancel()
             let ending = await call.value
             #expect(ending.isCancellation, "\(ending)")
@@ -186,9 +187,9 @@ extension CircuitBreakerReliability {
         }
 
         @Test(
-            "Cancelling before the first attempt runs nothing, takes no slot and counts nothing",
-            arguments: [Entry.retryAroundBreakerOutcome, .retryAroundBreakerExecute])
-        func cancellingBeforeTheFirstAttemptRunsNothing(_ entry: Entry) async throws {
+            "A task cancelled before the call runs its first attempt as a bare call would, and its failure is not counted",
+            arguments: Entry.allCases)
+        func aCancelledTaskRunsTheFirstAttemptAndItsFailureIsNotCounted(_ entry: Entry) async throws {
             let fixture = try MatrixFixture(maximumProbes: 1)
             let halfOpen = try await fixture.tripAndWaitOut()
             let operationRuns = Counter()
@@ -196,43 +197,66 @@ extension CircuitBreakerReliability {
                 withUnsafeCurrentTask { $0?.cancel() }
                 return await fixture.call(entry) {
                     operationRuns.increment()
-                    return "unreachable"
+                    throw ServiceFailure()
                 }
             }.value
-            #expect(ending.isCancellation, "\(ending)")
+            #expect(operationRuns.value == 1, "the first attempt runs, and no retry follows")
+            #expect(throws: ServiceFailure.self) { try ending.result.get() }
             if entry == .retryAroundBreakerOutcome {
-                #expect(ending.attempts == 0)
+                #expect(ending.attempts == 1)
                 #expect(ending.stopReason == .cancelled)
             }
-            #expect(operationRuns.value == 0)
             #expect(fixture.observer.rejections.isEmpty)
             let after = fixture.breaker.snapshot()
-            #expect(after.generation == halfOpen.generation)
+            #expect(after.generation == halfOpen.generation, "the cancelled probe's failure did not re-open it")
             #expect(after.probesInFlight == 0)
             #expect(fixture.clock.sleepRequests.isEmpty)
         }
 
-        @Test("A breaker around a policy, called from a cancelled task, gives back the probe slot it took")
-        func aBreakerAroundAPolicyInACancelledTaskGivesBackItsSlot() async throws {
+        @Test("A breaker and a policy treat a task cancelled before the call alike: the operation runs once")
+        func theBreakerAndThePolicyAgreeOnAnAlreadyCancelledTask() async throws {
             let fixture = try MatrixFixture(maximumProbes: 1)
-            let halfOpen = try await fixture.tripAndWaitOut()
+            let runs = await Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                let bare = Counter()
+                let throughPolicy = Counter()
+                let throughBreaker = Counter()
+                _ = try? await { () async throws -> String in
+                    bare.increment()
+                    return "bare"
+                }()
+                _ = try? await fixture.innerPolicy.execute { () async throws -> String in
+                    throughPolicy.increment()
+                    return "policy"
+                }
+                _ = try? await fixture.breaker.execute { () async throws -> String in
+                    throughBreaker.increment()
+                    return "breaker"
+                }
+                return [bare.value, throughPolicy.value, throughBreaker.value]
+            }.value
+            #expect(runs == [1, 1, 1])
+        }
+
+        @Test("A breaker around a policy, called from a cancelled task, runs the attempt once as its probe")
+        func aBreakerAroundAPolicyInACancelledTaskRunsTheAttemptOnce() async throws {
+            let fixture = try MatrixFixture(maximumProbes: 1)
+            _ = try await fixture.tripAndWaitOut()
             let operationRuns = Counter()
             let result = await Task {
                 withUnsafeCurrentTask { $0?.cancel() }
                 return await Result {
                     try await fixture.breaker.execute {
-                        try await fixture.innerPolicy.execute { operationRuns.increment() }
+                        try await fixture.innerPolicy.execute { () async throws -> String in
+                            operationRuns.increment()
+                            return "probed"
+                        }
                     }
                 }
             }.value
-            // The breaker admitted the call as a probe; the policy refused to start an attempt.
-            #expect(throws: CancellationError.self) { try result.get() }
-            #expect(operationRuns.value == 0)
-            let after = fixture.breaker.snapshot()
-            #expect(after.state == .halfOpen)
-            #expect(after.generation == halfOpen.generation)
-            #expect(after.probesInFlight == 0)
-            #expect(try await fixture.breaker.execute { "next probe" } == "next probe")
+            #expect(try result.get() == "probed")
+            #expect(operationRuns.value == 1)
+            #expect(fixture.breaker.state == .closed, "the probe's success closed the breaker")
         }
 
         /// How a cancelled attempt in the closed state ends.
@@ -375,11 +399,12 @@ private struct MatrixFixture: Sendable {
     init(
         maximumProbes: Int,
         successesToClose: Int = 1,
-        tripRule: CircuitBreakerTripRule = .consecutiveFailures(1)
+        tripRule: CircuitBreakerTripRule = .consecutiveFailures(1),
+        probeLease: Duration = .seconds(3_600)
     ) throws {
         self.breaker = try CircuitBreaker(
             name: "matrix", tripRule: tripRule, openDuration: .fixed(.seconds(30)), maximumProbes: maximumProbes,
-            successesToClose: successesToClose, probeLease: .seconds(3_600), observer: self.observer,
+            successesToClose: successesToClose, probeLease: probeLease, observer: self.observer,
             clock: self.clock)
         self.outerPolicy = try RetryPolicy(
             maximumAttempts: 5, backoff: .constant(.seconds(2)), jitter: .none, maximumRetryAfter: .seconds(60),

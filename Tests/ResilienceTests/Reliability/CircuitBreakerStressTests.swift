@@ -35,6 +35,10 @@ extension CircuitBreakerReliability {
         static let probeLease = Duration.seconds(20)
         /// Longer than the test clock can ever move here, so no probe loses its slot to a lease.
         static let endlessProbeLease = Duration.seconds(1_000_000_000)
+        /// The stampede's lease: no probe outlives it (the clock stands still while they are
+        /// parked), and it is within the policy's longest honoured hint, so a caller rejected
+        /// half-open waits for the lease bound its rejection carries instead of giving up.
+        static let stampedeProbeLease = Duration.seconds(50)
         static let longestOpenTime = Duration.seconds(8)
 
         static let scenarios: [Scenario] = [
@@ -145,7 +149,7 @@ extension CircuitBreakerReliability {
             let run = try BreakerStressRun(
                 scenario: scenario, callCount: callers, maximumAttempts: Self.maximumAttempts,
                 maximumProbes: Self.maximumProbes, successesToClose: Self.maximumProbes,
-                probeLease: Self.endlessProbeLease,
+                probeLease: Self.stampedeProbeLease,
                 openDuration: .fixed(.seconds(10)))
             for _ in 0..<3 { await run.breaker.fail() }
             #expect(run.breaker.state == .open)

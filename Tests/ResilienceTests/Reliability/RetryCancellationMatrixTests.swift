@@ -4,7 +4,8 @@ import Testing
 
 extension Reliability {
     /// Cancellation at every point of a call through a ``RetryPolicy``, through
-    /// every way of calling it. Whatever the point: no further attempt starts, the
+    /// every way of calling it. A task cancelled before the call still runs the first
+    /// attempt, as a bare call would. Whatever the point: no further attempt starts, the
     /// stop reason is `cancelled`, the call returns without the test clock moving
     /// (so it cannot have waited out a delay), nothing is left sleeping on the
     /// clock, and the retry budget is left as it was when the task was cancelled,
@@ -34,13 +35,13 @@ extension Reliability {
             let operation = phase.operation(clock: clock, attempts: attempts)
 
             let call = Task {
-                if phase == .beforeFirstAttempt {
+                if phase == .alreadyCancelledWhenCalled {
                     withUnsafeCurrentTask { $0?.cancel() }
                 }
                 return await entryPoint.run(policy, operation)
             }
             var tokensAtCancellation = budget.maximumTokens
-            if phase != .beforeFirstAttempt {
+            if phase != .alreadyCancelledWhenCalled {
                 if let latch, phase.parksInPolicy {
                     await latch.waitForRetries(count: 1)
                 }
@@ -127,7 +128,8 @@ extension Reliability.RetryCancellationMatrixTests {
 
     /// Where in the call the task is cancelled.
     enum Phase: CaseIterable, Sendable, CustomTestStringConvertible {
-        case beforeFirstAttempt
+        /// The task is cancelled before the call; the first attempt runs and fails as if retryable.
+        case alreadyCancelledWhenCalled
         /// The operation is suspended on the clock and stops when cancelled.
         case duringAttempt
         /// The operation is suspended on the clock, ignores the cancellation and then fails as if retryable.
@@ -139,7 +141,8 @@ extension Reliability.RetryCancellationMatrixTests {
 
         var testDescription: String { "\(self)" }
 
-        var expectedAttempts: Int { self == .beforeFirstAttempt ? 0 : 1 }
+        /// One in every phase: the first attempt runs even in a cancelled task, and no retry follows.
+        var expectedAttempts: Int { 1 }
 
         /// Whether the call is parked in the policy's own wait rather than in the operation.
         var parksInPolicy: Bool { self == .duringBackoff || self == .duringServerHint }
@@ -147,7 +150,7 @@ extension Reliability.RetryCancellationMatrixTests {
         /// The wait the call is parked on when it is cancelled.
         var parkedOn: Duration {
             switch self {
-            case .beforeFirstAttempt: .zero
+            case .alreadyCancelledWhenCalled: .zero
             case .duringAttempt, .duringAttemptIgnoringCancellation: .seconds(100)
             case .duringBackoff: .seconds(10)
             case .duringServerHint: .seconds(30)
@@ -159,13 +162,15 @@ extension Reliability.RetryCancellationMatrixTests {
             let attemptTimer = entryPoint == .outcomeWithAttemptTimeout
             switch self {
             case .duringAttempt, .duringAttemptIgnoringCancellation: return attemptTimer ? 2 : 1
-            case .beforeFirstAttempt, .duringBackoff, .duringServerHint: return 1
+            case .alreadyCancelledWhenCalled, .duringBackoff, .duringServerHint: return 1
             }
         }
 
         /// Whether the call must end with `CancellationError`, or `nil` when either error may win a race.
         func endsWithCancellationError(_ entryPoint: EntryPoint) -> Bool? {
-            guard self == .duringAttemptIgnoringCancellation else { return true }
+            guard self == .duringAttemptIgnoringCancellation || self == .alreadyCancelledWhenCalled else {
+                return true
+            }
             // The operation's own error ends the call, unchanged; beside a timer
             // that is cancelled too, either may finish first.
             return entryPoint == .outcomeWithAttemptTimeout ? nil : false
@@ -173,8 +178,11 @@ extension Reliability.RetryCancellationMatrixTests {
 
         func operation(clock: TestClock, attempts: ReliabilityCounter) -> @Sendable () async throws -> Void {
             switch self {
-            case .beforeFirstAttempt:
-                return { attempts.increment() }
+            case .alreadyCancelledWhenCalled:
+                return {
+                    attempts.increment()
+                    throw ReliabilityFailure()
+                }
             case .duringAttempt:
                 return {
                     attempts.increment()

@@ -105,7 +105,16 @@ extension Reliability {
 
             // The mix really exercised the interesting paths.
             #expect(succeeded.count > Self.callCount / 4)
-            #expect(results.contains { $0.endedByCancellation })
+            // Cancellation: a task cancelled before its call still runs the first attempt, and a
+            // call whose task is cancelled during an attempt never starts another.
+            var cancelledDuringAnAttempt = 0
+            for plan in plans {
+                guard case .cancelsItself(let attempt) = plan.behaviour, !plan.isCancelledFromOutside else { continue }
+                cancelledDuringAnAttempt += 1
+                #expect(results[plan.index].attempts <= attempt, "call \(plan.index) retried in a cancelled task")
+            }
+            #expect(cancelledDuringAnAttempt > 0)
+            #expect(plans.filter(\.isCancelledFromOutside).allSatisfy { results[$0.index].attempts >= 1 })
             #expect(statistics.retries > 0)
             if path == .full {
                 for reason in [

@@ -191,7 +191,7 @@ struct RetryPolicyTests {
         #expect(clock.now == TestClock.Instant(offset: .zero), "it returned without the clock moving")
     }
 
-    @Test func cancelledTaskNeverStartsAnAttempt() async throws {
+    @Test func aCancelledTaskRunsTheFirstAttemptAsABareCallWould() async throws {
         let policy = try RetryPolicy(clock: TestClock())
         let calls = Counter()
         let started = AsyncStream<Void>.makeStream()
@@ -205,9 +205,28 @@ struct RetryPolicyTests {
         call.cancel()
         started.continuation.yield()
         let outcome = await call.value
-        #expect(calls.value == 0)
+        #expect(calls.value == 1)
+        #expect(outcome.stopReason == .succeeded)
+        #expect(try outcome.get() == 1)
+    }
+
+    @Test func aRetryNeverStartsInACancelledTask() async throws {
+        let clock = TestClock()
+        let policy = try RetryPolicy(
+            maximumAttempts: 5, backoff: .constant(.seconds(1)), jitter: .none, deadline: .seconds(100), clock: clock)
+        let calls = Counter()
+        let outcome = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await policy.outcome { () async throws -> Int in
+                calls.increment()
+                throw TransientError()
+            }
+        }.value
+        #expect(calls.value == 1)
+        #expect(outcome.attempts == 1)
         #expect(outcome.stopReason == .cancelled)
-        #expect(outcome.attempts == 0)
+        #expect(throws: TransientError.self) { try outcome.get() }
+        #expect(clock.sleepRequests.isEmpty, "a cancelled task starts no wait")
     }
 
     @Test func operationThrowingCancellationErrorIsNotRetried() async throws {

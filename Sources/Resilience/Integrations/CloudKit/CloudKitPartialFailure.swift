@@ -25,7 +25,7 @@ import Foundation
 /// }
 /// ```
 ///
-/// ``RetryPolicy/retryingFailedItems(_:idempotency:isolation:operation:)`` does
+/// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` does
 /// this under a policy, re-sending only the retryable items on each attempt.
 ///
 /// Which code is retryable follows ``CloudKitRetryClassifier``, passed to the initializer.
@@ -69,7 +69,7 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     ///
     /// Even then the library never re-sends the whole batch: the items that
     /// succeeded would be sent again. Re-send ``retryableItems`` only, for instance with
-    /// ``RetryPolicy/retryingFailedItems(_:idempotency:isolation:operation:)``.
+    /// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)``.
     public var isRetryable: Bool {
         self.failedItems.isEmpty && !self.retryableItems.isEmpty
     }

@@ -6,7 +6,7 @@
 /// | `networkUnavailable`, `networkFailure`, `serviceUnavailable`, `requestRateLimited`, `zoneBusy` | retry, waiting at least `CKRetryAfter` when present |
 /// | `batchRequestFailed` | retry: the item failed only because another item in its atomic batch did |
 /// | `serverResponseLost` | retry only when the operation is idempotent |
-/// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:isolation:operation:)`` |
+/// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` |
 /// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
 /// | `operationCancelled` | stop: ``RetryStopReason/cancelled`` |
 /// | anything else | stop |

@@ -19,15 +19,13 @@ extension RetryPolicy {
     /// - Parameters:
     ///   - items: The IDs of the items to send, as CloudKit keys its per-item errors (`CKRecord.ID`, …).
     ///   - idempotency: Whether sending an item twice is harmless; `nil` inherits or assumes so.
-    ///   - isolation: The actor the call runs on; inferred from the caller.
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors.
     /// - Throws: The last error when an attempt fails as a whole (not a partial failure)
     ///   and the policy stops; `CancellationError` when cancelled.
-    public func retryingFailedItems<ID: Hashable>(
+    public nonisolated(nonsending) func retryingFailedItems<ID: Hashable>(
         _ items: [ID],
         idempotency: Idempotency? = nil,
-        isolation: isolated (any Actor)? = #isolation,
         operation: ([ID]) async throws -> Void
     ) async throws -> CloudKitBatchResult<ID> {
         var remaining = items
@@ -41,7 +39,7 @@ extension RetryPolicy {
             self.classifier, DefaultRetryClassifier(),
         ])
         let outcome = await self.run(
-            isolation: isolation, firstFailure: nil,
+            isolation: #isolation, firstFailure: nil,
             options: CallOptions(idempotency: idempotency, classifier: classifier)
         ) { _ in
             attempts += 1
@@ -84,7 +82,7 @@ extension RetryPolicy {
     }
 }
 
-/// What ``RetryPolicy/retryingFailedItems(_:idempotency:isolation:operation:)`` did with a batch.
+/// What ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` did with a batch.
 public struct CloudKitBatchResult<ID: Hashable> {
     /// The items CloudKit accepted, in the order given.
     public let sentItems: [ID]

@@ -38,23 +38,21 @@ extension RetryPolicy {
     ///   - isInTransaction: Whether the connection is inside a transaction now
     ///     (`sqlite3_get_autocommit(db) == 0`), if you can tell; the rollback is then skipped when
     ///     SQLite already rolled the transaction back on its own, as it does on some errors.
-    ///   - isolation: The actor the call runs on; inferred from the caller.
     ///   - executeSQL: Runs one SQL statement on the connection, throwing on failure (with an
     ///     ``SQLiteError``, or an error the classifier understands).
     ///   - operation: The transaction's work. It may run more than once.
     /// - Returns: The value of the attempt that committed.
     /// - Throws: The last attempt's error, unchanged, or ``SQLiteRollbackError`` when rolling back failed.
-    public func writeTransaction<Value>(
+    public nonisolated(nonsending) func writeTransaction<Value>(
         beginStatement: String = "BEGIN IMMEDIATE",
         classifier: any RetryClassifier = SQLiteRetryClassifier(),
         isInTransaction: (() -> Bool)? = nil,
-        isolation: isolated (any Actor)? = #isolation,
         executeSQL: (String) async throws -> Void,
         operation: () async throws -> Value
     ) async throws -> Value {
         let statements = SQLiteTransactionStatements(beginStatement: beginStatement)
         let options = CallOptions(idempotency: nil, classifier: classifier)
-        return try await self.run(isolation: isolation, firstFailure: nil, options: options) { _ in
+        return try await self.run(isolation: #isolation, firstFailure: nil, options: options) { _ in
             try await executeSQL(statements.begin)
             do {
                 let value = try await operation()

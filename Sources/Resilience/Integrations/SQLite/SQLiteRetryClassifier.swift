@@ -15,7 +15,7 @@
 /// ```
 ///
 /// Retry whole transactions, rolled back between attempts, with
-/// ``RetryPolicy/writeTransaction(beginStatement:classifier:isInTransaction:isolation:executeSQL:operation:)``,
+/// ``RetryPolicy/writeTransaction(beginStatement:classifier:isInTransaction:executeSQL:operation:)``,
 /// which uses this classifier by default.
 public struct SQLiteRetryClassifier: RetryClassifier {
     private let resultCode: @Sendable (any Error) -> Int32?

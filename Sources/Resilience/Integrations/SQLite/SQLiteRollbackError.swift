@@ -1,6 +1,6 @@
 /// A transaction failed, and rolling it back failed too.
 ///
-/// Thrown by ``RetryPolicy/writeTransaction(beginStatement:classifier:isInTransaction:isolation:executeSQL:operation:)``
+/// Thrown by ``RetryPolicy/writeTransaction(beginStatement:classifier:isInTransaction:executeSQL:operation:)``
 /// in place of retrying: the connection may still be inside the transaction, so
 /// the next `BEGIN` would fail and the work must not run again on it. Close or
 /// reset the connection. Both errors are kept; the facts of the transaction's
