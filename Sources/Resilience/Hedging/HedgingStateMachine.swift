@@ -28,8 +28,8 @@ struct HedgingStateMachine: Sendable {
             self.next = (self.next + 1) % sampleCount
         }
         self.sinceRecompute += 1
-        // Recompute once there are ten samples, then every tenth of the window.
-        guard self.samples.count >= 10, self.sinceRecompute >= Swift.max(1, self.samples.count / 10) else { return }
+        // Recompute every tenth of the window, once there are ten samples.
+        guard self.samples.count >= 10, self.sinceRecompute >= Swift.max(1, sampleCount / 10) else { return }
         self.sinceRecompute = 0
         let sorted = self.samples.sorted()
         let rank = Int((percentile / 100 * Double(sorted.count)).rounded(.up)) - 1

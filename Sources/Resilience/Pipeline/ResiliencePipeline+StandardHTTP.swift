@@ -39,6 +39,14 @@ extension ResiliencePipeline where Strategies == StandardHTTPStrategies {
         attemptTimeout: Duration = .seconds(10),
         clock: some Clock<Duration> = ContinuousClock()
     ) throws -> ResiliencePipeline<StandardHTTPStrategies> {
+        // Validated here under the preset's own names, before any stage is made.
+        try ConfigurationError.require(
+            (1...1_000_000).contains(concurrencyLimit), "concurrencyLimit", concurrencyLimit, "in 1...1000000")
+        for (setting, value) in [("totalTimeout", totalTimeout), ("attemptTimeout", attemptTimeout)] {
+            try ConfigurationError.requirePositive(value, setting)
+            try ConfigurationError.require(
+                value <= .resilienceMaximum, setting, value, "at most \(Duration.resilienceMaximum)")
+        }
         let breaker =
             try breakerConfiguration
             ?? CircuitBreakerConfiguration(
