@@ -39,6 +39,9 @@ REQUIRED_OVERHEAD_ROWS = (
     + [(name, caller, 1) for name in ["breaker.success.consecutive", "breaker.success.window",
                                       "retry+breaker.success", "breaker.rejection"] for caller in CALLERS]
     + [("breaker.success.consecutive", "nonisolated", tasks) for tasks in [2, 64]]
+    + [(name, caller, 1) for name in ["taskgroup.child", "fallback.success", "timeout.success", "bulkhead.success",
+                                      "ratelimiter.success", "hedging.success", "pipeline.standard.success"]
+       for caller in CALLERS]
 )
 OVERHEAD_FIELDS = ["name", "caller", "tasks", "ns_per_op", "baseline_ns_per_op", "ratio", "allocations_per_op"]
 REQUIRED_MEMORY_ROWS = ["retry-policy", "retry-budget", "breaker", "registry-entry"]
@@ -46,6 +49,12 @@ SCHEDULES = ["none", "exponential", "full", "equal", "decorrelated", "default"]
 # Outage rows as (budget, breaker).
 REQUIRED_OUTAGE_ROWS = [(False, False), (True, False), (False, True), (True, True)]
 REQUIRED_THROTTLE_ROWS = [False, True]
+# Toolbox simulations: (name, key field, required values, numeric fields).
+REQUIRED_TOOLBOX_ROWS = [
+    ("hedging", "hedged", [False, True], ["p99_ms", "load_per_request"]),
+    ("bulkhead", "limit", [10, 50], ["p99_admitted_ms", "rejected_share"]),
+    ("ratelimiter", "algorithm", ["token-bucket", "sliding-window"], ["configured_per_second", "admitted_per_second"]),
+]
 CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg"]
 # ----------------------------------------------------------------------------------
 
@@ -112,6 +121,17 @@ for key in REQUIRED_THROTTLE_ROWS:
         problems.append(f"throttle row missing: retry_after={key}")
     else:
         number(throttle[key], "attempts_per_request")
+
+for name, key, values, fields in REQUIRED_TOOLBOX_ROWS:
+    rows = {row.get(key): row for row in simulations if row.get("name") == name}
+    for value in values:
+        if value not in rows:
+            problems.append(f"{name} row missing: {key}={value!r}")
+            continue
+        if name == "hedging" and not isinstance(rows[value].get("hedged"), bool):
+            problems.append(f"hedging row: 'hedged' is not a bool")
+        for field in fields:
+            number(rows[value], field)
 
 with open(again_path) as handle:
     again = json.load(handle)
