@@ -115,7 +115,8 @@ extension BenchmarkReport {
                 TargetCheck(
                     description: "hedging: p99 cut by at least half with at most 10% extra load",
                     comparedWith: "the same server without hedging",
-                    measured: Format.decimal(cut * 100, 1) + "% cut, " + Format.decimal(extra * 100, 1) + "% extra load",
+                    measured: Format.decimal(cut * 100, 1) + "% cut, " + Format.decimal(extra * 100, 1)
+                        + "% extra load",
                     isMet: cut >= 0.5 && extra <= 0.1,
                     gap: "cut " + Format.decimal(cut * 100, 1) + "% (goal 50%), load +" + Format.decimal(extra * 100, 1)
                         + "% (goal 10%)"))

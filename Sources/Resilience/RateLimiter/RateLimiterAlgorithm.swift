@@ -21,13 +21,15 @@ public struct RateLimiterAlgorithm: Sendable, Hashable {
         tokensPerPeriod: Int,
         period: Duration
     ) throws(ConfigurationError) -> RateLimiterAlgorithm {
-        try ConfigurationError.require((1...1_000_000_000).contains(capacity), "capacity", capacity, "in 1...1000000000")
+        try ConfigurationError.require(
+            (1...1_000_000_000).contains(capacity), "capacity", capacity, "in 1...1000000000")
         try ConfigurationError.require(
             (1...1_000_000_000).contains(tokensPerPeriod), "tokensPerPeriod", tokensPerPeriod, "in 1...1000000000")
         try ConfigurationError.require(
             period >= .microseconds(1) && period <= .seconds(86_400 * 366), "period", period,
             "in 1 microsecond...366 days")
-        return RateLimiterAlgorithm(kind: .tokenBucket(capacity: capacity, tokensPerPeriod: tokensPerPeriod, period: period))
+        return RateLimiterAlgorithm(
+            kind: .tokenBucket(capacity: capacity, tokensPerPeriod: tokensPerPeriod, period: period))
     }
 
     /// At most `limit` calls in any `window`, counted in `segments` slices of the window.

@@ -23,7 +23,9 @@ struct RateLimiterStateMachine: Sendable {
         switch algorithm.kind {
         case .tokenBucket(let capacity, let tokensPerPeriod, let period):
             self.state = .tokenBucket(
-                TokenBucket(capacity: capacity, tokensPerPeriod: tokensPerPeriod, period: period, tokens: capacity, periodStart: now))
+                TokenBucket(
+                    capacity: capacity, tokensPerPeriod: tokensPerPeriod, period: period, tokens: capacity,
+                    periodStart: now))
         case .slidingWindow(let limit, let window, let segments):
             self.state = .slidingWindow(
                 SlidingWindow(

@@ -43,7 +43,7 @@ struct FallbackTests {
     }
 
     @Test func rethrowsWhatItsPredicateDeclines() async throws {
-        let fallback = Fallback<Int>(handles: { $0.analysis.httpStatus != 404 }) { _ in 0 }
+        let fallback = Fallback<Int>(handles: { $0.analysis.httpStatus != 404 }, answer: { _ in 0 })
         await #expect(throws: StatusError.self) {
             try await fallback.execute { () async throws -> Int in throw StatusError(status: 404) }
         }

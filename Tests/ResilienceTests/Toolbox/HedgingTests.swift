@@ -1,6 +1,7 @@
-@testable import Resilience
 import ResilienceTesting
 import Testing
+
+@testable import Resilience
 
 @Suite("Hedging")
 struct HedgingTests {
@@ -133,7 +134,8 @@ struct HedgingTests {
         #expect(rejectedSetting { _ = try HedgingDelay.fixed(.seconds(-1)) } == "delay")
         #expect(rejectedSetting { _ = try HedgingDelay.percentile(100, initial: .seconds(1)) } == "percentile")
         #expect(rejectedSetting { _ = try HedgingDelay.percentile(.nan, initial: .seconds(1)) } == "percentile")
-        #expect(rejectedSetting { _ = try HedgingDelay.percentile(95, ofLast: 5, initial: .seconds(1)) } == "sampleCount")
+        #expect(
+            rejectedSetting { _ = try HedgingDelay.percentile(95, ofLast: 5, initial: .seconds(1)) } == "sampleCount")
         #expect(rejectedSetting { _ = try HedgingDelay.percentile(95, initial: .zero) } == "initial")
     }
 

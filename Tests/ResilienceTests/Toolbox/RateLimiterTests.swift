@@ -1,6 +1,7 @@
-@testable import Resilience
 import ResilienceTesting
 import Testing
+
+@testable import Resilience
 
 @Suite("Rate limiter")
 struct RateLimiterTests {
@@ -84,15 +85,36 @@ struct RateLimiterTests {
     }
 
     @Test func rejectsInvalidSettingsNamingEach() {
-        #expect(rejectedSetting { _ = try RateLimiterAlgorithm.tokenBucket(capacity: 0, tokensPerPeriod: 1, period: .seconds(1)) } == "capacity")
-        #expect(rejectedSetting { _ = try RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 0, period: .seconds(1)) } == "tokensPerPeriod")
-        #expect(rejectedSetting { _ = try RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .zero) } == "period")
-        #expect(rejectedSetting { _ = try RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .seconds(Int64.max)) } == "period")
-        #expect(rejectedSetting { _ = try RateLimiterAlgorithm.slidingWindow(limit: 0, window: .seconds(1)) } == "limit")
-        #expect(rejectedSetting { _ = try RateLimiterAlgorithm.slidingWindow(limit: 1, window: .seconds(1), segments: 0) } == "segments")
-        #expect(rejectedSetting { _ = try RateLimiterAlgorithm.slidingWindow(limit: 1, window: .nanoseconds(5)) } == "window")
-        #expect(rejectedSetting { _ = try RateLimiter(.slidingWindow(limit: 1, window: .seconds(1)), maximumWait: .seconds(-1)) } == "maximumWait")
-        #expect(rejectedSetting { _ = try RateLimiterRegistry<String>(maximumCount: 0) { _ in fatalError() } } == "maximumCount")
+        #expect(
+            rejectedSetting {
+                _ = try RateLimiterAlgorithm.tokenBucket(capacity: 0, tokensPerPeriod: 1, period: .seconds(1))
+            } == "capacity")
+        #expect(
+            rejectedSetting {
+                _ = try RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 0, period: .seconds(1))
+            } == "tokensPerPeriod")
+        #expect(
+            rejectedSetting { _ = try RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .zero) }
+                == "period")
+        #expect(
+            rejectedSetting {
+                _ = try RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .seconds(Int64.max))
+            } == "period")
+        #expect(
+            rejectedSetting { _ = try RateLimiterAlgorithm.slidingWindow(limit: 0, window: .seconds(1)) } == "limit")
+        #expect(
+            rejectedSetting { _ = try RateLimiterAlgorithm.slidingWindow(limit: 1, window: .seconds(1), segments: 0) }
+                == "segments")
+        #expect(
+            rejectedSetting { _ = try RateLimiterAlgorithm.slidingWindow(limit: 1, window: .nanoseconds(5)) }
+                == "window")
+        #expect(
+            rejectedSetting {
+                _ = try RateLimiter(.slidingWindow(limit: 1, window: .seconds(1)), maximumWait: .seconds(-1))
+            } == "maximumWait")
+        #expect(
+            rejectedSetting { _ = try RateLimiterRegistry<String>(maximumCount: 0) { _ in fatalError() } }
+                == "maximumCount")
     }
 
     @Test func theRegistryGivesEachKeyOneLimiterAndKeepsAtMostItsBound() throws {
@@ -112,7 +134,8 @@ struct RateLimiterTests {
 
     @Test func tenThousandConcurrentCallersNeverGetMorePermitsThanTheBucketHolds() async throws {
         let clock = TestClock()
-        let limiter = try RateLimiter(.tokenBucket(capacity: 100, tokensPerPeriod: 10, period: .seconds(1)), clock: clock)
+        let limiter = try RateLimiter(
+            .tokenBucket(capacity: 100, tokensPerPeriod: 10, period: .seconds(1)), clock: clock)
         let admitted = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<10_000 {
                 group.addTask { (try? await limiter.execute { 1 }) ?? 0 }
@@ -127,7 +150,8 @@ struct RateLimiterTests {
     @Test func overTenThousandSeededRequestsNoWindowEverHoldsMoreThanTheLimit() {
         var generator = SeededRandomNumberGenerator(seed: 42)
         let limit = 25
-        var machine = RateLimiterStateMachine(try! .slidingWindow(limit: limit, window: .seconds(1), segments: 10), at: .zero)
+        var machine = RateLimiterStateMachine(
+            try! .slidingWindow(limit: limit, window: .seconds(1), segments: 10), at: .zero)
         var now = Duration.zero
         var granted: [Duration] = []
         for _ in 0..<10_000 {

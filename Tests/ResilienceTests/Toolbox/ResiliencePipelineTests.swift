@@ -102,7 +102,9 @@ struct ResiliencePipelineTests {
     @Test func theStandardHTTPPresetNamesAnInvalidSetting() {
         #expect(rejectedSetting { _ = try ResiliencePipeline.standardHTTP(concurrencyLimit: 0) } == "concurrencyLimit")
         #expect(rejectedSetting { _ = try ResiliencePipeline.standardHTTP(totalTimeout: .zero) } == "totalTimeout")
-        #expect(rejectedSetting { _ = try ResiliencePipeline.standardHTTP(attemptTimeout: .seconds(-1)) } == "attemptTimeout")
+        #expect(
+            rejectedSetting { _ = try ResiliencePipeline.standardHTTP(attemptTimeout: .seconds(-1)) }
+                == "attemptTimeout")
         #expect(rejectedSetting { _ = try ResiliencePipeline.standardHTTP(maximumAttempts: 0) } == "maximumAttempts")
         #expect(rejectedSetting { _ = try ResiliencePipeline.standardHTTP() } == nil)
     }
@@ -127,7 +129,11 @@ struct ResiliencePipelineTests {
         _ = registry.pipeline(for: "c")
         #expect(registry.count == 2)
         #expect(registry.existingPipeline(for: "a") == nil)
-        #expect(rejectedSetting { _ = try ResiliencePipelineRegistry<String, StandardHTTPStrategies>(maximumCount: 0) { _ in fatalError() } } == "maximumCount")
+        #expect(
+            rejectedSetting {
+                _ = try ResiliencePipelineRegistry<String, StandardHTTPStrategies>(maximumCount: 0) { _ in fatalError()
+                }
+            } == "maximumCount")
     }
 
     @Test func tenThousandCallsThroughALimitedPipelineNeverExceedTheLimit() async throws {

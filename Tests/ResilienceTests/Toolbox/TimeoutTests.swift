@@ -89,7 +89,12 @@ struct TimeoutTests {
         let clock = TestClock()
         let gate = Gate()
         let timeout = try Timeout(.seconds(1), clock: clock)
-        let call = Task { try await timeout.execute { await gate.wait(); return "late" } }
+        let call = Task {
+            try await timeout.execute {
+                await gate.wait()
+                return "late"
+            }
+        }
         await gate.waitForWaiters(count: 1)
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(1))
