@@ -123,10 +123,15 @@ public final class ConcurrencyLimiter: Sendable {
             }
         }
         defer { timer?.cancel() }
-        try await withTaskCancellationHandler {
-            try await caller.park()
-        } onCancel: { [storage] in
-            storage.remove(ticket)?.resolve(.failure(CancellationError()))
+        do {
+            try await withTaskCancellationHandler {
+                try await caller.park()
+            } onCancel: { [storage] in
+                storage.remove(ticket)?.resolve(.failure(CancellationError()))
+            }
+        } catch let rejection as LimiterRejectionError {
+            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
+            throw rejection
         }
     }
 }

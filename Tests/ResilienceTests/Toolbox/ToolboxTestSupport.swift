@@ -92,3 +92,12 @@ func rejectedSetting(_ body: () throws -> Void) -> String? {
         return "unexpected \(error)"
     }
 }
+
+/// An observer that records the kinds of events it receives.
+struct EventLog: StrategyObserver {
+    let kinds = Recorder<StrategyEvent.Kind>()
+
+    func observe(_ event: StrategyEvent) {
+        self.kinds.record(event.kind)
+    }
+}
