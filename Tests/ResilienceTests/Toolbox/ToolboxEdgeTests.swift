@@ -91,4 +91,33 @@ struct ToolboxEdgeTests {
         clock.advance(by: .seconds(3))
         #expect(try await call.value == 1)
     }
+
+    @Test func cancellingAHedgedCallCancelsEveryAttemptAndCountsNothing() async throws {
+        let clock = TestClock()
+        let breaker = try CircuitBreaker(name: "inner", tripRule: .consecutiveFailures(1), clock: clock)
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
+        let call = Task {
+            try await hedging.execute {
+                try await breaker.execute { try await clock.sleep(for: .seconds(10)) }
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(1))
+        await clock.waitForSleepers(count: 2)  // both attempts asleep
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(breaker.snapshot().state == .closed)
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test func aTimeoutCalledFromACancelledTaskEndsWithTheCancellationNotATimeout() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let call = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await timeout.execute { try await clock.sleep(for: .seconds(10)) }
+        }
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(clock.sleeperCount == 0)
+    }
 }
