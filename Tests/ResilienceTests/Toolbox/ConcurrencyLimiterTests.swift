@@ -20,7 +20,8 @@ struct ConcurrencyLimiterTests {
     }
 
     @Test func servesQueuedCallersInArrivalOrder() async throws {
-        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 3, clock: TestClock())
+        let events = EventCounter()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 3, observer: events, clock: TestClock())
         let gate = Gate()
         let order = Recorder<Int>()
         let first = Task { try await limiter.execute { await gate.wait() } }
@@ -28,7 +29,7 @@ struct ConcurrencyLimiterTests {
         var queued: [Task<Void, any Error>] = []
         for index in 1...3 {
             queued.append(Task { try await limiter.execute { order.record(index) } })
-            while limiter.queued < index { await Task.yield() }  // wait until it is in the queue, in order
+            await events.waitFor(.queued, count: index)  // in the queue before the next one arrives
         }
         let error = await #expect(throws: LimiterRejectionError.self) { try await limiter.execute { 0 } }
         #expect(error?.queued == 3)
@@ -59,13 +60,14 @@ struct ConcurrencyLimiterTests {
     }
 
     @Test func aCancelledQueuedCallerLeavesTheQueueAtOnceAndTakesNoSlot() async throws {
-        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 5, clock: TestClock())
+        let events = EventCounter()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 5, observer: events, clock: TestClock())
         let gate = Gate()
         let ran = Counter()
         let first = Task { try await limiter.execute { await gate.wait() } }
         await gate.waitForWaiters(count: 1)
         let second = Task { try await limiter.execute { ran.increment() } }
-        while limiter.queued < 1 { await Task.yield() }
+        await events.waitFor(.queued, count: 1)
         second.cancel()
         await #expect(throws: CancellationError.self) { try await second.value }
         #expect(limiter.queued == 0)

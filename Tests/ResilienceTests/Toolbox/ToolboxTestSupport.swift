@@ -101,3 +101,36 @@ struct EventLog: StrategyObserver {
         self.kinds.record(event.kind)
     }
 }
+
+/// An observer tests wait on: it counts events by kind and wakes whoever waits for a count.
+final class EventCounter: StrategyObserver {
+    private struct State {
+        var counts: [StrategyEvent.Kind: Int] = [:]
+        var watchers: [(kind: StrategyEvent.Kind, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Lock(State())
+
+    func observe(_ event: StrategyEvent) {
+        let ready: [CheckedContinuation<Void, Never>] = self.state.withLock { state in
+            state.counts[event.kind, default: 0] += 1
+            let counts = state.counts
+            let due = state.watchers.filter { counts[$0.kind, default: 0] >= $0.count }
+            state.watchers.removeAll { counts[$0.kind, default: 0] >= $0.count }
+            return due.map(\.continuation)
+        }
+        for watcher in ready { watcher.resume() }
+    }
+
+    /// Returns once `count` events of `kind` have been observed.
+    func waitFor(_ kind: StrategyEvent.Kind, count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = self.state.withLock { state in
+                if state.counts[kind, default: 0] >= count { return true }
+                state.watchers.append((kind, count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+}
