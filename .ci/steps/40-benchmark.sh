@@ -41,6 +41,9 @@ REQUIRED_OVERHEAD_ROWS = (
     + [("breaker.success.consecutive", "nonisolated", tasks) for tasks in [2, 64]]
     + [("breaker.success.window", "nonisolated", 64)]
     + [("registry.success", caller, 1) for caller in CALLERS]
+    + [(name, caller, 1) for name in ["taskgroup.child", "fallback.success", "timeout.success", "bulkhead.success",
+                                      "ratelimiter.success", "hedging.success", "pipeline.standard.success"]
+       for caller in CALLERS]
 )
 # Every row carries both ratios: against the strict baseline (a nonisolated(nonsending)
 # operation) and against the plain one (a plain nonisolated async operation).
@@ -51,6 +54,12 @@ SCHEDULES = ["none", "exponential", "full", "equal", "decorrelated", "default"]
 # Outage rows as (budget, breaker).
 REQUIRED_OUTAGE_ROWS = [(False, False), (True, False), (False, True), (True, True)]
 REQUIRED_THROTTLE_ROWS = [False, True]
+# Toolbox simulations: (name, key field, required values, numeric fields).
+REQUIRED_TOOLBOX_ROWS = [
+    ("hedging", "hedged", [False, True], ["p99_ms", "load_per_request"]),
+    ("bulkhead", "limit", [10, 50], ["p99_admitted_ms", "rejected_share"]),
+    ("ratelimiter", "algorithm", ["token-bucket", "sliding-window"], ["configured_per_second", "admitted_per_second"]),
+]
 CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg"]
 # ----------------------------------------------------------------------------------
 
@@ -117,6 +126,17 @@ for key in REQUIRED_THROTTLE_ROWS:
         problems.append(f"throttle row missing: retry_after={key}")
     else:
         number(throttle[key], "attempts_per_request")
+
+for name, key, values, fields in REQUIRED_TOOLBOX_ROWS:
+    rows = {row.get(key): row for row in simulations if row.get("name") == name}
+    for value in values:
+        if value not in rows:
+            problems.append(f"{name} row missing: {key}={value!r}")
+            continue
+        if name == "hedging" and not isinstance(rows[value].get("hedged"), bool):
+            problems.append(f"hedging row: 'hedged' is not a bool")
+        for field in fields:
+            number(rows[value], field)
 
 with open(again_path) as handle:
     again = json.load(handle)

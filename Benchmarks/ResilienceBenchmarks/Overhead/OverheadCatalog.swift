@@ -18,7 +18,7 @@ enum OverheadCatalog {
     /// The whole suite, or the rows whose name contains `filter`: the direct call in every
     /// configuration any other row uses, then the library's rows, then the comparators.
     static func all(filter: String? = nil) -> [OverheadBenchmark] {
-        let measured = (Self.library + Self.circuitBreaker + Self.comparators).filter { benchmark in
+        let measured = (Self.library + Self.circuitBreaker + Self.toolbox + Self.comparators).filter { benchmark in
             filter.map { benchmark.name.contains($0) } ?? true
         }
         var configurations: [OverheadConfiguration] = []

@@ -178,6 +178,7 @@ extension BenchmarkReport {
                     isMet: row.attemptsPerRequest == 1.0,
                     gap: "+" + Format.decimal(gap, 3) + " attempts"))
         }
+        checks += self.toolboxTargets
         return checks
     }
 

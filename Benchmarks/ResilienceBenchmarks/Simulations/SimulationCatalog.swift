@@ -9,6 +9,8 @@ enum SimulationCatalog {
         var outage: [OutageResult] = []
         /// One row per throttle variant.
         var throttle: [ThrottleResult] = []
+        /// The toolbox simulations: hedging, bulkhead, rate limiter.
+        var toolbox = ToolboxSimulationResults()
     }
 
     /// The outage variants: retry without and with a budget, then any breaker variants.
@@ -43,6 +45,7 @@ enum SimulationCatalog {
             )
             results.throttle.append(result)
         }
+        results.toolbox = try await ToolboxSimulations.run(seed: seed, progress: progress)
         return results
     }
 }

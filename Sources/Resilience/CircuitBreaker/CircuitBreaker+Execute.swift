@@ -109,7 +109,7 @@ extension CircuitBreaker {
         let analysis = FailureAnalysis(error)
         let counts: Bool
         switch analysis.interruption {
-        case .caller?: counts = false
+        case .caller?, .superseded?: counts = false
         case .timeLimit?: counts = true
         default: counts = self.configuration.classifier.countsAsFailure(error)
         }

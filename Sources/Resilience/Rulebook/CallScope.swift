@@ -17,12 +17,27 @@ struct CallScope: Sendable {
     var idempotency: Idempotency?
     /// The signals of the library time limits enclosing this task, innermost first.
     var timeLimits: [TimeLimitSignal] = []
+    /// The signals ``Hedging`` fires before it cancels an attempt another attempt
+    /// beat, innermost first.
+    var supersessions: [TimeLimitSignal] = []
 
     @TaskLocal static var current = CallScope()
 
     /// Whether a library time limit enclosing this task has fired.
     var timeLimitFired: Bool {
         self.timeLimits.contains { $0.hasFired }
+    }
+
+    /// Whether an attempt enclosing this task lost a hedging race.
+    var supersededFired: Bool {
+        self.supersessions.contains { $0.hasFired }
+    }
+
+    /// The current scope with `signal` added as a supersession signal.
+    static func superseded(by signal: TimeLimitSignal) -> CallScope {
+        var scope = Self.current
+        scope.supersessions.insert(signal, at: 0)
+        return scope
     }
 
     /// The current scope with `idempotency` declared, if not `nil`.

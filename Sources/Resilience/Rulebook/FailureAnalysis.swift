@@ -43,11 +43,12 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// cancelled it.
     public init(_ error: any Error) {
         self.init(
-            error, isCancelled: Task.isCancelled, timeLimitFired: Task.isCancelled && CallScope.current.timeLimitFired)
+            error, isCancelled: Task.isCancelled, timeLimitFired: Task.isCancelled && CallScope.current.timeLimitFired,
+            superseded: Task.isCancelled && CallScope.current.supersededFired)
     }
 
     /// Reads `error` with the task's state given, for tests and for callers that know better.
-    init(_ error: any Error, isCancelled: Bool, timeLimitFired: Bool) {
+    init(_ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false) {
         var reader = Reader()
         ErrorChain.walk(error) { node in
             reader.read(node)
@@ -59,7 +60,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.requestIdempotency = reader.idempotency
         self.needsCredentials = reader.needsCredentials
         self.isOffline = reader.isOffline
-        if reader.sawTimeLimit || (isCancelled && timeLimitFired) {
+        if isCancelled && superseded {
+            self.interruption = .superseded
+        } else if reader.sawTimeLimit || (isCancelled && timeLimitFired) {
             self.interruption = .timeLimit
         } else if isCancelled || reader.sawCancellation {
             self.interruption = .caller
@@ -101,7 +104,7 @@ public struct FailureAnalysis: Sendable, Hashable {
                 self.sawCancellation = true
                 return
             }
-            if error is AttemptTimeoutError { self.sawTimeLimit = true }
+            if error is AttemptTimeoutError || error is TimeoutError { self.sawTimeLimit = true }
             if let status = ErrorHints.ownStatus(of: error) {
                 if self.status == nil { self.status = status }
                 if status == 429 { self.sawTooManyRequests = true }

@@ -16,6 +16,9 @@ public struct Interruption: Sendable, Hashable, CustomStringConvertible {
     public static let caller = Interruption(rawValue: "caller")
     /// A time limit of the library's (a policy's `attemptTimeout`) ended the attempt.
     public static let timeLimit = Interruption(rawValue: "timeLimit")
+    /// Another attempt of the same call won a ``Hedging`` race, and this one was
+    /// cancelled as no longer needed: neither a success nor a failure of the dependency.
+    public static let superseded = Interruption(rawValue: "superseded")
 
     /// The identifier.
     public var description: String { self.rawValue }

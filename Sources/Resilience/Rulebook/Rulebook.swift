@@ -28,7 +28,7 @@ public enum Rulebook {
     ///   - idempotency: Whether the call may run twice; the request's own report
     ///     (``FailureAnalysis/requestIdempotency``) wins over it.
     public static func stopReason(for analysis: FailureAnalysis, idempotency: Idempotency) -> RetryStopReason? {
-        if analysis.interruption == .caller { return .cancelled }
+        if analysis.interruption == .caller || analysis.interruption == .superseded { return .cancelled }
         if analysis.isTooManyRequests { return .tooManyRequests }
         let idempotency = analysis.requestIdempotency ?? idempotency
         if !idempotency.isIdempotent, !analysis.delivery.provesNotSent { return .notIdempotent }

@@ -1,0 +1,24 @@
+extension OverheadCatalog {
+    /// The toolbox rows: the success path of each strategy and of the standard HTTP
+    /// pipeline, from both callers, and the `taskgroup.child` reference. The subjects
+    /// are in `ToolboxSubjects.swift`.
+    static let toolbox: [OverheadBenchmark] = [
+        OverheadBenchmark("taskgroup.child", OverheadConfiguration.bothCallers) { TaskGroupChild() },
+        OverheadBenchmark("fallback.success", OverheadConfiguration.bothCallers) { FallbackSuccess() },
+        OverheadBenchmark("timeout.success", OverheadConfiguration.bothCallers) {
+            TimeoutSuccess(timeout: try ToolboxFixtures.timeout())
+        },
+        OverheadBenchmark("bulkhead.success", OverheadConfiguration.bothCallers) {
+            BulkheadSuccess(limiter: try ToolboxFixtures.bulkhead())
+        },
+        OverheadBenchmark("ratelimiter.success", OverheadConfiguration.bothCallers) {
+            RateLimiterSuccess(limiter: try ToolboxFixtures.rateLimiter())
+        },
+        OverheadBenchmark("hedging.success", OverheadConfiguration.bothCallers) {
+            HedgingSuccess(hedging: try ToolboxFixtures.hedging())
+        },
+        OverheadBenchmark("pipeline.standard.success", OverheadConfiguration.bothCallers) {
+            StandardPipelineSuccess(pipeline: try ToolboxFixtures.standardPipeline())
+        },
+    ]
+}

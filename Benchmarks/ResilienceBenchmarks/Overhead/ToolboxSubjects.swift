@@ -1,0 +1,113 @@
+import Resilience
+
+/// The strategies the toolbox rows measure, built as a user would build them, with
+/// limits no benchmark loop reaches, so every call takes the success path.
+enum ToolboxFixtures {
+    static func timeout() throws -> Timeout { try Timeout(.seconds(3_600)) }
+    static func bulkhead() throws -> ConcurrencyLimiter { try ConcurrencyLimiter(limit: 1_000_000) }
+    static func rateLimiter() throws -> RateLimiter {
+        try RateLimiter(
+            .tokenBucket(capacity: 1_000_000_000, tokensPerPeriod: 1_000_000_000, period: .seconds(1)))
+    }
+    static func hedging() throws -> Hedging { try Hedging(delay: .fixed(.seconds(3_600))) }
+    static func standardPipeline() throws -> ResiliencePipeline<StandardHTTPStrategies> {
+        try ResiliencePipeline.standardHTTP(name: "benchmark")
+    }
+}
+
+/// `taskgroup.child`: the operation run in one child task of a task group, the least a
+/// strategy that watches a clock while the operation runs can cost.
+struct TaskGroupChild: OverheadSubject {
+    func call(_ input: Int) async -> Int {
+        await withTaskGroup(of: Int.self) { group in
+            group.addTask { (try? await Workload.operation(input)) ?? input }
+            return await group.next() ?? input
+        }
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        await withTaskGroup(of: Int.self) { group in
+            group.addTask { (try? await Workload.operation(input)) ?? input }
+            return await group.next() ?? input
+        }
+    }
+}
+
+/// `fallback.success`: a ``Fallback`` around an operation that succeeds.
+struct FallbackSuccess: OverheadSubject {
+    let fallback = Fallback<Int>.value(0)
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.fallback.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.fallback.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `timeout.success`: a ``Timeout`` that never fires.
+struct TimeoutSuccess: OverheadSubject {
+    let timeout: Timeout
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.timeout.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.timeout.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `bulkhead.success`: a ``ConcurrencyLimiter`` with a free slot.
+struct BulkheadSuccess: OverheadSubject {
+    let limiter: ConcurrencyLimiter
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.limiter.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.limiter.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `ratelimiter.success`: a token bucket ``RateLimiter`` with a permit free.
+struct RateLimiterSuccess: OverheadSubject {
+    let limiter: RateLimiter
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.limiter.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.limiter.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `hedging.success`: ``Hedging`` whose delay never passes, so no hedge fires.
+struct HedgingSuccess: OverheadSubject {
+    let hedging: Hedging
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.hedging.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.hedging.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `pipeline.standard.success`: the standard HTTP pipeline (limiter, total timeout, retry,
+/// breaker, attempt timeout) around an operation that succeeds.
+struct StandardPipelineSuccess: OverheadSubject {
+    let pipeline: ResiliencePipeline<StandardHTTPStrategies>
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.pipeline.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.pipeline.execute { try await Workload.operation(input) }) ?? input
+    }
+}

@@ -1,0 +1,137 @@
+/// Lets at most a fixed number of calls run at once (a bulkhead), with an optional bounded FIFO queue.
+///
+/// A call that finds a free slot runs at once, in the caller's isolation, for the
+/// price of one uncontended lock. When every slot is taken, the caller waits in
+/// the queue, first come first served, if there is room; a caller that waits
+/// longer than ``queueTimeout``, or finds the queue full, is refused with
+/// ``LimiterRejectionError``, which says how many were queued. A queued caller
+/// whose task is cancelled leaves the queue at once with `CancellationError`.
+/// Every queued caller is answered: by a slot, its cancellation or its queue timeout.
+///
+/// ```swift
+/// let uploads = try ConcurrencyLimiter(name: "uploads", limit: 4, queueLimit: 100, queueTimeout: .seconds(30))
+/// try await uploads.execute {
+///     try await storage.upload(file)
+/// }
+/// ```
+public final class ConcurrencyLimiter: Sendable {
+    /// The name reported in errors and events.
+    public let name: String
+    /// The most calls that run at once.
+    public let limit: Int
+    /// The most callers that wait for a slot; zero for no queue.
+    public let queueLimit: Int
+    /// The longest a caller waits in the queue, or `nil` for as long as it takes.
+    public let queueTimeout: Duration?
+
+    let storage: ConcurrencyLimiterStorage
+    let clock: ElapsedClock
+    let observer: (any StrategyObserver)?
+
+    /// Creates a limiter.
+    ///
+    /// - Parameters:
+    ///   - name: The name reported in errors and events.
+    ///   - limit: The most calls that run at once; in 1...1,000,000.
+    ///   - queueLimit: The most callers that wait for a slot; in 0...1,000,000. Defaults to 0, no queue.
+    ///   - queueTimeout: The longest a caller waits in the queue; greater than zero, or `nil` for no limit.
+    ///   - observer: Receives ``StrategyEvent/Kind/queued`` and ``StrategyEvent/Kind/rejected`` events.
+    ///   - clock: The clock the queue timeout is measured on.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public init(
+        name: String = "concurrency-limiter",
+        limit: Int,
+        queueLimit: Int = 0,
+        queueTimeout: Duration? = nil,
+        observer: (any StrategyObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock()
+    ) throws(ConfigurationError) {
+        try ConfigurationError.require((1...1_000_000).contains(limit), "limit", limit, "in 1...1000000")
+        try ConfigurationError.require(
+            (0...1_000_000).contains(queueLimit), "queueLimit", queueLimit, "in 0...1000000")
+        if let queueTimeout {
+            try ConfigurationError.requirePositive(queueTimeout, "queueTimeout")
+            try ConfigurationError.require(
+                queueTimeout <= .resilienceMaximum, "queueTimeout", queueTimeout,
+                "at most \(Duration.resilienceMaximum)")
+        }
+        self.name = name
+        self.limit = limit
+        self.queueLimit = queueLimit
+        self.queueTimeout = queueTimeout
+        self.observer = observer
+        self.clock = ElapsedClock(clock)
+        self.storage = ConcurrencyLimiterStorage(limit: limit, queueLimit: queueLimit)
+    }
+
+    /// The calls running now.
+    public var inFlight: Int { self.storage.counts.inFlight }
+    /// The callers waiting in the queue now.
+    public var queued: Int { self.storage.counts.queued }
+
+    /// Runs `operation` when a slot is free.
+    ///
+    /// - Parameter operation: The call to limit. It runs in the caller's isolation.
+    /// - Returns: The operation's value.
+    /// - Throws: ``LimiterRejectionError`` without running the operation when the
+    ///   queue is full or the wait outlasted ``queueTimeout``; `CancellationError`
+    ///   when the caller's task is cancelled while queued; otherwise the
+    ///   operation's own error, unchanged.
+    @inlinable
+    public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
+        if !self.tryAcquire() {
+            try await self.acquireSlowly()
+        }
+        defer { self.release() }
+        return try await operation()
+    }
+
+    @usableFromInline
+    func tryAcquire() -> Bool {
+        self.storage.tryAdmit()
+    }
+
+    @usableFromInline
+    func release() {
+        self.storage.release()
+    }
+
+    /// Queues the caller, or refuses it.
+    @usableFromInline
+    nonisolated(nonsending) func acquireSlowly() async throws {
+        let caller = QueuedCaller()
+        let ticket: UInt64
+        switch self.storage.admit(registering: caller) {
+        case .admitted:
+            return
+        case .rejected(let queued):
+            let rejection = LimiterRejectionError(limiterName: self.name, reason: .queueFull, queued: queued)
+            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
+            throw rejection
+        case .queued(let queuedTicket):
+            ticket = queuedTicket
+        }
+        self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .queued))
+        let timer = self.queueTimeout.map { timeout in
+            let deadline = self.clock.now() + timeout
+            return Task.detached { [clock, storage, name] in
+                try await clock.sleepUntil(deadline)
+                guard let timedOut = storage.remove(ticket) else { return }
+                let queued = storage.counts.queued
+                timedOut.resolve(
+                    .failure(LimiterRejectionError(limiterName: name, reason: .queueTimedOut, queued: queued)))
+            }
+        }
+        defer { timer?.cancel() }
+        do {
+            try await withTaskCancellationHandler {
+                try await caller.park()
+            } onCancel: { [storage] in
+                storage.remove(ticket)?.resolve(.failure(CancellationError()))
+            }
+        } catch let rejection as LimiterRejectionError {
+            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
+            throw rejection
+        }
+    }
+}

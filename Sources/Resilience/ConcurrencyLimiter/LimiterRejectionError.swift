@@ -1,0 +1,61 @@
+/// The error a ``ConcurrencyLimiter`` or ``RateLimiter`` refuses a call with.
+///
+/// The operation never ran, so the request provably never left
+/// (``RequestDelivery/notSent``): a retry policy may try it again even when it is
+/// not idempotent, and a breaker around the limiter does not hold it against the
+/// dependency unless its classifier says so. ``retryAfter`` says when a permit
+/// frees, where the limiter knows; the failure analysis reads it like a server's hint.
+public struct LimiterRejectionError: RetryableError, RetryAfterProviding, RequestDeliveryReporting, Hashable,
+    CustomStringConvertible
+{
+    /// Why a limiter refused a call.
+    public struct Reason: Sendable, Hashable, CustomStringConvertible {
+        /// A stable identifier, such as `"queueFull"`.
+        public let rawValue: String
+
+        private init(rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        /// Every slot was taken and the queue was full (or there was none).
+        public static let queueFull = Reason(rawValue: "queueFull")
+        /// The caller waited in the queue longer than the queue timeout.
+        public static let queueTimedOut = Reason(rawValue: "queueTimedOut")
+        /// No permit was free, and none would free within the time the caller may wait.
+        public static let noPermit = Reason(rawValue: "noPermit")
+
+        /// The identifier.
+        public var description: String { self.rawValue }
+    }
+
+    /// The name of the limiter that refused the call.
+    public let limiterName: String
+    /// Why it refused.
+    public let reason: Reason
+    /// How many callers were queued when it refused; `nil` for a limiter without a queue.
+    public let queued: Int?
+    /// When a permit frees, where the limiter knows.
+    public let retryAfter: Duration?
+
+    /// Creates a rejection.
+    public init(limiterName: String, reason: Reason, queued: Int? = nil, retryAfter: Duration? = nil) {
+        self.limiterName = limiterName
+        self.reason = reason
+        self.queued = queued
+        self.retryAfter = retryAfter
+    }
+
+    /// Always `true`: a permit may be free next time.
+    public var isRetryable: Bool { true }
+
+    /// Always ``RequestDelivery/notSent``.
+    public var requestDelivery: RequestDelivery { .notSent }
+
+    /// `<name> rejected the call (<reason>) …`.
+    public var description: String {
+        var text = "\(self.limiterName) rejected the call (\(self.reason))"
+        if let queued { text += ", \(queued) queued" }
+        if let retryAfter { text += ", retry after \(retryAfter)" }
+        return text
+    }
+}

@@ -1,0 +1,75 @@
+/// Answers with a value, or a second operation, when a call finally fails or is rejected.
+///
+/// The fallback sees the original failure (``FallbackContext/error``) and its
+/// ``FailureAnalysis``; it never answers for a call the caller cancelled (or a
+/// hedge that lost its race): that error goes through unchanged, because no one
+/// is waiting for the answer. Put it outermost, so it answers for whatever the
+/// strategies inside finally give up with: a retry's last error, an open
+/// breaker, a full limiter, a time-out.
+///
+/// ```swift
+/// let cached = Fallback<[Article]>.value([])
+/// let articles = try await cached.execute {
+///     try await feed.latest()
+/// }
+/// ```
+public struct Fallback<Value: Sendable>: Sendable {
+    /// The name reported in events.
+    public let name: String
+
+    let handles: @Sendable (FallbackContext) -> Bool
+    let answer: @Sendable (FallbackContext) async throws -> Value
+    let observer: (any StrategyObserver)?
+
+    /// Creates a fallback that runs `answer` for the failures `handles` accepts.
+    ///
+    /// - Parameters:
+    ///   - name: The name reported in events.
+    ///   - handles: Whether to answer for a failure; by default, for every failure
+    ///     except the caller's cancellation.
+    ///   - observer: Receives a ``StrategyEvent/Kind/fallbackUsed`` event each time it answers.
+    ///   - answer: The second operation; it may throw, and its error is the call's.
+    public init(
+        name: String = "fallback",
+        handles: @escaping @Sendable (FallbackContext) -> Bool = { _ in true },
+        observer: (any StrategyObserver)? = nil,
+        answer: @escaping @Sendable (FallbackContext) async throws -> Value
+    ) {
+        self.name = name
+        self.handles = handles
+        self.observer = observer
+        self.answer = answer
+    }
+
+    /// A fallback that answers every failure, other than the caller's cancellation, with `value`.
+    public static func value(_ value: Value, name: String = "fallback") -> Fallback {
+        Fallback(name: name) { _ in value }
+    }
+
+    /// Runs `operation`, and answers for its failure.
+    ///
+    /// - Parameter operation: The call. It runs in the caller's isolation.
+    /// - Returns: The operation's value, or the fallback's.
+    /// - Throws: The caller's cancellation unchanged; a failure `handles` declines,
+    ///   unchanged; or the error of the fallback's own answer.
+    @inlinable
+    public nonisolated(nonsending) func execute(operation: () async throws -> Value) async throws -> Value {
+        do {
+            return try await operation()
+        } catch {
+            return try await self.recover(from: error)
+        }
+    }
+
+    /// The failure path: the rules first, then `handles`, then the answer.
+    @usableFromInline
+    nonisolated(nonsending) func recover(from error: any Error) async throws -> Value {
+        let analysis = FailureAnalysis(error)
+        // A caller who gave up is waiting for nothing; a superseded hedge neither.
+        if analysis.interruption == .caller || analysis.interruption == .superseded { throw error }
+        let context = FallbackContext(error: error, analysis: analysis)
+        guard self.handles(context) else { throw error }
+        self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .fallbackUsed, error: error))
+        return try await self.answer(context)
+    }
+}

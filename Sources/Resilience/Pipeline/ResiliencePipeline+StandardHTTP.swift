@@ -1,0 +1,62 @@
+/// The stages of ``ResiliencePipeline/standardHTTP(name:concurrencyLimit:totalTimeout:maximumAttempts:breakerConfiguration:attemptTimeout:clock:)``,
+/// outermost first: a concurrency limiter, a total timeout, a retry policy, a circuit breaker and an attempt timeout.
+public typealias StandardHTTPStrategies = NestedStrategies<
+    NestedStrategies<NestedStrategies<NestedStrategies<ConcurrencyLimiter, Timeout>, RetryPolicy>, CircuitBreaker>,
+    Timeout
+>
+
+extension ResiliencePipeline where Strategies == StandardHTTPStrategies {
+    /// The standard order for HTTP calls, with the defaults of .NET's standard
+    /// resilience handler (`AddStandardResilienceHandler` in
+    /// Microsoft.Extensions.Http.Resilience, as documented on Microsoft Learn).
+    ///
+    /// Outermost first:
+    /// 1. a limiter of requests in flight (1,000, no queue), which .NET's documentation calls its rate limiter;
+    /// 2. a total timeout of 30 seconds over every attempt and wait;
+    /// 3. a retry policy: 3 retries, exponential backoff from 2 seconds with full jitter;
+    /// 4. a circuit breaker that opens for 5 seconds when at least 10% of at least
+    ///    100 calls in 30 seconds failed, so each attempt passes through it;
+    /// 5. an attempt timeout of 10 seconds, which the breaker counts as a failure.
+    ///
+    /// ```swift
+    /// let http = try ResiliencePipeline.standardHTTP()
+    /// let status = try await http.execute { try await api.status() }
+    /// ```
+    ///
+    /// With `ResilienceURLSession`, `http.data(for: request)` sends a `URLRequest`
+    /// through it in one line.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public static func standardHTTP(
+        name: String = "http",
+        concurrencyLimit: Int = 1_000,
+        totalTimeout: Duration = .seconds(30),
+        maximumAttempts: Int = 4,
+        breakerConfiguration: CircuitBreakerConfiguration? = nil,
+        attemptTimeout: Duration = .seconds(10),
+        clock: some Clock<Duration> = ContinuousClock()
+    ) throws -> ResiliencePipeline<StandardHTTPStrategies> {
+        // Validated here under the preset's own names, before any stage is made.
+        try ConfigurationError.require(
+            (1...1_000_000).contains(concurrencyLimit), "concurrencyLimit", concurrencyLimit, "in 1...1000000")
+        for (setting, value) in [("totalTimeout", totalTimeout), ("attemptTimeout", attemptTimeout)] {
+            try ConfigurationError.requirePositive(value, setting)
+            try ConfigurationError.require(
+                value <= .resilienceMaximum, setting, value, "at most \(Duration.resilienceMaximum)")
+        }
+        let breaker =
+            try breakerConfiguration
+            ?? CircuitBreakerConfiguration(
+                tripRule: .failureRate(threshold: 0.1, minimumCalls: 100, window: .time(.seconds(30), buckets: 10)),
+                openDuration: .fixed(.seconds(5)))
+        return try ResiliencePipeline<StandardHTTPStrategies> {
+            try ConcurrencyLimiter(name: "\(name).limiter", limit: concurrencyLimit, clock: clock)
+            try Timeout(totalTimeout, name: "\(name).total-timeout", clock: clock)
+            try RetryPolicy(
+                maximumAttempts: maximumAttempts, backoff: .exponential(initial: .seconds(2), maximum: .seconds(30)),
+                jitter: .full, classifier: HTTPRetryClassifier(), clock: clock)
+            CircuitBreaker(name: "\(name).breaker", configuration: breaker, clock: clock)
+            try Timeout(attemptTimeout, name: "\(name).attempt-timeout", clock: clock)
+        }
+    }
+}

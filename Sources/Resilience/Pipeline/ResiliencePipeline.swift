@@ -1,0 +1,82 @@
+/// Strategies composed in one declared order, outermost first, built once and shared.
+///
+/// The order is the one written: the first stage sees the call first and its
+/// result last. The pipeline is generic over its stages, so the compiler sees
+/// the whole composition and specializes it; no stage is boxed in an existential.
+///
+/// ```swift
+/// let pipeline = try ResiliencePipeline {
+///     try Timeout(.seconds(30), name: "total")
+///     try RetryPolicy(maximumAttempts: 3)
+///     try CircuitBreaker(name: "billing")
+///     try Timeout(.seconds(10), name: "attempt")
+/// }
+/// let invoice = try await pipeline.execute { try await billing.invoice(id) }
+/// ```
+///
+/// See <doc:OrderingStrategies> for why the order matters.
+public struct ResiliencePipeline<Strategies: ResilienceStrategy>: Sendable {
+    /// The composed stages.
+    public let strategies: Strategies
+
+    /// Builds a pipeline from its stages, outermost first.
+    ///
+    /// - Throws: The first error a stage's initializer throws, such as a ``ConfigurationError``.
+    public init(@ResiliencePipelineBuilder _ build: () throws -> Strategies) rethrows {
+        self.strategies = try build()
+    }
+
+    /// Wraps already composed stages.
+    public init(strategies: Strategies) {
+        self.strategies = strategies
+    }
+
+    /// Runs `operation` through every stage.
+    ///
+    /// A closure written on an actor, such as the main actor, runs there; it is
+    /// `@Sendable` because stages may run it in a task of their own.
+    ///
+    /// - Parameter operation: The call to protect.
+    /// - Returns: The operation's value.
+    /// - Throws: Whatever the outermost stage ends the call with.
+    @inlinable
+    public nonisolated(nonsending) func execute<Value: Sendable>(
+        @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        try await self.strategies.executeInPipeline(operation)
+    }
+}
+
+extension ResiliencePipeline {
+    /// Runs `operation` through every stage, declaring whether it may run twice.
+    ///
+    /// Every stage sees the declaration: a retry policy does not repeat a call that
+    /// is not idempotent once it may have reached the server, and hedging does
+    /// not start a second copy of it (see ``Idempotency``).
+    ///
+    /// - Parameters:
+    ///   - idempotency: Whether the operation may run twice with the same effect as once.
+    ///   - operation: The call to protect.
+    /// - Returns: The operation's value.
+    /// - Throws: Whatever the outermost stage ends the call with.
+    public nonisolated(nonsending) func execute<Value: Sendable>(
+        idempotency: Idempotency,
+        @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        var scope = CallScope.current
+        scope.idempotency = idempotency
+        return try await CallScope.$current.withValue(scope) {
+            try await self.strategies.executeInPipeline(operation)
+        }
+    }
+}
+
+extension ResiliencePipeline: ResilienceStrategy {
+    /// Runs `operation` through every stage, so that a pipeline can be a stage of another.
+    @inlinable
+    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
+        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        try await self.strategies.executeInPipeline(operation)
+    }
+}

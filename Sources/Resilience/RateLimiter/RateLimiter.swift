@@ -1,0 +1,114 @@
+/// Admits calls at a configured rate: a token bucket or a sliding window, waiting or rejecting.
+///
+/// A call that finds a permit runs at once, in the caller's isolation. One that
+/// does not either waits for the next permit, when it would free within
+/// ``maximumWait``, or is refused with ``LimiterRejectionError`` carrying the
+/// time until a permit frees (``LimiterRejectionError/retryAfter``), which a
+/// ``RetryPolicy`` reads like a server's hint. Waiting callers are not served
+/// in strict arrival order: each takes the first permit free when it wakes.
+///
+/// ```swift
+/// let limiter = try RateLimiter(.tokenBucket(capacity: 20, tokensPerPeriod: 10, period: .seconds(1)))
+/// let page = try await limiter.execute { try await api.page(2) }
+/// ```
+public final class RateLimiter: Sendable {
+    /// The name reported in errors and events.
+    public let name: String
+    /// How permits are counted.
+    public let algorithm: RateLimiterAlgorithm
+    /// The longest a caller waits for a permit; zero to refuse at once.
+    public let maximumWait: Duration
+
+    let state: Lock<RateLimiterStateMachine>
+    let clock: ElapsedClock
+    let observer: (any StrategyObserver)?
+
+    /// Creates a rate limiter.
+    ///
+    /// - Parameters:
+    ///   - algorithm: How permits are counted.
+    ///   - name: The name reported in errors and events.
+    ///   - maximumWait: The longest a caller waits for a permit; zero (the default) refuses at once.
+    ///   - observer: Receives a ``StrategyEvent/Kind/rejected`` event for each refusal.
+    ///   - clock: The clock permits are counted on.
+    /// - Throws: ``ConfigurationError`` naming `maximumWait` when negative or huge.
+    public convenience init(
+        _ algorithm: RateLimiterAlgorithm,
+        name: String = "rate-limiter",
+        maximumWait: Duration = .zero,
+        observer: (any StrategyObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock()
+    ) throws(ConfigurationError) {
+        try ConfigurationError.requireNonNegative(maximumWait, "maximumWait")
+        try ConfigurationError.require(
+            maximumWait <= .resilienceMaximum, "maximumWait", maximumWait, "at most \(Duration.resilienceMaximum)")
+        self.init(
+            unchecked: algorithm, name: name, maximumWait: maximumWait, observer: observer,
+            elapsedClock: ElapsedClock(clock))
+    }
+
+    init(
+        unchecked algorithm: RateLimiterAlgorithm,
+        name: String,
+        maximumWait: Duration,
+        observer: (any StrategyObserver)?,
+        elapsedClock: ElapsedClock
+    ) {
+        self.algorithm = algorithm
+        self.name = name
+        self.maximumWait = maximumWait
+        self.observer = observer
+        self.clock = elapsedClock
+        self.state = Lock(RateLimiterStateMachine(algorithm, at: elapsedClock.now()))
+    }
+
+    /// The permits free now.
+    public var availablePermits: Int {
+        let now = self.clock.now()
+        return self.state.withLock { $0.available(at: now) }
+    }
+
+    /// Runs `operation` once a permit is taken.
+    ///
+    /// - Parameter operation: The call to limit. It runs in the caller's isolation.
+    /// - Returns: The operation's value.
+    /// - Throws: ``LimiterRejectionError`` without running the operation when no
+    ///   permit frees within ``maximumWait``; `CancellationError` when the caller's
+    ///   task is cancelled while waiting; otherwise the operation's own error, unchanged.
+    @inlinable
+    public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
+        if let retryAfter = self.tryAcquire() {
+            try await self.acquireSlowly(retryAfter: retryAfter)
+        }
+        return try await operation()
+    }
+
+    /// Takes a permit now; `nil` when taken, or the time until one frees.
+    @usableFromInline
+    func tryAcquire() -> Duration? {
+        let now = self.clock.now()
+        switch self.state.withLock({ $0.acquire(at: now) }) {
+        case .granted: return nil
+        case .denied(let retryAfter): return retryAfter
+        }
+    }
+
+    /// Waits for a permit while the wait fits in ``maximumWait``, or refuses.
+    @usableFromInline
+    nonisolated(nonsending) func acquireSlowly(retryAfter firstRetryAfter: Duration) async throws {
+        let deadline = self.clock.now() + self.maximumWait
+        var retryAfter = firstRetryAfter
+        while true {
+            let now = self.clock.now()
+            if now + retryAfter > deadline {
+                let rejection = LimiterRejectionError(limiterName: self.name, reason: .noPermit, retryAfter: retryAfter)
+                self.observer?.observe(
+                    StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection, retryAfter: retryAfter))
+                throw rejection
+            }
+            try await self.clock.sleepUntil(now + retryAfter)
+            guard let next = self.tryAcquire() else { return }
+            retryAfter = next
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/// How a ``RateLimiter`` counts permits: a token bucket or a sliding window.
+///
+/// The settings follow .NET's `System.Threading.RateLimiting` limiters
+/// (`TokenBucketRateLimiter`, `SlidingWindowRateLimiter`), so numbers carried
+/// over from a .NET service mean the same here.
+public struct RateLimiterAlgorithm: Sendable, Hashable {
+    enum Kind: Hashable {
+        case tokenBucket(capacity: Int, tokensPerPeriod: Int, period: Duration)
+        case slidingWindow(limit: Int, window: Duration, segments: Int)
+    }
+
+    let kind: Kind
+
+    /// A bucket of `capacity` tokens, refilled with `tokensPerPeriod` every `period`; each call takes one.
+    ///
+    /// It allows bursts of up to `capacity` calls and, over time, `tokensPerPeriod / period`.
+    /// - Throws: ``ConfigurationError`` naming `capacity`, `tokensPerPeriod` or `period`
+    ///   when zero, negative or huge.
+    public static func tokenBucket(
+        capacity: Int,
+        tokensPerPeriod: Int,
+        period: Duration
+    ) throws(ConfigurationError) -> RateLimiterAlgorithm {
+        try ConfigurationError.require(
+            (1...1_000_000_000).contains(capacity), "capacity", capacity, "in 1...1000000000")
+        try ConfigurationError.require(
+            (1...1_000_000_000).contains(tokensPerPeriod), "tokensPerPeriod", tokensPerPeriod, "in 1...1000000000")
+        try ConfigurationError.require(
+            period >= .microseconds(1) && period <= .seconds(86_400 * 366), "period", period,
+            "in 1 microsecond...366 days")
+        return RateLimiterAlgorithm(
+            kind: .tokenBucket(capacity: capacity, tokensPerPeriod: tokensPerPeriod, period: period))
+    }
+
+    /// At most `limit` calls in any `window`, counted in `segments` slices of the window.
+    ///
+    /// More segments follow the window more closely, for a little more memory.
+    /// - Throws: ``ConfigurationError`` naming `limit`, `window` or `segments`
+    ///   when zero, negative or huge.
+    public static func slidingWindow(
+        limit: Int,
+        window: Duration,
+        segments: Int = 10
+    ) throws(ConfigurationError) -> RateLimiterAlgorithm {
+        try ConfigurationError.require((1...1_000_000_000).contains(limit), "limit", limit, "in 1...1000000000")
+        try ConfigurationError.require((1...1_000).contains(segments), "segments", segments, "in 1...1000")
+        try ConfigurationError.require(
+            window >= .microseconds(1) * segments && window <= .seconds(86_400 * 366), "window", window,
+            "in \(segments) microseconds (one per segment)...366 days")
+        return RateLimiterAlgorithm(kind: .slidingWindow(limit: limit, window: window, segments: segments))
+    }
+}

@@ -1,0 +1,103 @@
+/// Ends an operation that takes longer than a limit, total or per attempt, at any nesting.
+///
+/// The operation runs in a task of its own, started on the caller's actor, so a
+/// `@MainActor` caller keeps its closure as it is; a timer on the injected clock
+/// races it. When the timer wins, the timeout first records that its own limit,
+/// not the caller, ends the operation (so a ``CircuitBreaker`` inside counts it
+/// as a failure, and a caller's cancellation as nothing), then cancels the
+/// operation and throws ``TimeoutError``, which reports the request as
+/// ``RequestDelivery/mayHaveBeenSent`` and carries the declared idempotency.
+///
+/// Cancellation is cooperative: the timeout waits for the cancelled operation to
+/// return, as structured concurrency does everywhere, so an operation that
+/// ignores cancellation is not cut short.
+///
+/// Where it sits decides what it limits: outside a ``RetryPolicy`` it bounds
+/// the whole call, waits included; inside, each attempt.
+///
+/// ```swift
+/// let timeout = try Timeout(.seconds(10))
+/// let profile = try await timeout.execute {
+///     try await api.profile()  // runs on the caller's actor; no @Sendable needed
+/// }
+/// ```
+public struct Timeout: Sendable {
+    /// The name reported in errors and events.
+    public let name: String
+    /// The time an operation is allowed.
+    public let duration: Duration
+
+    let clock: ElapsedClock
+    let observer: (any StrategyObserver)?
+
+    /// Creates a timeout.
+    ///
+    /// - Parameters:
+    ///   - duration: The time an operation is allowed; greater than zero and at most about 146 years.
+    ///   - name: The name reported in errors and events.
+    ///   - observer: Receives a ``StrategyEvent/Kind/timedOut`` event each time the limit ends an operation.
+    ///   - clock: The clock the limit is measured on.
+    /// - Throws: ``ConfigurationError`` naming `duration` when it is zero, negative or huge.
+    public init(
+        _ duration: Duration,
+        name: String = "timeout",
+        observer: (any StrategyObserver)? = nil,
+        clock: some Clock<Duration> = ContinuousClock()
+    ) throws(ConfigurationError) {
+        try ConfigurationError.requirePositive(duration, "duration")
+        try ConfigurationError.require(
+            duration <= .resilienceMaximum, "duration", duration, "at most \(Duration.resilienceMaximum)")
+        self.duration = duration
+        self.name = name
+        self.observer = observer
+        self.clock = ElapsedClock(clock)
+    }
+
+    /// Runs `operation`, ending it with ``TimeoutError`` if it outlives ``duration``.
+    ///
+    /// - Parameters:
+    ///   - idempotency: Whether the call may run twice, reported by the error
+    ///     and handed down to the calls nested inside; defaults to what an
+    ///     enclosing call declared.
+    ///   - operation: The call to limit. It starts on the caller's actor.
+    /// - Returns: The operation's value.
+    /// - Throws: ``TimeoutError`` when the limit ended the operation; otherwise
+    ///   the operation's own error, unchanged.
+    public nonisolated(nonsending) func execute<Value: Sendable>(
+        idempotency: Idempotency? = nil,
+        @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        // `@_inheritActorContext` is the attribute `Task.init` uses: a closure
+        // written on the main actor stays on the main actor when it reaches the task.
+        let signal = TimeLimitSignal()
+        var scope = CallScope.limited(by: signal)
+        if let idempotency { scope.idempotency = idempotency }
+        let declared = scope.idempotency
+        let deadline = self.clock.now() + self.duration
+        // The task starts on the caller's actor or none; calling the operation hops to
+        // the operation's own isolation, so a main-actor closure runs on the main actor.
+        let task = Task { [scope] in
+            try await CallScope.$current.withValue(scope) { try await operation() }
+        }
+        let timer = Task.detached { [clock] in
+            try await clock.sleepUntil(deadline)
+            signal.fire()  // before the cancellation, so a breaker inside counts a time-out
+            task.cancel()
+        }
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }
+        timer.cancel()
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error):
+            guard signal.hasFired else { throw error }
+            let timeout = TimeoutError(timeoutName: self.name, timeout: self.duration, requestIdempotency: declared)
+            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
+            throw timeout
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import Resilience
+import ResilienceTesting
+import Testing
+
+@Suite("Concurrency limiter")
+struct ConcurrencyLimiterTests {
+    @Test func rejectsTheCallPastTheLimitWhenThereIsNoQueue() async throws {
+        let limiter = try ConcurrencyLimiter(name: "uploads", limit: 2, clock: TestClock())
+        let gate = Gate()
+        let running = (0..<2).map { _ in Task { try await limiter.execute { await gate.wait() } } }
+        await gate.waitForWaiters(count: 2)
+        let error = await #expect(throws: LimiterRejectionError.self) { try await limiter.execute { 1 } }
+        #expect(error?.reason == .queueFull)
+        #expect(error?.queued == 0)
+        #expect(FailureAnalysis(try #require(error)).delivery == .notSent)
+        gate.open()
+        for task in running { try await task.value }
+        #expect(limiter.inFlight == 0)
+        #expect(try await limiter.execute { 3 } == 3)
+    }
+
+    @Test func servesQueuedCallersInArrivalOrder() async throws {
+        let events = EventCounter()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 3, observer: events, clock: TestClock())
+        let gate = Gate()
+        let order = Recorder<Int>()
+        let first = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        var queued: [Task<Void, any Error>] = []
+        for index in 1...3 {
+            queued.append(Task { try await limiter.execute { order.record(index) } })
+            await events.waitFor(.queued, count: index)  // in the queue before the next one arrives
+        }
+        let error = await #expect(throws: LimiterRejectionError.self) { try await limiter.execute { 0 } }
+        #expect(error?.queued == 3)
+        gate.open()
+        try await first.value
+        for task in queued { try await task.value }
+        #expect(order.values == [1, 2, 3])
+        #expect(limiter.inFlight == 0 && limiter.queued == 0)
+    }
+
+    @Test func aQueuedCallerThatWaitsPastTheQueueTimeoutIsRefused() async throws {
+        let clock = TestClock()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
+        let gate = Gate()
+        let first = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        let second = Task { try await limiter.execute { 2 } }
+        await clock.waitForSleepers(count: 1)  // the queue timer
+        clock.advance(by: .seconds(4))
+        #expect(limiter.queued == 1)
+        clock.advance(by: .seconds(1))
+        let error = await #expect(throws: LimiterRejectionError.self) { try await second.value }
+        #expect(error?.reason == .queueTimedOut)
+        #expect(limiter.queued == 0)
+        gate.open()
+        try await first.value
+        #expect(limiter.inFlight == 0)
+    }
+
+    @Test func aCancelledQueuedCallerLeavesTheQueueAtOnceAndTakesNoSlot() async throws {
+        let events = EventCounter()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 5, observer: events, clock: TestClock())
+        let gate = Gate()
+        let ran = Counter()
+        let first = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        let second = Task { try await limiter.execute { ran.increment() } }
+        await events.waitFor(.queued, count: 1)
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(limiter.queued == 0)
+        gate.open()
+        try await first.value
+        #expect(ran.value == 0)
+        #expect(limiter.inFlight == 0)
+    }
+
+    @Test func aCallerCancelledBeforeItQueuesIsAnsweredToo() async throws {
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 5, clock: TestClock())
+        let gate = Gate()
+        let first = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        let second = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await limiter.execute { 2 }
+        }
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(limiter.queued == 0)
+        gate.open()
+        try await first.value
+    }
+
+    @Test func theSlotIsReturnedWhenTheOperationThrows() async throws {
+        let limiter = try ConcurrencyLimiter(limit: 1, clock: TestClock())
+        await #expect(throws: TransientError.self) { try await limiter.execute { throw TransientError() } }
+        #expect(limiter.inFlight == 0)
+    }
+
+    @Test func rejectsInvalidSettingsNamingEach() {
+        #expect(rejectedSetting { _ = try ConcurrencyLimiter(limit: 0) } == "limit")
+        #expect(rejectedSetting { _ = try ConcurrencyLimiter(limit: 2_000_000) } == "limit")
+        #expect(rejectedSetting { _ = try ConcurrencyLimiter(limit: 1, queueLimit: -1) } == "queueLimit")
+        #expect(rejectedSetting { _ = try ConcurrencyLimiter(limit: 1, queueLimit: Int.max) } == "queueLimit")
+        #expect(rejectedSetting { _ = try ConcurrencyLimiter(limit: 1, queueTimeout: .zero) } == "queueTimeout")
+        #expect(
+            rejectedSetting { _ = try ConcurrencyLimiter(limit: 1, queueTimeout: .seconds(Int64.max)) }
+                == "queueTimeout")
+        #expect(rejectedSetting { _ = try ConcurrencyLimiter(limit: 1_000_000, queueLimit: 1_000_000) } == nil)
+    }
+
+    @Test func tenThousandTasksNeverRunMoreThanTheLimitAndEveryQueuedCallerIsAnswered() async throws {
+        let limiter = try ConcurrencyLimiter(limit: 8, queueLimit: 10_000, clock: TestClock())
+        let inFlight = HighWaterMark()
+        let violations = Counter()
+        let completed = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10_000 {
+                group.addTask {
+                    try await limiter.execute {
+                        if inFlight.enter() > 8 { violations.increment() }
+                        await Task.yield()
+                        inFlight.leave()
+                        return 1
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(completed == 10_000)
+        #expect(violations.value == 0)
+        #expect(inFlight.highest <= 8)
+        #expect(limiter.inFlight == 0 && limiter.queued == 0)
+    }
+
+    @Test func tenThousandTasksWithASmallQueueAreEachAdmittedOrRefusedAndNothingLeaks() async throws {
+        let limiter = try ConcurrencyLimiter(limit: 4, queueLimit: 50, clock: TestClock())
+        let inFlight = HighWaterMark()
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<10_000 {
+                group.addTask {
+                    let task = Task {
+                        try await limiter.execute {
+                            inFlight.enter()
+                            await Task.yield()
+                            inFlight.leave()
+                        }
+                    }
+                    if index.isMultiple(of: 7) { task.cancel() }
+                    do {
+                        try await task.value
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.count == 10_000)  // every caller answered
+        #expect(inFlight.highest <= 4)
+        #expect(limiter.inFlight == 0 && limiter.queued == 0)
+    }
+}
