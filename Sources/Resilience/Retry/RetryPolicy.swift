@@ -342,6 +342,10 @@ public final actor RetryPolicy {
             switch await self.plan(isolation: isolation, after: error, options: options, call: &call, start: start) {
             case .stop(let reason):
                 return await self.finish(isolation: isolation, call, .failure(error), reason, start: start)
+            case .stopWithError(let reason, let replacement):
+                return await self.finish(isolation: isolation, call, .failure(replacement), reason, start: start)
+            case .retryNow:
+                continue
             case .wait(let delay):
                 do {
                     try await self.clock.sleepUntil(self.clock.now() + delay)
@@ -359,6 +363,10 @@ public final actor RetryPolicy {
         var idempotency: Idempotency?
         /// A classifier that replaces the policy's for this call (the SQLite transaction helper's).
         var classifier: (any RetryClassifier)?
+        /// Recovers the call's credential after a credential failure (see `RetryPolicy+Recovery.swift`).
+        var recovery: (any CallRecovery)?
+        /// Waits for connectivity after an offline failure (see `RetryPolicy+Connectivity.swift`).
+        var connectivity: ConnectivityWait?
     }
 
     /// What one call has seen so far.
@@ -368,10 +376,19 @@ public final actor RetryPolicy {
         var lastError: (any Error)?
         var previousDelay: Duration?
         var lastHint: Duration?
+        /// Attempts that do not count against ``maximumAttempts``: refused for a stale
+        /// credential, or failed offline before a wait for connectivity.
+        var uncountedAttempts = 0
+        /// Whether the call has recovered its credential (at most once per call).
+        var hasRecovered = false
     }
 
     enum Plan {
         case stop(RetryStopReason)
+        /// Stop, ending the call with `error` instead of the attempt's (a failed recovery's error, a cancellation).
+        case stopWithError(RetryStopReason, any Error)
+        /// Try again at once: the state that failed the attempt has been recovered.
+        case retryNow
         case wait(Duration)
     }
 
@@ -400,6 +417,11 @@ public final actor RetryPolicy {
                 .init(attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
             return .stop(ruled)
         }
+        if let recovered = await self.recoveryPlan(
+            isolation: isolation, after: error, analysis: analysis, options: options, call: &call, start: start)
+        {
+            return recovered
+        }
 
         let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
         let fallback: RetryDecision =
@@ -417,7 +439,7 @@ public final actor RetryPolicy {
         if !(error is CircuitBreakerOpenError) {
             self.budget?.recordFailure()
         }
-        if call.attempts >= self.maximumAttempts { return .stop(.exhausted) }
+        if call.attempts - call.uncountedAttempts >= self.maximumAttempts { return .stop(.exhausted) }
         if let hint, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
 
         let jittered = await self.nextDelay(forRetry: call.attempts - 1, previous: call.previousDelay)
