@@ -101,8 +101,13 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
         Snapshot(self.storage.replace(with: credential))
     }
 
-    /// The number of calls waiting for a refresh now, for tests and diagnostics.
-    public var waitingCallCount: Int {
+    /// The number of calls waiting for a refresh now.
+    package var waitingCallCount: Int {
         self.storage.waiterCount
+    }
+
+    /// Suspends until at least `count` calls wait for a refresh: a synchronization point for tests.
+    package func waitForWaitingCalls(count: Int) async {
+        await self.storage.waitForWaiters(count: count)
     }
 }

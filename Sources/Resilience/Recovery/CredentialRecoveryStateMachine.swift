@@ -5,13 +5,13 @@
 /// returns what the caller must do after releasing the lock: resume waiters,
 /// start the refresh. `Waiter` is whatever the storage resumes (a continuation);
 /// tests use plain values.
-struct CredentialRecoveryStateMachine<Credential, Waiter> {
+package struct CredentialRecoveryStateMachine<Credential, Waiter> {
     /// The credential calls use now.
-    private(set) var credential: Credential
+    package private(set) var credential: Credential
     /// How many times the credential changed: by a successful refresh or a replacement.
-    private(set) var generation: UInt64 = 0
+    package private(set) var generation: UInt64 = 0
     /// The generation the running refresh started from, if one is running for the current generation.
-    private(set) var refreshingGeneration: UInt64?
+    package private(set) var refreshingGeneration: UInt64?
     /// The error of the last refresh, and the generation it tried to replace.
     private var failure: (generation: UInt64, error: any Error)?
     /// The calls waiting for a refresh, by ID and by the generation that refresh replaces, in arrival order.
@@ -20,26 +20,26 @@ struct CredentialRecoveryStateMachine<Credential, Waiter> {
     private var cancelledBeforeParking: Set<UInt64> = []
     private var nextID: UInt64 = 0
 
-    init(credential: Credential) {
+    package init(credential: Credential) {
         self.credential = credential
     }
 
     /// The number of calls waiting for the running refresh.
-    var waiterCount: Int { self.waiters.count }
+    package var waiterCount: Int { self.waiters.count }
 
     /// A fresh ID for a waiter.
-    mutating func makeWaiterID() -> UInt64 {
+    package mutating func makeWaiterID() -> UInt64 {
         self.nextID += 1
         return self.nextID
     }
 
     /// The credential now, stamped with its generation.
-    var current: (credential: Credential, generation: UInt64) {
+    package var current: (credential: Credential, generation: UInt64) {
         (self.credential, self.generation)
     }
 
     /// What a call must do after a credential failure of a request that carried generation `carried`.
-    enum RecoverAction {
+    package enum RecoverAction {
         /// The call ends at once with this result (a newer credential, the last refresh's error, or cancellation).
         case resume(Result<(credential: Credential, generation: UInt64), any Error>)
         /// The call waits for the running refresh.
@@ -49,7 +49,7 @@ struct CredentialRecoveryStateMachine<Credential, Waiter> {
     }
 
     /// Decides for a call whose request carried generation `carried` and failed for its credential.
-    mutating func recover(after carried: UInt64, id: UInt64, waiter: Waiter) -> RecoverAction {
+    package mutating func recover(after carried: UInt64, id: UInt64, waiter: Waiter) -> RecoverAction {
         if self.cancelledBeforeParking.remove(id) != nil {
             return .resume(.failure(CancellationError()))
         }
@@ -68,7 +68,7 @@ struct CredentialRecoveryStateMachine<Credential, Waiter> {
     }
 
     /// Takes the waiter `id` out of the queue when its task is cancelled; records the cancellation if it has not parked yet.
-    mutating func cancel(id: UInt64) -> Waiter? {
+    package mutating func cancel(id: UInt64) -> Waiter? {
         if let index = self.waiters.firstIndex(where: { $0.id == id }) {
             return self.waiters.remove(at: index).waiter
         }
@@ -77,14 +77,14 @@ struct CredentialRecoveryStateMachine<Credential, Waiter> {
     }
 
     /// Forgets a cancellation recorded for `id` that no parking will consume (the call ended another way).
-    mutating func forget(id: UInt64) {
+    package mutating func forget(id: UInt64) {
         self.cancelledBeforeParking.remove(id)
     }
 
     /// Records the end of the refresh that started from `generation`, and returns every waiter with its result.
     ///
     /// A refresh overtaken by ``replace(with:)`` is ignored: its waiters get the replacement.
-    mutating func refreshFinished(
+    package mutating func refreshFinished(
         from generation: UInt64, with result: Result<Credential, any Error>
     ) -> (waiters: [Waiter], result: Result<(credential: Credential, generation: UInt64), any Error>) {
         if self.refreshingGeneration == generation { self.refreshingGeneration = nil }
@@ -104,7 +104,7 @@ struct CredentialRecoveryStateMachine<Credential, Waiter> {
     }
 
     /// Installs a credential obtained another way (the person signed in again), clearing a failed refresh.
-    mutating func replace(with credential: Credential) -> (credential: Credential, generation: UInt64) {
+    package mutating func replace(with credential: Credential) -> (credential: Credential, generation: UInt64) {
         self.credential = credential
         self.generation += 1
         self.failure = nil
