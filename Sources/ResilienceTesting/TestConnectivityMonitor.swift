@@ -11,18 +11,19 @@ public import Resilience
 /// let network = TestConnectivityMonitor(.offline)
 /// let policy = try RetryPolicy(maximumAttempts: 3, clock: clock)
 /// let call = Task {
-///     try await policy.execute(waitingFor: ConnectivityWait(monitor: network, limit: .minutes(10))) {
+///     try await policy.execute(waitingFor: ConnectivityWait(monitor: network, limit: .seconds(600))) {
 ///         try await api.feed()
 ///     }
 /// }
 /// await network.waitForObservers(count: 1)  // the first attempt failed offline; the call waits
-/// clock.advance(by: .minutes(5))
+/// clock.advance(by: .seconds(300))
 /// network.set(.online)                      // the second attempt runs now
 /// ```
 public final class TestConnectivityMonitor: ConnectivityMonitor {
     private struct Waiter {
         var id: UInt64
         var count: Int
+        var countsRequests: Bool
         var continuation: CheckedContinuation<Void, Never>
     }
 
@@ -38,7 +39,8 @@ public final class TestConnectivityMonitor: ConnectivityMonitor {
         mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
             var ready: [CheckedContinuation<Void, Never>] = []
             self.waiters.removeAll { waiter in
-                guard self.observers.count >= waiter.count else { return false }
+                let reached = waiter.countsRequests ? self.observersEver : self.observers.count
+                guard reached >= waiter.count else { return false }
                 ready.append(waiter.continuation)
                 return true
             }
@@ -63,8 +65,8 @@ public final class TestConnectivityMonitor: ConnectivityMonitor {
         self.state.withLock { $0.observers.count }
     }
 
-    /// The number of streams ever requested.
-    public var totalObserverCount: Int {
+    /// The number of streams requested since the monitor was made.
+    public var updateRequestCount: Int {
         self.state.withLock { $0.observersEver }
     }
 
@@ -102,6 +104,19 @@ public final class TestConnectivityMonitor: ConnectivityMonitor {
     /// A call through a policy opens one stream when it starts to wait for the
     /// network and closes it when the wait ends.
     public func waitForObservers(count: Int = 1) async {
+        await self.wait(until: count, countsRequests: false)
+    }
+
+    /// Suspends until at least `count` streams have been requested since the monitor was made,
+    /// or the waiting task is cancelled.
+    ///
+    /// Use it when a stream from an earlier wait may still be open, so that the
+    /// count of open streams cannot tell the waits apart.
+    public func waitForUpdateRequests(count: Int) async {
+        await self.wait(until: count, countsRequests: true)
+    }
+
+    private func wait(until count: Int, countsRequests: Bool) async {
         let id = self.state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -109,8 +124,10 @@ public final class TestConnectivityMonitor: ConnectivityMonitor {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = self.state.withLock { state in
-                    if state.cancelledWaiters.remove(id) != nil || state.observers.count >= count { return true }
-                    state.waiters.append(Waiter(id: id, count: count, continuation: continuation))
+                    let reached = countsRequests ? state.observersEver : state.observers.count
+                    if state.cancelledWaiters.remove(id) != nil || reached >= count { return true }
+                    state.waiters.append(
+                        Waiter(id: id, count: count, countsRequests: countsRequests, continuation: continuation))
                     return false
                 }
                 if ready { continuation.resume() }

@@ -14,7 +14,7 @@
 /// the failure is treated like any other and retried with the backoff.
 ///
 /// ```swift
-/// let network = ConnectivityWait(monitor: monitor, limit: .minutes(5))
+/// let network = ConnectivityWait(monitor: monitor, limit: .seconds(300))
 /// let feed = try await policy.execute(waitingFor: network) { try await api.feed() }
 /// ```
 public struct ConnectivityWait: Sendable {

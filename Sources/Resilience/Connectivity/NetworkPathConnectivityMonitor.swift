@@ -8,7 +8,7 @@
     /// online when the path's status is `satisfied`.
     ///
     /// ```swift
-    /// let network = ConnectivityWait(monitor: NetworkPathConnectivityMonitor(), limit: .minutes(5))
+    /// let network = ConnectivityWait(monitor: NetworkPathConnectivityMonitor(), limit: .seconds(300))
     /// ```
     public final class NetworkPathConnectivityMonitor: ConnectivityMonitor {
         private struct State {

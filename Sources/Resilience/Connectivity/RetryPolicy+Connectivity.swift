@@ -5,7 +5,7 @@ extension RetryPolicy {
     /// See ``ConnectivityWait`` for what counts as offline and how the wait ends.
     ///
     /// ```swift
-    /// let network = ConnectivityWait(monitor: monitor, limit: .minutes(5))
+    /// let network = ConnectivityWait(monitor: monitor, limit: .seconds(300))
     /// let feed = try await policy.execute(waitingFor: network) { try await api.feed() }
     /// ```
     ///
