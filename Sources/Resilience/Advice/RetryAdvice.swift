@@ -120,7 +120,8 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         case .notIdempotent:
             self.init(reason: .outcomeUnknown, isRetryUseful: false)
         case .retryAfterTooLong:
-            self.init(reason: analysis.isTooManyRequests ? .rateLimited : .serverBusy, isRetryUseful: true, retryAfter: hint)
+            self.init(
+                reason: analysis.isTooManyRequests ? .rateLimited : .serverBusy, isRetryUseful: true, retryAfter: hint)
         case .budgetExhausted, .deadlineExceeded, .exhausted:
             let advice = RetryAdvice(for: error, classifier: classifier)
             if advice.reason == .permanent {

@@ -1,6 +1,6 @@
 /// A source of the device's connectivity, for a ``RetryPolicy`` that waits for the network.
 ///
-/// The library ships ``NetworkPathConnectivityMonitor`` over `NWPathMonitor` where
+/// The library ships `NetworkPathConnectivityMonitor` over `NWPathMonitor` where
 /// the Network framework exists, and ResilienceTesting a monitor that tests
 /// switch by hand. Adopt it to feed the policy from anything else, such as a
 /// reachability library you already use.

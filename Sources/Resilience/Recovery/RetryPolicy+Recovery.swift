@@ -76,7 +76,9 @@ extension RetryPolicy {
     ) async -> Plan? {
         if let recovery = options.recovery, !call.hasRecovered, recovery.isCredentialFailure(error, analysis) {
             self.observer?.attemptFailed(
-                .init(attempt: call.attempts, error: error, httpStatus: analysis.httpStatus, retryAfter: analysis.retryAfter))
+                .init(
+                    attempt: call.attempts, error: error, httpStatus: analysis.httpStatus,
+                    retryAfter: analysis.retryAfter))
             switch await recovery.recover() {
             case .success:
                 call.hasRecovered = true
@@ -90,7 +92,9 @@ extension RetryPolicy {
             !connectivity.monitor.connectivity.isOnline
         {
             self.observer?.attemptFailed(
-                .init(attempt: call.attempts, error: error, httpStatus: analysis.httpStatus, retryAfter: analysis.retryAfter))
+                .init(
+                    attempt: call.attempts, error: error, httpStatus: analysis.httpStatus,
+                    retryAfter: analysis.retryAfter))
             // The wait counts against the deadline: it ends at the deadline if that comes first.
             var limit = connectivity.limit
             var deadlineComesFirst = false

@@ -34,9 +34,13 @@ import Testing
 
     static let cases: [Case] = [
         // HTTP
-        Case("HTTP 503 with Retry-After", HTTPResponseError(statusCode: 503, headers: ["Retry-After": "20"]), busy(.seconds(20))),
+        Case(
+            "HTTP 503 with Retry-After", HTTPResponseError(statusCode: 503, headers: ["Retry-After": "20"]),
+            busy(.seconds(20))),
         Case("HTTP 500", HTTPResponseError(statusCode: 500), busy()),
-        Case("HTTP 429 with Retry-After", HTTPResponseError(statusCode: 429, headers: ["Retry-After": "30"]), limited(.seconds(30))),
+        Case(
+            "HTTP 429 with Retry-After", HTTPResponseError(statusCode: 429, headers: ["Retry-After": "30"]),
+            limited(.seconds(30))),
         Case("HTTP 429 without a hint", HTTPResponseError(statusCode: 429), limited(nil)),
         Case("HTTP 401", HTTPResponseError(statusCode: 401), signIn),
         Case("HTTP 407", HTTPResponseError(statusCode: 407), signIn),
@@ -74,16 +78,29 @@ import Testing
         Case("SQLite locked", SQLiteError(code: .locked), busy()),
         Case("SQLite constraint", SQLiteError(code: 19), permanent),
         // Breaker and limiters
-        Case("breaker open", CircuitBreakerOpenError(breakerName: "api", state: .open, retryAfter: .seconds(9)), busy(.seconds(9))),
-        Case("breaker half-open", CircuitBreakerOpenError(breakerName: "api", state: .halfOpen, retryAfter: nil), busy()),
-        Case("breaker isolated", CircuitBreakerOpenError(breakerName: "api", state: .isolated, retryAfter: nil), permanent),
-        Case("breaker open for a POST", CircuitBreakerOpenError(breakerName: "api", state: .open, retryAfter: .seconds(3)), idempotency: .notIdempotent, busy(.seconds(3))),
+        Case(
+            "breaker open", CircuitBreakerOpenError(breakerName: "api", state: .open, retryAfter: .seconds(9)),
+            busy(.seconds(9))),
+        Case(
+            "breaker half-open", CircuitBreakerOpenError(breakerName: "api", state: .halfOpen, retryAfter: nil), busy()),
+        Case(
+            "breaker isolated", CircuitBreakerOpenError(breakerName: "api", state: .isolated, retryAfter: nil),
+            permanent),
+        Case(
+            "breaker open for a POST",
+            CircuitBreakerOpenError(breakerName: "api", state: .open, retryAfter: .seconds(3)),
+            idempotency: .notIdempotent, busy(.seconds(3))),
         Case("attempt time limit", AttemptTimeoutError(timeout: .seconds(2)), busy()),
-        Case("attempt time limit on a POST", AttemptTimeoutError(timeout: .seconds(2), requestIdempotency: .notIdempotent), unknown),
+        Case(
+            "attempt time limit on a POST",
+            AttemptTimeoutError(timeout: .seconds(2), requestIdempotency: .notIdempotent), unknown),
         // Everything else
         Case("decoding error", DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "bad")), permanent),
         Case("caller cancellation", CancellationError(), RetryAdvice(reason: .cancelled, isRetryUseful: true)),
-        Case("wrapped offline error", NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: URLError(.notConnectedToInternet)]), offline),
+        Case(
+            "wrapped offline error",
+            NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: URLError(.notConnectedToInternet)]),
+            offline),
     ]
 
     static func cloudKit(_ code: Int, retryAfter seconds: Double? = nil) -> NSError {
@@ -117,12 +134,14 @@ import Testing
 
     @Test func aClassifierHintRaisesTheWait() {
         let patient = ClosureRetryClassifier { _, _ in .retry(after: .seconds(45)) }
-        let advice = RetryAdvice(for: HTTPResponseError(statusCode: 503, headers: ["Retry-After": "10"]), classifier: patient)
+        let advice = RetryAdvice(
+            for: HTTPResponseError(statusCode: 503, headers: ["Retry-After": "10"]), classifier: patient)
         #expect(advice == Self.busy(.seconds(45)))
     }
 
     @Test func anOutcomeThatSucceededNeedsNoAdvice() {
-        let outcome = RetryOutcome<Int>(result: .success(1), attempts: 1, stopReason: .succeeded, retryAfter: nil, elapsed: .zero)
+        let outcome = RetryOutcome<Int>(
+            result: .success(1), attempts: 1, stopReason: .succeeded, retryAfter: nil, elapsed: .zero)
         #expect(RetryAdvice(for: outcome) == nil)
     }
 

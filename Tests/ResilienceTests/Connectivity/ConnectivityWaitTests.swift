@@ -24,7 +24,8 @@ struct ConnectivityWaitTests {
         }
     }
 
-    private func makePolicy(clock: TestClock, maximumAttempts: Int = 3, deadline: Duration? = nil) throws -> RetryPolicy {
+    private func makePolicy(clock: TestClock, maximumAttempts: Int = 3, deadline: Duration? = nil) throws -> RetryPolicy
+    {
         try RetryPolicy(
             maximumAttempts: maximumAttempts, backoff: .constant(.seconds(1)), jitter: .none, deadline: deadline,
             clock: clock)

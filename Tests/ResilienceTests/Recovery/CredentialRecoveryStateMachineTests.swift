@@ -6,7 +6,8 @@ import Testing
     typealias Machine = CredentialRecoveryStateMachine<String, String>
     struct RefreshFailed: Error {}
 
-    private func park(_ machine: inout Machine, _ waiter: String, carrying generation: UInt64) -> Machine.RecoverAction {
+    private func park(_ machine: inout Machine, _ waiter: String, carrying generation: UInt64) -> Machine.RecoverAction
+    {
         let id = machine.makeWaiterID()
         return machine.recover(after: generation, id: id, waiter: waiter)
     }

@@ -102,10 +102,11 @@ struct CredentialRecoveryTests {
 
         #expect(service.refreshes == 1)
         #expect(outcomes.allSatisfy { $0.stopReason == .authenticationRequired && $0.attempts == 1 })
-        #expect(outcomes.allSatisfy { outcome in
-            guard case .failure(let error) = outcome.result else { return false }
-            return error is TokenService.RefreshRefused
-        })
+        #expect(
+            outcomes.allSatisfy { outcome in
+                guard case .failure(let error) = outcome.result else { return false }
+                return error is TokenService.RefreshRefused
+            })
     }
 
     @Test func aCallThatCarriedAnOlderCredentialRetriesWithTheNewOneWithoutRefreshing() async throws {

@@ -112,10 +112,11 @@ struct CredentialRecoveryLiveTests {
         #expect(try await server.requestCount(for: "revoked.refused") == Self.callCount)
         #expect(try await server.requestCount(for: "revoked.accepted") == 0)
         #expect(outcomes.allSatisfy { $0.stopReason == .authenticationRequired && $0.attempts == 1 })
-        #expect(outcomes.allSatisfy { outcome in
-            guard case .failure(let error as HTTPResponseError) = outcome.result else { return false }
-            return error.statusCode == 400  // the token endpoint's refusal, not the 401
-        })
+        #expect(
+            outcomes.allSatisfy { outcome in
+                guard case .failure(let error as HTTPResponseError) = outcome.result else { return false }
+                return error.statusCode == 400  // the token endpoint's refusal, not the 401
+            })
     }
 
     @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
