@@ -24,14 +24,19 @@
 ///    chain stops (``RetryStopReason/tooManyRequests``), its hint still reported;
 ///    a call that is not idempotent (see ``Idempotency``) stops once the request
 ///    may have reached the server (``RetryStopReason/notIdempotent``).
-/// 2. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
-/// 3. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
+/// 2. A call given a ``CredentialRecovery`` recovers its credential after a
+///    credential failure, and a call given a ``ConnectivityWait`` waits for the
+///    network after an offline failure; either then tries again at once, without
+///    spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
+/// 3. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
+/// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
 ///    pass the ``deadline``, or an empty ``budget`` each stop the call.
-/// 4. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
+/// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
 ///    tries again; cancellation during the wait ends the call at once.
 ///
 /// The error that ends a call is the operation's own, unchanged, so `catch`
-/// clauses for your error types keep working. Use ``outcome(isolation:operation:)``
+/// clauses for your error types keep working (a failed credential recovery ends
+/// it with the refresh's error instead). Use ``outcome(isolation:operation:)``
 /// to also learn the number of attempts and the stop reason.
 public final actor RetryPolicy {
     /// The most attempts a call makes, counting the first.
