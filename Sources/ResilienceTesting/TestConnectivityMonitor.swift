@@ -1,6 +1,6 @@
 public import Resilience
 
-/// A ``Resilience/ConnectivityMonitor`` that a test switches online and offline by hand.
+/// A `ConnectivityMonitor` that a test switches online and offline by hand.
 ///
 /// Tests wait for the code under test to start waiting for the network with
 /// ``waitForObservers(count:)``, an explicit synchronization point, then move
