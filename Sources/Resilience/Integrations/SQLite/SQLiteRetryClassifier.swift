@@ -15,7 +15,7 @@
 /// ```
 ///
 /// Retry whole transactions, rolled back between attempts, with
-/// ``RetryPolicy/writeTransaction(beginStatement:isolation:executeSQL:operation:)``.
+/// ``RetryPolicy/writeTransaction(beginStatement:classifier:isInTransaction:isolation:executeSQL:operation:)``.
 public struct SQLiteRetryClassifier: RetryClassifier {
     private let resultCode: @Sendable (any Error) -> Int32?
 
