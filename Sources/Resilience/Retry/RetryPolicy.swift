@@ -24,14 +24,19 @@
 ///    chain stops (``RetryStopReason/tooManyRequests``), its hint still reported;
 ///    a call that is not idempotent (see ``Idempotency``) stops once the request
 ///    may have reached the server (``RetryStopReason/notIdempotent``).
-/// 2. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
-/// 3. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
+/// 2. A call given a ``CredentialRecovery`` recovers its credential after a
+///    credential failure, and a call given a ``ConnectivityWait`` waits for the
+///    network after an offline failure; either then tries again at once, without
+///    spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
+/// 3. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
+/// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
 ///    pass the ``deadline``, or an empty ``budget`` each stop the call.
-/// 4. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
+/// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
 ///    tries again; cancellation during the wait ends the call at once.
 ///
 /// The error that ends a call is the operation's own, unchanged, so `catch`
-/// clauses for your error types keep working. Use ``outcome(operation:)``
+/// clauses for your error types keep working (a failed credential recovery ends
+/// it with the refresh's error instead). Use ``outcome(operation:)``
 /// to also learn the number of attempts and the stop reason.
 public final actor RetryPolicy {
     /// The name every event of this policy carries, such as the dependency it calls.
@@ -394,6 +399,10 @@ public final actor RetryPolicy {
             switch await self.plan(isolation: isolation, after: error, options: options, call: &call, start: start) {
             case .stop(let reason):
                 return await self.finish(isolation: isolation, call, .failure(error), reason, start: start)
+            case .stopWithError(let reason, let replacement):
+                return await self.finish(isolation: isolation, call, .failure(replacement), reason, start: start)
+            case .retryNow:
+                continue
             case .wait(let delay):
                 do {
                     try await self.clock.sleepUntil(self.clock.now() + delay)
@@ -411,6 +420,10 @@ public final actor RetryPolicy {
         var idempotency: Idempotency?
         /// A classifier that replaces the policy's for this call (the SQLite transaction helper's).
         var classifier: (any RetryClassifier)?
+        /// Recovers the call's credential after a credential failure (see `RetryPolicy+Recovery.swift`).
+        var recovery: (any CallRecovery)?
+        /// Waits for connectivity after an offline failure (see `RetryPolicy+Connectivity.swift`).
+        var connectivity: ConnectivityWait?
     }
 
     /// What one call has seen so far.
@@ -420,10 +433,19 @@ public final actor RetryPolicy {
         var lastError: (any Error)?
         var previousDelay: Duration?
         var lastHint: Duration?
+        /// Attempts that do not count against ``maximumAttempts``: refused for a stale
+        /// credential, or failed offline before a wait for connectivity.
+        var uncountedAttempts = 0
+        /// Whether the call has recovered its credential (at most once per call).
+        var hasRecovered = false
     }
 
     enum Plan {
         case stop(RetryStopReason)
+        /// Stop, ending the call with `error` instead of the attempt's (a failed recovery's error, a cancellation).
+        case stopWithError(RetryStopReason, any Error)
+        /// Try again at once: the state that failed the attempt has been recovered.
+        case retryNow
         case wait(Duration)
     }
 
@@ -453,6 +475,11 @@ public final actor RetryPolicy {
             )
             return .stop(ruled)
         }
+        if let recovered = await self.recoveryPlan(
+            isolation: isolation, after: error, analysis: analysis, options: options, call: &call, start: start)
+        {
+            return recovered
+        }
 
         let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
         // A call-specific classifier (the SQLite helper's) retries only what it knows;
@@ -473,7 +500,7 @@ public final actor RetryPolicy {
         if !(error is CircuitBreakerOpenError) {
             self.budget?.recordFailure()
         }
-        if call.attempts >= self.maximumAttempts { return .stop(.exhausted) }
+        if call.attempts - call.uncountedAttempts >= self.maximumAttempts { return .stop(.exhausted) }
         if let hint, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
 
         let jittered = await self.nextDelay(forRetry: call.attempts - 1, previous: call.previousDelay)

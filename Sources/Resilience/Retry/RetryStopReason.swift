@@ -27,6 +27,9 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     public static let budgetExhausted = RetryStopReason(rawValue: "budgetExhausted")
     /// The calling task was cancelled.
     public static let cancelled = RetryStopReason(rawValue: "cancelled")
+    /// The device stayed offline for longer than the call would wait for the network
+    /// (see ``ConnectivityWait``).
+    public static let offline = RetryStopReason(rawValue: "offline")
     /// The failure needs the user to sign in again; retrying cannot help.
     public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
     /// The request is not idempotent and may have reached the server, so sending it

@@ -16,6 +16,17 @@ Paths (GET or POST; KEY is any name the test picks, counted separately):
   /slow/KEY?times=N&delay=D
       the first N requests (default: all) wait D seconds (default 3) before
       answering 200 "slow"; later requests answer 200 "ok" at once.
+  /token/KEY?fail=1
+      a token endpoint, counted under "KEY.refresh": issues a new access token
+      for KEY (the body, "token-N" for the N-th request) and makes it the only
+      one /protected/KEY accepts; with fail=1 it answers 400
+      {"error": "invalid_grant"} and issues nothing.
+  /protected/KEY
+      accepts only the token /token/KEY issued last, as "Authorization: Bearer
+      TOKEN": answers 200 "ok TOKEN", and counts the request under
+      "KEY.accepted"; any other token (or none) gets 401 with
+      "WWW-Authenticate: Bearer error=\"invalid_token\"", counted under
+      "KEY.refused".
   /_count/KEY
       the number of requests received so far for KEY, as plain text; not counted.
 
@@ -33,6 +44,7 @@ from urllib.parse import parse_qs, urlsplit
 
 counts = {}
 counts_lock = threading.Lock()
+tokens = {}  # KEY -> the access token /token/KEY issued last
 
 
 def record(key):
@@ -69,6 +81,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.answer(200, f"{count}\n")
             return
 
+        if behaviour in ("token", "protected"):
+            self.handle_credentials(behaviour, key, query)
+            return
+
         number = record(key)
         times = int(query.get("times", "1000000"))
         if behaviour == "fail":
@@ -98,6 +114,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.answer(404, "unknown behaviour\n")
 
+    def handle_credentials(self, behaviour, key, query):
+        if behaviour == "token":
+            number = record(f"{key}.refresh")
+            if query.get("fail") == "1":
+                self.answer(400, '{"error": "invalid_grant"}\n')
+                return
+            token = f"token-{number}"
+            with counts_lock:
+                tokens[key] = token
+            self.answer(200, token)
+            return
+        authorization = self.headers.get("Authorization") or ""
+        presented = authorization[len("Bearer "):] if authorization.startswith("Bearer ") else None
+        with counts_lock:
+            valid = tokens.get(key)
+        if presented is not None and presented == valid:
+            record(f"{key}.accepted")
+            self.answer(200, f"ok {presented}\n")
+        else:
+            record(f"{key}.refused")
+            self.answer(401, "stale token\n", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
     def answer(self, status, body, headers=None):
         data = body.encode()
         try:
@@ -117,6 +155,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # A thousand concurrent clients connect at once in the credential tests.
+    request_queue_size = 1024
 
     def handle_error(self, request, client_address):
         pass  # Dropped and timed-out connections are the point here.

@@ -1,0 +1,168 @@
+/// The library's judgement of a failure for the person in front of the screen:
+/// whether a retry button makes sense, after how long, and why.
+///
+/// It reads the error with the same ``FailureAnalysis`` and classifier as a
+/// ``RetryPolicy``, so the interface never offers a retry the policy would
+/// refuse, nor hides one it would take.
+///
+/// ```swift
+/// do {
+///     try await policy.execute { try await api.sendMessage(draft) }
+/// } catch {
+///     let advice = RetryAdvice(for: error)
+///     if advice.isRetryUseful {
+///         print("Try again in \(advice.retryAfter ?? .zero): \(advice.reason)")
+///     }
+/// }
+/// ```
+///
+/// | Reason | When | Retry |
+/// | --- | --- | --- |
+/// | ``Reason/offline`` | the device has no network | when it is back |
+/// | ``Reason/signInRequired`` | the credential was refused | not before signing in |
+/// | ``Reason/rateLimited`` | HTTP 429 | after the server's hint |
+/// | ``Reason/serverBusy`` | a failure that usually passes: 5xx, timeouts, an open breaker, an empty retry budget | after the hint, if any |
+/// | ``Reason/outcomeUnknown`` | a request that is not idempotent may have reached the server | not before checking |
+/// | ``Reason/permanent`` | the same request will fail the same way | no |
+/// | ``Reason/cancelled`` | the caller gave up | at once |
+public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
+    /// Why a failure happened, in terms a person can act on.
+    ///
+    /// A struct with static members rather than an enum, so that new reasons can be
+    /// added without breaking a `switch`: compare with `==`.
+    public struct Reason: Sendable, Hashable, CustomStringConvertible {
+        /// A stable identifier, such as `"offline"`, suitable for logs and for looking up localized text.
+        public let rawValue: String
+
+        /// Creates a reason from its identifier.
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        /// The device has no network; retry when it is back.
+        public static let offline = Reason(rawValue: "offline")
+        /// The service refused the credential; the person must sign in before a retry can succeed.
+        public static let signInRequired = Reason(rawValue: "signInRequired")
+        /// The service asked for fewer requests (HTTP 429); retry after its hint.
+        public static let rateLimited = Reason(rawValue: "rateLimited")
+        /// The service, or the way to it, failed in a way that usually passes: a 5xx, a timeout,
+        /// a dropped connection, a busy database, an open circuit breaker, an empty retry budget.
+        public static let serverBusy = Reason(rawValue: "serverBusy")
+        /// A request that is not idempotent may have reached the server: retrying blindly could
+        /// repeat its effect (a second payment), so check its result first.
+        public static let outcomeUnknown = Reason(rawValue: "outcomeUnknown")
+        /// The same request will fail the same way: a 4xx, invalid data, a missing record.
+        public static let permanent = Reason(rawValue: "permanent")
+        /// The caller cancelled the request; nothing is wrong with it.
+        public static let cancelled = Reason(rawValue: "cancelled")
+
+        /// The identifier.
+        public var description: String { self.rawValue }
+    }
+
+    /// Why the failure happened.
+    public let reason: Reason
+    /// Whether offering the person a retry makes sense now or after ``retryAfter``.
+    public let isRetryUseful: Bool
+    /// How long to wait before a retry can succeed, when known (a server's or a breaker's hint).
+    ///
+    /// `nil` with ``isRetryUseful`` means a retry may help at once, or, for
+    /// ``Reason/offline``, once the network is back.
+    public let retryAfter: Duration?
+
+    /// Creates advice from its parts; the initializers that read a failure make these, tests may too.
+    public init(reason: Reason, isRetryUseful: Bool, retryAfter: Duration? = nil) {
+        self.reason = reason
+        self.isRetryUseful = isRetryUseful
+        self.retryAfter = retryAfter
+    }
+
+    /// The advice for `error`, judged by the rules and the classifier a policy would use.
+    ///
+    /// - Parameters:
+    ///   - error: The failure, as thrown.
+    ///   - idempotency: Whether the request may run twice; `nil` takes the request's own report,
+    ///     then the classifier's, then assumes idempotent.
+    ///   - classifier: The classifier your policy uses; `nil` answers fall back to
+    ///     ``DefaultRetryClassifier``.
+    public init(
+        for error: any Error,
+        idempotency: Idempotency? = nil,
+        classifier: any RetryClassifier = DefaultRetryClassifier()
+    ) {
+        let analysis = FailureAnalysis(error)
+        let idempotency = Rulebook.idempotency(of: analysis, declared: idempotency, classifier: classifier)
+        self = Self.advice(for: error, analysis: analysis, idempotency: idempotency, classifier: classifier)
+    }
+
+    /// The advice for a call that a ``RetryPolicy`` ended, or `nil` when it succeeded.
+    ///
+    /// The stop reason sharpens the advice: a call that ran out of attempts, time or
+    /// budget on a failure that usually passes is ``Reason/serverBusy``, and one stopped
+    /// by the idempotency rule is ``Reason/outcomeUnknown``.
+    ///
+    /// - Parameters:
+    ///   - outcome: The call's outcome, from one of the policy's `outcome` methods.
+    ///   - classifier: The classifier the policy used.
+    public init?<Value>(for outcome: RetryOutcome<Value>, classifier: any RetryClassifier = DefaultRetryClassifier()) {
+        guard case .failure(let error) = outcome.result else { return nil }
+        let analysis = FailureAnalysis(error)
+        let hint = outcome.retryAfter ?? analysis.retryAfter
+        switch outcome.stopReason {
+        case .cancelled:
+            self.init(reason: .cancelled, isRetryUseful: true)
+        case .offline:
+            self.init(reason: .offline, isRetryUseful: true)
+        case .authenticationRequired:
+            self.init(reason: .signInRequired, isRetryUseful: false)
+        case .tooManyRequests:
+            self.init(reason: .rateLimited, isRetryUseful: true, retryAfter: hint)
+        case .notIdempotent:
+            self.init(reason: .outcomeUnknown, isRetryUseful: false)
+        case .retryAfterTooLong:
+            self.init(
+                reason: analysis.isTooManyRequests ? .rateLimited : .serverBusy, isRetryUseful: true, retryAfter: hint)
+        case .budgetExhausted, .deadlineExceeded, .exhausted:
+            let advice = RetryAdvice(for: error, classifier: classifier)
+            if advice.reason == .permanent {
+                // The policy retried it, so a classifier judged it transient.
+                self.init(reason: .serverBusy, isRetryUseful: true, retryAfter: hint)
+            } else {
+                self = advice
+            }
+        default:
+            self.init(for: error, classifier: classifier)
+        }
+    }
+
+    private static func advice(
+        for error: any Error, analysis: FailureAnalysis, idempotency: Idempotency, classifier: any RetryClassifier
+    ) -> RetryAdvice {
+        if analysis.interruption == .caller { return RetryAdvice(reason: .cancelled, isRetryUseful: true) }
+        if analysis.isOffline { return RetryAdvice(reason: .offline, isRetryUseful: true) }
+        if analysis.needsCredentials { return RetryAdvice(reason: .signInRequired, isRetryUseful: false) }
+        if analysis.isTooManyRequests {
+            return RetryAdvice(reason: .rateLimited, isRetryUseful: true, retryAfter: analysis.retryAfter)
+        }
+        if Rulebook.stopReason(for: analysis, idempotency: idempotency) == .notIdempotent {
+            return RetryAdvice(reason: .outcomeUnknown, isRetryUseful: false)
+        }
+        let context = RetryContext(attempt: 1, idempotency: idempotency, analysis: analysis)
+        let decision =
+            classifier.decision(for: error, context: context)
+            ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry
+        if decision.stopReason == .authenticationRequired {
+            return RetryAdvice(reason: .signInRequired, isRetryUseful: false)
+        }
+        guard decision.isRetryable else { return RetryAdvice(reason: .permanent, isRetryUseful: false) }
+        let hints = [analysis.retryAfter, decision.retryAfter].compactMap { $0 }
+        return RetryAdvice(reason: .serverBusy, isRetryUseful: true, retryAfter: hints.max())
+    }
+
+    /// The reason, whether to retry, and the hint, for logs.
+    public var description: String {
+        var text = "\(self.reason): \(self.isRetryUseful ? "retry" : "do not retry")"
+        if let retryAfter = self.retryAfter { text += " after \(retryAfter)" }
+        return text
+    }
+}

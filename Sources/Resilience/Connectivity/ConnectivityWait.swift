@@ -1,0 +1,70 @@
+/// How a ``RetryPolicy`` call waits for the network after a failure that means "offline".
+///
+/// A failure that says the device is offline (``FailureAnalysis/isOffline``:
+/// `URLError.notConnectedToInternet` and its kin, CloudKit's `networkUnavailable`)
+/// does not spend the call's attempts on backoff. When the monitor confirms that
+/// the device is offline, the call waits until the monitor reports it online,
+/// then tries again at once. The failed attempt and the wait do not count
+/// against ``RetryPolicy/maximumAttempts``; the wait does count against the
+/// ``RetryPolicy/deadline``.
+///
+/// A wait that reaches `limit` ends the call with ``RetryStopReason/offline``; one
+/// that reaches the deadline first, with ``RetryStopReason/deadlineExceeded``.
+/// When the monitor says the device is online although the failure said offline,
+/// the failure is treated like any other and retried with the backoff.
+///
+/// ```swift
+/// let network = ConnectivityWait(monitor: monitor, limit: .seconds(300))
+/// let feed = try await policy.execute(waitingFor: network) { try await api.feed() }
+/// ```
+public struct ConnectivityWait: Sendable {
+    /// The source of connectivity changes.
+    public let monitor: any ConnectivityMonitor
+    /// The longest one wait lasts.
+    public let limit: Duration
+
+    /// Creates a wait on `monitor` of at most `limit`.
+    ///
+    /// - Parameters:
+    ///   - monitor: The source of connectivity changes.
+    ///   - limit: The longest one wait lasts; a negative limit counts as zero, which
+    ///     stops an offline call at once with ``RetryStopReason/offline``.
+    public init(monitor: any ConnectivityMonitor, limit: Duration) {
+        self.monitor = monitor
+        self.limit = Swift.max(limit, .zero).clampedToResilienceRange
+    }
+
+    /// How a wait ended.
+    enum Ending {
+        case connected
+        case limitReached
+        case cancelled
+    }
+
+    /// Waits until the monitor reports the device online, `limit` passes on `clock`, or the task is cancelled.
+    func waitForConnection(upTo limit: Duration, clock: ElapsedClock) async -> Ending {
+        let updates = self.monitor.connectivityUpdates()
+        let ending = await withTaskGroup(of: Ending?.self) { group in
+            group.addTask {
+                for await connectivity in updates where connectivity.isOnline {
+                    return .connected
+                }
+                return nil  // The stream ended, or the wait was cancelled: the timer decides.
+            }
+            group.addTask {
+                do {
+                    try await clock.sleepUntil(clock.now() + limit)
+                    return .limitReached
+                } catch {
+                    return .cancelled
+                }
+            }
+            defer { group.cancelAll() }
+            while let next = await group.next() {
+                if let next { return next }
+            }
+            return Ending.cancelled
+        }
+        return Task.isCancelled ? .cancelled : ending
+    }
+}

@@ -1,0 +1,113 @@
+/// Refreshes a credential once for every call that finds it refused, then lets each of them retry.
+///
+/// When an access token expires, every request in flight fails with it. Left to
+/// themselves, twenty concurrent requests start twenty refreshes, and with a
+/// rotating refresh token all but the first fail. A recovery shares one refresh
+/// among all of them:
+///
+/// - the first call that fails for its credential starts the refresh; calls that
+///   fail while it runs wait for it;
+/// - a call whose request carried a credential older than the last successful
+///   refresh does not refresh again: it retries with the newer credential;
+/// - a refresh that fails ends every waiting call with its error, and calls that
+///   later fail with the same stale credential get that error too, without a new
+///   refresh, until ``replace(with:)`` installs a credential obtained another way
+///   (the person signed in again);
+/// - cancelling a waiting call ends that call at once and never cancels the
+///   refresh the others wait for: the refresh runs in a task of its own.
+///
+/// Hand it to a ``RetryPolicy``, which passes each attempt the current credential
+/// and recovers at most once per call:
+///
+/// ```swift
+/// let recovery = CredentialRecovery(credential: storedToken) { stale in
+///     try await auth.refresh(using: stale)
+/// }
+/// let profile = try await policy.execute(recovering: recovery) { token in
+///     try await api.profile(token: token)
+/// }
+/// ```
+///
+/// Which failures ask for a new credential is decided from the one
+/// ``FailureAnalysis``: by default ``FailureAnalysis/needsCredentials`` (HTTP 401
+/// and 407, URL loading authentication errors, CloudKit's `notAuthenticated`,
+/// a REST service's expired-token codes).
+public final class CredentialRecovery<Credential: Sendable>: Sendable {
+    /// A credential and its generation: how many times the recovery's credential had changed when it was read.
+    public struct Snapshot: Sendable {
+        /// The credential.
+        public let credential: Credential
+        /// 0 for the initial credential, one more after each successful refresh or replacement.
+        public let generation: UInt64
+
+        init(_ stamped: (credential: Credential, generation: UInt64)) {
+            self.credential = stamped.credential
+            self.generation = stamped.generation
+        }
+    }
+
+    /// Decides whether a failure asks for a new credential.
+    public let isCredentialFailure: @Sendable (any Error, FailureAnalysis) -> Bool
+
+    private let storage: CredentialRecoveryStorage<Credential>
+
+    /// Creates a recovery holding `credential`.
+    ///
+    /// - Parameters:
+    ///   - credential: The credential calls use until the first refresh.
+    ///   - isCredentialFailure: Whether a failure asks for a new credential; by default
+    ///     ``FailureAnalysis/needsCredentials``. Return `true` for your own errors,
+    ///     such as a body that says the token expired.
+    ///   - refresh: Obtains a new credential from the stale one (whose refresh token it
+    ///     may use). It runs in a task of its own, once for every group of calls that
+    ///     need it; throw to send every waiting call to the sign-in screen.
+    public init(
+        credential: Credential,
+        isCredentialFailure: @escaping @Sendable (any Error, FailureAnalysis) -> Bool = { _, analysis in
+            analysis.needsCredentials
+        },
+        refresh: @escaping @Sendable (Credential) async throws -> Credential
+    ) {
+        self.isCredentialFailure = isCredentialFailure
+        self.storage = CredentialRecoveryStorage(credential: credential, refresh: refresh)
+    }
+
+    /// The credential to use now, with its generation.
+    public var current: Snapshot {
+        Snapshot(self.storage.current)
+    }
+
+    /// Returns the credential that replaces `stale`, refreshing it at most once for all concurrent callers.
+    ///
+    /// Returns at once when a newer credential than `stale` exists already. Otherwise
+    /// waits for the refresh that is running, or starts one.
+    ///
+    /// - Parameter stale: The credential a refused request carried, as read from ``current``.
+    /// - Returns: The newer credential.
+    /// - Throws: The refresh's error when it failed (now or earlier, for this same
+    ///   credential); `CancellationError` as soon as the calling task is cancelled,
+    ///   which leaves the refresh running for the other callers.
+    public func recover(after stale: Snapshot) async throws -> Snapshot {
+        try Snapshot(await self.storage.recover(after: stale.generation).get())
+    }
+
+    /// Installs a credential obtained another way, such as after the person signed in again.
+    ///
+    /// It starts a new generation, so calls that carried an older credential retry
+    /// with this one, and it clears the error of a failed refresh.
+    /// - Returns: The new credential with its generation.
+    @discardableResult
+    public func replace(with credential: Credential) -> Snapshot {
+        Snapshot(self.storage.replace(with: credential))
+    }
+
+    /// The number of calls waiting for a refresh now.
+    package var waitingCallCount: Int {
+        self.storage.waiterCount
+    }
+
+    /// Suspends until at least `count` calls wait for a refresh: a synchronization point for tests.
+    package func waitForWaitingCalls(count: Int) async {
+        await self.storage.waitForWaiters(count: count)
+    }
+}

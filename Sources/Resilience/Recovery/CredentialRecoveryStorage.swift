@@ -1,0 +1,101 @@
+/// The lock-guarded state of a ``CredentialRecovery``, and the task that runs its refresh.
+///
+/// The refresh runs in a task of its own, not in any caller's, so that cancelling
+/// one waiting call never cancels the refresh the other calls wait for. Callers
+/// park on continuations that their own cancellation resumes at once.
+final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
+    typealias Stamped = (credential: Credential, generation: UInt64)
+    typealias Waiter = CheckedContinuation<Result<Stamped, any Error>, Never>
+
+    private struct State {
+        var machine: CredentialRecoveryStateMachine<Credential, Waiter>
+        /// Tests waiting for a number of parked calls.
+        var countWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Removes and returns the watchers whose count the parked calls now meet.
+        mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
+            let count = self.machine.waiterCount
+            let ready = self.countWatchers.filter { count >= $0.count }.map(\.continuation)
+            self.countWatchers.removeAll { count >= $0.count }
+            return ready
+        }
+    }
+
+    private let state: Lock<State>
+    private let refresh: @Sendable (Credential) async throws -> Credential
+
+    init(credential: Credential, refresh: @escaping @Sendable (Credential) async throws -> Credential) {
+        self.state = Lock(State(machine: CredentialRecoveryStateMachine(credential: credential)))
+        self.refresh = refresh
+    }
+
+    var current: Stamped {
+        self.state.withLock { $0.machine.current }
+    }
+
+    var waiterCount: Int {
+        self.state.withLock { $0.machine.waiterCount }
+    }
+
+    func replace(with credential: Credential) -> Stamped {
+        self.state.withLock { $0.machine.replace(with: credential) }
+    }
+
+    /// Waits for the credential that follows generation `carried`, sharing one refresh among all callers.
+    func recover(after carried: UInt64) async -> Result<Stamped, any Error> {
+        let id = self.state.withLock { $0.machine.makeWaiterID() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Waiter) in
+                let (action, watchers) = self.state.withLock { state in
+                    (state.machine.recover(after: carried, id: id, waiter: continuation), state.satisfiedWatchers())
+                }
+                for watcher in watchers { watcher.resume() }
+                switch action {
+                case .resume(let result):
+                    continuation.resume(returning: result)
+                case .park:
+                    break
+                case .parkAndRefresh(let credential, let generation):
+                    self.startRefresh(from: credential, generation: generation)
+                }
+            }
+        } onCancel: {
+            let waiter = self.state.withLock { $0.machine.cancel(id: id) }
+            waiter?.resume(returning: .failure(CancellationError()))
+        }
+        // A cancellation that came after the call was resumed another way left a note; drop it.
+        self.state.withLock { $0.machine.forget(id: id) }
+        return result
+    }
+
+    private func startRefresh(from credential: Credential, generation: UInt64) {
+        // Detached: the refresh belongs to no caller, inherits no caller's task-local
+        // values or cancellation, and keeps this storage alive until it ends.
+        Task.detached {
+            let outcome: Result<Credential, any Error>
+            do {
+                outcome = .success(try await self.refresh(credential))
+            } catch {
+                outcome = .failure(error)
+            }
+            let (waiters, result) = self.state.withLock { $0.machine.refreshFinished(from: generation, with: outcome) }
+            for waiter in waiters {
+                waiter.resume(returning: result)
+            }
+        }
+    }
+
+    /// Suspends until at least `count` calls wait for a refresh; a synchronization point for tests.
+    ///
+    /// It does not return early on cancellation: tests bound it with a time limit.
+    func waitForWaiters(count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isReady = self.state.withLock { state in
+                if state.machine.waiterCount >= count { return true }
+                state.countWatchers.append((count, continuation))
+                return false
+            }
+            if isReady { continuation.resume() }
+        }
+    }
+}

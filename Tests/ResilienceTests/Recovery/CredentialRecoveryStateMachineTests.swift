@@ -1,0 +1,108 @@
+import Resilience
+import Testing
+
+/// The single-flight decisions on plain values: no lock, no tasks, no continuations.
+@Suite struct CredentialRecoveryStateMachineTests {
+    typealias Machine = CredentialRecoveryStateMachine<String, String>
+    struct RefreshFailed: Error {}
+
+    private func park(_ machine: inout Machine, _ waiter: String, carrying generation: UInt64) -> Machine.RecoverAction
+    {
+        let id = machine.makeWaiterID()
+        return machine.recover(after: generation, id: id, waiter: waiter)
+    }
+
+    @Test func theFirstCredentialFailureStartsARefreshAndLaterOnesWaitForIt() throws {
+        var machine = Machine(credential: "old")
+        guard case .parkAndRefresh(let credential, let generation) = self.park(&machine, "a", carrying: 0) else {
+            Issue.record("the first failure must start a refresh")
+            return
+        }
+        #expect(credential == "old")
+        #expect(generation == 0)
+        guard case .park = self.park(&machine, "b", carrying: 0) else {
+            Issue.record("a failure during the refresh must wait for it")
+            return
+        }
+        #expect(machine.waiterCount == 2)
+
+        let (waiters, result) = machine.refreshFinished(from: 0, with: .success("new"))
+        #expect(waiters == ["a", "b"])
+        #expect(try result.get().credential == "new")
+        #expect(try result.get().generation == 1)
+        #expect(machine.waiterCount == 0)
+        #expect(machine.refreshingGeneration == nil)
+    }
+
+    @Test func aRequestCarryingAnOlderCredentialRetriesWithTheNewOneWithoutRefreshing() throws {
+        var machine = Machine(credential: "old")
+        _ = self.park(&machine, "a", carrying: 0)
+        _ = machine.refreshFinished(from: 0, with: .success("new"))
+
+        guard case .resume(let result) = self.park(&machine, "late", carrying: 0) else {
+            Issue.record("a stale request must not wait or refresh")
+            return
+        }
+        #expect(try result.get().credential == "new")
+        #expect(machine.refreshingGeneration == nil)
+    }
+
+    @Test func aFailedRefreshIsRememberedForItsGenerationUntilTheCredentialIsReplaced() throws {
+        var machine = Machine(credential: "old")
+        _ = self.park(&machine, "a", carrying: 0)
+        let (waiters, result) = machine.refreshFinished(from: 0, with: .failure(RefreshFailed()))
+        #expect(waiters == ["a"])
+        #expect(throws: RefreshFailed.self) { try result.get() }
+
+        guard case .resume(let again) = self.park(&machine, "late", carrying: 0) else {
+            Issue.record("a failed generation must not refresh again")
+            return
+        }
+        #expect(throws: RefreshFailed.self) { try again.get() }
+
+        let replaced = machine.replace(with: "signed-in")
+        #expect(replaced.generation == 1)
+        guard case .parkAndRefresh(let credential, _) = self.park(&machine, "next", carrying: 1) else {
+            Issue.record("a new credential that fails must refresh again")
+            return
+        }
+        #expect(credential == "signed-in")
+    }
+
+    @Test func cancellingAParkedWaiterRemovesOnlyThatWaiter() {
+        var machine = Machine(credential: "old")
+        let first = machine.makeWaiterID()
+        _ = machine.recover(after: 0, id: first, waiter: "a")
+        let second = machine.makeWaiterID()
+        _ = machine.recover(after: 0, id: second, waiter: "b")
+
+        #expect(machine.cancel(id: first) == "a")
+        #expect(machine.refreshingGeneration == 0)  // the refresh is not the waiter's to stop
+        let (waiters, _) = machine.refreshFinished(from: 0, with: .success("new"))
+        #expect(waiters == ["b"])
+    }
+
+    @Test func aWaiterCancelledBeforeItParksEndsAtOnceWithoutStartingARefresh() {
+        var machine = Machine(credential: "old")
+        let id = machine.makeWaiterID()
+        #expect(machine.cancel(id: id) == nil)
+        guard case .resume(let result) = machine.recover(after: 0, id: id, waiter: "a") else {
+            Issue.record("a cancelled waiter must not park")
+            return
+        }
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(machine.refreshingGeneration == nil)
+        #expect(machine.waiterCount == 0)
+    }
+
+    @Test func aRefreshOvertakenByAReplacementHandsItsWaitersTheReplacement() throws {
+        var machine = Machine(credential: "old")
+        _ = self.park(&machine, "a", carrying: 0)
+        _ = machine.replace(with: "signed-in")
+        let (waiters, result) = machine.refreshFinished(from: 0, with: .success("refreshed"))
+        #expect(waiters == ["a"])
+        #expect(try result.get().credential == "signed-in")
+        #expect(machine.credential == "signed-in")
+        #expect(machine.generation == 1)
+    }
+}
