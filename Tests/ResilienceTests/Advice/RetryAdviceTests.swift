@@ -173,3 +173,22 @@ import Testing
         #expect(RetryAdvice(for: outcome) == Self.busy())
     }
 }
+
+@Suite struct LimiterRejectionAdviceTests {
+    @Test func aFullLimiterIsABusyServiceWorthRetryingAfterItsHint() {
+        let rejection = LimiterRejectionError(
+            limiterName: "api", reason: .noPermit, retryAfter: .milliseconds(250))
+        let advice = RetryAdvice(for: rejection)
+        #expect(advice.reason == .serverBusy)
+        #expect(advice.isRetryUseful)
+        #expect(advice.retryAfter == .milliseconds(250))
+    }
+
+    @Test func aQueueTimeoutIsSafeToRetryEvenForARequestThatIsNotIdempotent() {
+        // The limiter refused the call before it was made: nothing reached the server.
+        let rejection = LimiterRejectionError(limiterName: "api", reason: .queueTimedOut, queued: 3)
+        let advice = RetryAdvice(for: rejection, idempotency: .notIdempotent)
+        #expect(advice.reason == .serverBusy)
+        #expect(advice.isRetryUseful)
+    }
+}

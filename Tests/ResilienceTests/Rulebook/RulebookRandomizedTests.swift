@@ -21,6 +21,9 @@ struct RulebookRandomizedTests {
         case policyAroundBreaker
         case breakerAroundPolicy
         case policyInsidePolicy
+        case policyAroundTimeout
+        case policyAroundHedging
+        case pipeline
     }
 
     /// Runs `error` through `entry` with `classifier`; returns how many times the operation ran and what was thrown.
@@ -68,6 +71,23 @@ struct RulebookRandomizedTests {
                     maximumAttempts: 3, backoff: .constant(.milliseconds(10)), jitter: .none, classifier: classifier,
                     clock: clock)
                 _ = try await outer.execute { try await policy.execute(operation: operation) }
+            case .policyAroundTimeout:
+                // Strategies that time the operation get a clock of their own that never
+                // moves, so only a retry's wait is ever moved past.
+                let timeout = try Timeout(.seconds(30), clock: TestClock())
+                _ = try await policy.execute { try await timeout.execute(operation: operation) }
+            case .policyAroundHedging:
+                let hedging = try Hedging(delay: .fixed(.seconds(30)), clock: TestClock())
+                _ = try await policy.execute { try await hedging.execute(operation: operation) }
+            case .pipeline:
+                let breaker = try CircuitBreaker(name: "stage", tripRule: .consecutiveFailures(100), clock: clock)
+                let timeout = try Timeout(.seconds(30), clock: TestClock())
+                let pipeline = ResiliencePipeline {
+                    policy
+                    breaker
+                    timeout
+                }
+                _ = try await pipeline.execute(operation: operation)
             }
         } catch {
             thrown = error
