@@ -54,6 +54,7 @@ struct BenchmarkReport: Sendable {
                     ("hints_surfaced", .integer(row.hintsSurfaced)),
                 ]))
         }
+        simulations += self.loadDisciplineJSON
         return .object([
             ("swift", .string(self.environment.swift)),
             ("machine", .string(self.environment.machine)),

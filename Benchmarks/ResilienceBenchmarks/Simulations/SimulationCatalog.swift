@@ -9,6 +9,8 @@ enum SimulationCatalog {
         var outage: [OutageResult] = []
         /// One row per throttle variant.
         var throttle: [ThrottleResult] = []
+        /// Nested retries, adaptive throttling, RateLimit headers and probe waves.
+        var loadDiscipline = LoadDisciplineResults()
     }
 
     /// The outage variants: retry without and with a budget, then any breaker variants.
@@ -43,6 +45,7 @@ enum SimulationCatalog {
             )
             results.throttle.append(result)
         }
+        results.loadDiscipline = try await Self.runLoadDiscipline(seed: seed, progress: progress)
         return results
     }
 }

@@ -57,6 +57,8 @@ public final actor RetryPolicy {
     public nonisolated let budget: RetryBudget?
     /// Receives attempt, retry and completion events, if set.
     public nonisolated let observer: (any RetryObserver)?
+    /// Whether this policy retries a failure a policy nested inside it already retried to exhaustion.
+    public nonisolated let nestedRetries: NestedRetries
 
     nonisolated let clock: ElapsedClock
     /// Whether even a first-attempt success must read the clock or report to the observer.
@@ -77,6 +79,8 @@ public final actor RetryPolicy {
     ///   - maximumRetryAfter: The longest server hint honoured; zero or more. Defaults to 60 s.
     ///   - budget: A retry budget shared with other calls, or `nil` for none.
     ///   - observer: Receives events, or `nil`.
+    ///   - nestedRetries: Whether to retry what an inner policy already retried to exhaustion;
+    ///     defaults to ``NestedRetries/innermostLayer`` (do not).
     ///   - clock: The clock for waits and the deadline; inject a test clock in tests.
     ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
@@ -89,6 +93,7 @@ public final actor RetryPolicy {
         maximumRetryAfter: Duration = .seconds(60),
         budget: RetryBudget? = nil,
         observer: (any RetryObserver)? = nil,
+        nestedRetries: NestedRetries = .innermostLayer,
         clock: some Clock<Duration> = ContinuousClock(),
         generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) throws(ConfigurationError) {
@@ -107,6 +112,7 @@ public final actor RetryPolicy {
         self.maximumRetryAfter = maximumRetryAfter.clampedToResilienceRange
         self.budget = budget
         self.observer = observer
+        self.nestedRetries = nestedRetries
         self.clock = ElapsedClock(clock)
         self.needsFullPath = deadline != nil || observer != nil
         self.generator = AnyRandomNumberGenerator(generator)
@@ -286,8 +292,8 @@ public final actor RetryPolicy {
         options: CallOptions,
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
-        // A declaration is handed down to nested calls; a plain call installs nothing.
-        if let scope = CallScope.declaring(options.idempotency) {
+        // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
+        if let scope = self.scopeToHandDown(options) {
             return await CallScope.$current.withValue(
                 scope,
                 operation: {
@@ -319,14 +325,10 @@ public final actor RetryPolicy {
                     return await self.finish(
                         isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
                 }
-                var remaining: Duration?
-                if let deadline = self.deadline {
-                    let left = deadline - (self.clock.now() - start)
-                    if left <= .zero, let lastError = call.lastError {
-                        return await self.finish(
-                            isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
-                    }
-                    remaining = left
+                let remaining = self.timeLeft(start: start)
+                if let remaining, remaining <= .zero, let lastError = call.lastError {
+                    return await self.finish(
+                        isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
                 }
                 call.attempts += 1
                 do {
@@ -368,6 +370,8 @@ public final actor RetryPolicy {
         var lastError: (any Error)?
         var previousDelay: Duration?
         var lastHint: Duration?
+        /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
+        var innerWriters: [ObjectIdentifier] = []
     }
 
     enum Plan {
@@ -392,8 +396,8 @@ public final actor RetryPolicy {
 
         // The rules no classifier can change. A failure in a task that is cancelled
         // cannot be retried whoever cancelled it: any attempt would be cancelled too.
-        let ruled = Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
-        if let ruled {
+        let ruled: RetryStopReason? = Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
+        if let ruled = ruled ?? self.nestedStop(after: error, call: &call) {
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(
@@ -422,7 +426,7 @@ public final actor RetryPolicy {
 
         let jittered = await self.nextDelay(forRetry: call.attempts - 1, previous: call.previousDelay)
         let delay = Swift.max(jittered, hint ?? .zero)
-        if let deadline = self.deadline, (self.clock.now() - start) + delay >= deadline {
+        if let left = self.timeLeft(start: start), delay >= left {
             return .stop(.deadlineExceeded)
         }
         if let budget = self.budget, !budget.allowsRetry { return .stop(.budgetExhausted) }
@@ -441,6 +445,7 @@ public final actor RetryPolicy {
         start: Duration
     ) async -> RetryOutcome<Value> {
         let elapsed = self.clock.now() - start
+        if case .failure(let error) = result { self.noteStop(reason, error: error, call: call) }
         if let observer = self.observer {
             var error: (any Error)?
             if case .failure(let failure) = result { error = failure }
@@ -481,9 +486,16 @@ public final actor RetryPolicy {
         // it, so a breaker inside tells this time limit from the caller giving up.
         let signal = TimeLimitSignal()
         let scope = CallScope.limited(by: signal)
+        let parentTask = NestedRetryLedger.currentTask
         return try await withThrowingTaskGroup(of: Value.self) { group in
             group.addTask {
-                try await CallScope.$current.withValue(scope) { try await operation() }
+                do {
+                    return try await CallScope.$current.withValue(scope) { try await operation() }
+                } catch {
+                    // An inner policy's word that it exhausted its attempts goes to this task's caller.
+                    NestedRetryLedger.handOver(error, to: parentTask)
+                    throw error
+                }
             }
             group.addTask {
                 try await clock.sleepUntil(clock.now() + limit)

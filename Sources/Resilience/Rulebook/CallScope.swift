@@ -11,12 +11,17 @@
 ///   from "the caller gave up" (not a failure). `Task.isCancelled` alone is true
 ///   in both cases.
 ///
+/// - a call with a ``RetryPolicy/deadline`` passes on the time it leaves, so the
+///   attempts, time limits and waits of policies nested inside end by then.
+///
 /// Nested code reads the scope on its failure path only.
 struct CallScope: Sendable {
     /// The idempotency declared by the nearest enclosing call that declared one.
     var idempotency: Idempotency?
     /// The signals of the library time limits enclosing this task, innermost first.
     var timeLimits: [TimeLimitSignal] = []
+    /// The deadline of the outermost enclosing call that set one; it bounds nested policies.
+    var deadline: InheritedDeadline?
 
     @TaskLocal static var current = CallScope()
 
