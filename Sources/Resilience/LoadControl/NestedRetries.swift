@@ -52,7 +52,9 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// cannot tell apart: two different policies called one after the other in one
 /// task, the first running out of attempts and the second failing on its first
 /// attempt with an error of the same type and description; the second then stops
-/// after one attempt. It errs towards sending less; ``NestedRetries/everyLayer`` opts out.
+/// after one attempt. Likewise a record left by a task that has ended, if a new
+/// task reuses its identity and fails with the same error. Both err towards
+/// sending less; ``NestedRetries/everyLayer`` opts out.
 enum NestedRetryLedger {
     /// How many records are kept at most.
     static let capacity = 64
