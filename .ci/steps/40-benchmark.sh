@@ -46,7 +46,14 @@ SCHEDULES = ["none", "exponential", "full", "equal", "decorrelated", "default"]
 # Outage rows as (budget, breaker).
 REQUIRED_OUTAGE_ROWS = [(False, False), (True, False), (False, True), (True, True)]
 REQUIRED_THROTTLE_ROWS = [False, True]
-CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg"]
+# Load-discipline rows: name -> (the boolean key, the number fields, nullable number fields).
+REQUIRED_LOAD_ROWS = {
+    "nested": ("guard", ["attempts_per_request"], []),
+    "adaptive-throttling": ("throttling", ["server_requests_per_offered"], ["recovery_windows"]),
+    "ratelimit-headers": ("honoured", ["too_many_requests"], []),
+    "probe-waves": ("jitter", ["max_probes_per_100ms_share"], []),
+}
+CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg", "load-discipline.svg"]
 # ----------------------------------------------------------------------------------
 
 problems = []
@@ -112,6 +119,20 @@ for key in REQUIRED_THROTTLE_ROWS:
         problems.append(f"throttle row missing: retry_after={key}")
     else:
         number(throttle[key], "attempts_per_request")
+
+for name, (flag, fields, nullable) in REQUIRED_LOAD_ROWS.items():
+    rows = {row.get(flag): row for row in simulations if row.get("name") == name}
+    for value in [False, True]:
+        if value not in rows:
+            problems.append(f"{name} row missing: {flag}={value}")
+            continue
+        for field in fields:
+            number(rows[value], field)
+        for field in nullable:
+            if field not in rows[value]:
+                problems.append(f"{name} row {flag}={value}: field '{field}' missing")
+            else:
+                number(rows[value], field, nullable=True)
 
 with open(again_path) as handle:
     again = json.load(handle)

@@ -1,5 +1,9 @@
 import Foundation
 import Resilience
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import ResilienceTesting
 import Testing
 
@@ -260,5 +264,32 @@ extension RetryOutcome {
     fileprivate var error: (any Error)? {
         if case .failure(let error) = self.result { return error }
         return nil
+    }
+}
+
+@Suite("Request metadata headers")
+struct RequestMetadataHeaderTests {
+    @Test func sendsTheAttemptNumberAndTheTimeLeftAndCutsTheTimeout() throws {
+        var request = URLRequest(url: URL(string: "https://example.com/items")!)
+        request.timeoutInterval = 60
+        let headers = RetryRequestHeaders(timeLeft: "X-Time-Left-Ms", attempt: "X-Attempt")
+        let sent = headers.applied(to: request, attempt: 2, timeLeft: .milliseconds(2_500))
+        #expect(sent.value(forHTTPHeaderField: "X-Attempt") == "2")
+        #expect(sent.value(forHTTPHeaderField: "X-Time-Left-Ms") == "2500")
+        #expect(sent.timeoutInterval == 2.5)
+    }
+
+    @Test func sendsNoTimeLeftWithoutADeadlineAndNothingUnnamed() throws {
+        let request = URLRequest(url: URL(string: "https://example.com/items")!)
+        let sent = RetryRequestHeaders(attempt: "A").applied(to: request, attempt: 1, timeLeft: nil)
+        #expect(sent.value(forHTTPHeaderField: "A") == "1")
+        #expect(sent.allHTTPHeaderFields?.count == 1)
+        #expect(sent.timeoutInterval == request.timeoutInterval)
+    }
+
+    @Test func aPassedDeadlineSendsZero() throws {
+        let request = URLRequest(url: URL(string: "https://example.com/items")!)
+        let sent = RetryRequestHeaders(timeLeft: "T").applied(to: request, attempt: 3, timeLeft: .seconds(-1))
+        #expect(sent.value(forHTTPHeaderField: "T") == "0")
     }
 }
