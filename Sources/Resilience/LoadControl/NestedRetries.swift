@@ -98,7 +98,8 @@ enum NestedRetryLedger {
         guard let parent, let task = self.currentTask else { return }
         let fingerprint = self.fingerprint(of: error)
         self.records.withLock { records in
-            for index in records.indices where records[index].task == task && records[index].fingerprint == fingerprint {
+            for index in records.indices where records[index].task == task && records[index].fingerprint == fingerprint
+            {
                 records[index].task = parent
             }
         }

@@ -396,7 +396,8 @@ public final actor RetryPolicy {
 
         // The rules no classifier can change. A failure in a task that is cancelled
         // cannot be retried whoever cancelled it: any attempt would be cancelled too.
-        let ruled: RetryStopReason? = Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
+        let ruled: RetryStopReason? =
+            Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
         if let ruled = ruled ?? self.nestedStop(after: error, call: &call) {
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }

@@ -109,7 +109,9 @@ public struct FailureAnalysis: Sendable, Hashable {
             if let hint = ErrorHints.ownRetryAfter(of: error) {
                 self.hint = Swift.max(self.hint ?? .zero, hint)
             }
-            if let response = error as? HTTPResponseError, let hint = RateLimitHeader.exhaustedFor(response.serviceLimits) {
+            if let response = error as? HTTPResponseError,
+                let hint = RateLimitHeader.exhaustedFor(response.serviceLimits)
+            {
                 // A `RateLimit` field with no quota left is a server hint like `Retry-After`.
                 self.hint = Swift.max(self.hint ?? .zero, hint)
             }

@@ -198,7 +198,8 @@ struct StructuredFieldParser {
             return .integer(negative ? -value : value)
         }
         guard !fractionDigits.isEmpty else { return nil }  // "1." is not a number
-        let text = String(decoding: integerDigits, as: UTF8.self) + "." + String(decoding: fractionDigits, as: UTF8.self)
+        let text =
+            String(decoding: integerDigits, as: UTF8.self) + "." + String(decoding: fractionDigits, as: UTF8.self)
         guard let value = Double(text) else { return nil }
         return .decimal(negative ? -value : value)
     }
@@ -229,7 +230,9 @@ struct StructuredFieldParser {
     private mutating func parseToken() -> BareItem {
         let start = self.index
         self.index += 1
-        while let byte = self.peek, Self.isTokenCharacter(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "/") {
+        while let byte = self.peek,
+            Self.isTokenCharacter(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "/")
+        {
             self.index += 1
         }
         return .token(String(decoding: self.bytes[start..<self.index], as: UTF8.self))

@@ -1,11 +1,11 @@
 import Foundation
 import Resilience
+import ResilienceTesting
+import Testing
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-import ResilienceTesting
-import Testing
 
 @Suite("Nested retries and deadline propagation")
 struct NestedRetriesTests {
@@ -230,7 +230,8 @@ struct JitteredOpenDurationTests {
             let clock = TestClock()
             let breaker = try CircuitBreaker(
                 name: "c", tripRule: .consecutiveFailures(1),
-                openDuration: .fixed(.seconds(30)).jittered(by: 0.2, generator: SeededRandomNumberGenerator(seed: UInt64(client))),
+                openDuration: .fixed(.seconds(30)).jittered(
+                    by: 0.2, generator: SeededRandomNumberGenerator(seed: UInt64(client))),
                 clock: clock)
             _ = try? await breaker.execute { throw TransientError() }
             var waited = Duration.zero
@@ -245,8 +246,10 @@ struct JitteredOpenDurationTests {
     }
 
     @Test func sameSeedSameSchedule() {
-        let first = CircuitBreakerOpenDuration.fixed(.seconds(30)).jittered(by: 0.2, generator: SeededRandomNumberGenerator(seed: 9))
-        let second = CircuitBreakerOpenDuration.fixed(.seconds(30)).jittered(by: 0.2, generator: SeededRandomNumberGenerator(seed: 9))
+        let first = CircuitBreakerOpenDuration.fixed(.seconds(30)).jittered(
+            by: 0.2, generator: SeededRandomNumberGenerator(seed: 9))
+        let second = CircuitBreakerOpenDuration.fixed(.seconds(30)).jittered(
+            by: 0.2, generator: SeededRandomNumberGenerator(seed: 9))
         #expect(first.description == "fixed(30.0 seconds).jittered(by: 0.2)")
         #expect(first.duration(forTrip: 1) == .seconds(30))
         _ = second

@@ -22,7 +22,8 @@ struct RateLimitHeaderTests {
     }
 
     @Test(arguments: [
-        "", "   ", #""a";r=1,"#, #""a";r=1,,"b";r=2"#, #""a";r=1 x"#, #""a;r=1"#, #""a";R=1"#, #""a";r=1234567890123456"#,
+        "", "   ", #""a";r=1,"#, #""a";r=1,,"b";r=2"#, #""a";r=1 x"#, #""a;r=1"#, #""a";R=1"#,
+        #""a";r=1234567890123456"#,
         #""a";r=1.;t=2"#, #""a";r=1;t=:abc"#, "\"\u{7F}\";r=1", #""a";r=?2"#, #""a";r="#, "(\"a\" ;r=1",
     ])
     func ignoresAMalformedFieldWhole(value: String) {

@@ -56,7 +56,6 @@ public struct RetryRequestHeaders: Sendable, Hashable {
     }
 }
 
-
 extension RetryPolicy {
     /// Loads `request` as ``data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:isolation:)``
     /// does, sending the attempt number and the time left in the headers named by `headers`.
