@@ -56,8 +56,10 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// task reuses its identity and fails with the same error. Both err towards
 /// sending less; ``NestedRetries/everyLayer`` opts out.
 enum NestedRetryLedger {
-    /// How many records are kept at most.
-    static let capacity = 64
+    /// How many records are kept at most. A record is taken, if at all, moments after
+    /// it is written; the bound only limits what nobody takes, and must be large
+    /// enough that many tasks failing at once do not push out a record in transit.
+    static let capacity = 1_024
 
     struct Record: Equatable {
         var task: Int
@@ -112,6 +114,8 @@ enum NestedRetryLedger {
 
     private static func insert(_ record: Record) {
         self.records.withLock { records in
+            // A task's older record for the same error is superseded.
+            records.removeAll { $0.task == record.task && $0.fingerprint == record.fingerprint }
             if records.count >= self.capacity { records.removeFirst() }
             records.append(record)
         }

@@ -24,10 +24,14 @@
 ///    chain stops (``RetryStopReason/tooManyRequests``), its hint still reported;
 ///    a call that is not idempotent (see ``Idempotency``) stops once the request
 ///    may have reached the server (``RetryStopReason/notIdempotent``).
-/// 2. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
-/// 3. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
-///    pass the ``deadline``, or an empty ``budget`` each stop the call.
-/// 4. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
+/// 2. A failure a policy nested in the operation already retried to exhaustion
+///    stops this one too (``RetryStopReason/retriedByInnerPolicy``; see
+///    ``NestedRetries``), and an ``AdaptiveThrottle``'s local rejection stops it
+///    (``RetryStopReason/throttled``).
+/// 3. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
+/// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
+///    pass the ``deadline`` (or an enclosing policy's), or an empty ``budget`` each stop the call.
+/// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
 ///    tries again; cancellation during the wait ends the call at once.
 ///
 /// The error that ends a call is the operation's own, unchanged, so `catch`

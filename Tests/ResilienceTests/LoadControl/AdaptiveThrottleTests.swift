@@ -141,6 +141,15 @@ struct AdaptiveThrottleTests {
         #expect(throttle.counts == (3, 1))
     }
 
+    @Test func aBreakersLocalRejectionIsNotCounted() async throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock)
+        let breaker = try CircuitBreaker(name: "api", tripRule: .consecutiveFailures(1), clock: clock)
+        _ = try? await throttle.execute { try await breaker.execute { throw HTTPResponseError(statusCode: 503) } }
+        _ = try? await throttle.execute { try await breaker.execute {} }
+        #expect(throttle.counts == (1, 0))
+    }
+
     @Test func callerCancellationIsNotCounted() async throws {
         let throttle = try self.makeThrottle(clock: TestClock())
         let task = Task {
