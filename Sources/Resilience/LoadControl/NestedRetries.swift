@@ -52,8 +52,9 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// cannot tell apart: two different policies called one after the other in one
 /// task, the first running out of attempts and the second failing on its first
 /// attempt with an error of the same type and description; the second then stops
-/// after one attempt. Likewise a record left by a task that has ended, if a new
-/// task reuses its identity and fails with the same error. Both err towards
+/// after one attempt; likewise a record left by a task that has ended while its
+/// policy lives on, if a new task reuses the task's identity and fails with the
+/// same error. (A record whose policy is gone is dropped.) Both err towards
 /// sending less; ``NestedRetries/everyLayer`` opts out.
 enum NestedRetryLedger {
     /// How many records are kept at most. A record is taken, if at all, moments after
@@ -61,12 +62,15 @@ enum NestedRetryLedger {
     /// enough that many tasks failing at once do not push out a record in transit.
     static let capacity = 1_024
 
-    struct Record: Equatable {
+    struct Record {
         var task: Int
         var fingerprint: String
         /// The policies that passed the word on, innermost first. A policy never takes a
         /// record it is part of: that record is left from one of its own earlier calls.
         var writers: [ObjectIdentifier]
+        /// The policy that wrote it, while it lives. A record whose writer is gone is
+        /// stale: its task has ended, and a new task may have taken its identity.
+        weak var writer: RetryPolicy?
     }
 
     private static let records = Lock<[Record]>([])
@@ -74,9 +78,12 @@ enum NestedRetryLedger {
     /// Records that a policy in the current task retried `error` to exhaustion.
     ///
     /// - Parameter inner: The writers of the record this policy took, if it stopped because of one.
-    static func recordExhausted(_ error: any Error, by writer: ObjectIdentifier, passingOn inner: [ObjectIdentifier]) {
+    static func recordExhausted(_ error: any Error, by writer: RetryPolicy, passingOn inner: [ObjectIdentifier]) {
         guard let task = self.currentTask else { return }
-        self.insert(Record(task: task, fingerprint: self.fingerprint(of: error), writers: inner + [writer]))
+        self.insert(
+            Record(
+                task: task, fingerprint: self.fingerprint(of: error), writers: inner + [ObjectIdentifier(writer)],
+                writer: writer))
     }
 
     /// Takes the record another policy left for `error` in the current task, if there is one;
@@ -87,7 +94,9 @@ enum NestedRetryLedger {
         guard let task = self.currentTask else { return nil }
         let fingerprint = self.fingerprint(of: error)
         return self.records.withLock { records in
-            records.removeAll { $0.task == task && $0.fingerprint == fingerprint && $0.writers.contains(taker) }
+            records.removeAll {
+                $0.writer == nil || ($0.task == task && $0.fingerprint == fingerprint && $0.writers.contains(taker))
+            }
             guard let index = records.lastIndex(where: { $0.task == task && $0.fingerprint == fingerprint }) else {
                 return nil
             }

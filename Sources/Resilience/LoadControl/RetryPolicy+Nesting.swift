@@ -31,7 +31,7 @@ extension RetryPolicy {
     /// Leaves word for an enclosing policy when this call retried `error` to exhaustion.
     nonisolated func noteStop(_ reason: RetryStopReason, error: any Error, call: CallState) {
         if (reason == .exhausted && call.attempts > 1) || reason == .retriedByInnerPolicy {
-            NestedRetryLedger.recordExhausted(error, by: ObjectIdentifier(self), passingOn: call.innerWriters)
+            NestedRetryLedger.recordExhausted(error, by: self, passingOn: call.innerWriters)
         }
     }
 }

@@ -99,6 +99,29 @@ struct NestedRetriesTests {
         #expect(counts == [3, 3, 3])
     }
 
+    @Test func aRecordLeftByAPolicyThatIsGoneIsNotTaken() async throws {
+        let clock = TestClock()
+        let attempts = Counter()
+        let counts = await self.drive(clock) { () -> [Int] in
+            do {
+                // A policy used once and released, leaving its record behind in this task.
+                let gone = try? self.policy(clock: clock)
+                _ = await gone?.outcome {
+                    attempts.increment()
+                    throw ServerDown(test: "shared")
+                }
+            }
+            let before = attempts.value
+            let other = try? self.policy(clock: clock)
+            _ = await other?.outcome {
+                attempts.increment()
+                throw ServerDown(test: "shared")
+            }
+            return [before, attempts.value - before]
+        }
+        #expect(counts == [3, 3])
+    }
+
     @Test func anInnerPolicyThatGaveUpForAnotherReasonLeavesTheOuterFreeToRetry() async throws {
         let clock = TestClock()
         let inner = try RetryPolicy(
