@@ -60,7 +60,14 @@ REQUIRED_TOOLBOX_ROWS = [
     ("bulkhead", "limit", [10, 50], ["p99_admitted_ms", "rejected_share"]),
     ("ratelimiter", "algorithm", ["token-bucket", "sliding-window"], ["configured_per_second", "admitted_per_second"]),
 ]
-CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg"]
+# Load-discipline rows: name -> (the boolean key, the number fields, nullable number fields).
+REQUIRED_LOAD_ROWS = {
+    "nested": ("guard", ["attempts_per_request"], []),
+    "adaptive-throttling": ("throttling", ["server_requests_per_offered"], ["recovery_windows"]),
+    "ratelimit-headers": ("honoured", ["too_many_requests"], []),
+    "probe-waves": ("jitter", ["max_probes_per_100ms_share"], []),
+}
+CHARTS = ["overhead-nonisolated.svg", "overhead-main-actor.svg", "contention.svg", "load-discipline.svg"]
 # ----------------------------------------------------------------------------------
 
 problems = []
@@ -137,6 +144,19 @@ for name, key, values, fields in REQUIRED_TOOLBOX_ROWS:
             problems.append(f"hedging row: 'hedged' is not a bool")
         for field in fields:
             number(rows[value], field)
+for name, (flag, fields, nullable) in REQUIRED_LOAD_ROWS.items():
+    rows = {row.get(flag): row for row in simulations if row.get("name") == name}
+    for value in [False, True]:
+        if value not in rows:
+            problems.append(f"{name} row missing: {flag}={value}")
+            continue
+        for field in fields:
+            number(rows[value], field)
+        for field in nullable:
+            if field not in rows[value]:
+                problems.append(f"{name} row {flag}={value}: field '{field}' missing")
+            else:
+                number(rows[value], field, nullable=True)
 
 with open(again_path) as handle:
     again = json.load(handle)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz the Retry-After parser, the error-hint extractors and the retry schedule
+# Fuzz the Retry-After and RateLimit parsers, the error-hint extractors and the retry schedule
 # arithmetic with libFuzzer for about a minute in all, starting from the
 # checked-in seed corpus; fails on any crash, hang or violated invariant.
 # See Tests/Fuzz/README.md.

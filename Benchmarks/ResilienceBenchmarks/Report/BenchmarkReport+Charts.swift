@@ -13,6 +13,9 @@ extension BenchmarkReport {
         if !self.simulations.contention.isEmpty {
             charts.append(("contention.svg", Self.contentionChart(self.simulations.contention)))
         }
+        if !self.simulations.loadDiscipline.nested.isEmpty {
+            charts.append(("load-discipline.svg", Self.loadDisciplineChart(self.simulations.loadDiscipline)))
+        }
         return charts
     }
 

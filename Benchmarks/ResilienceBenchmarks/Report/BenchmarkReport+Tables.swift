@@ -17,6 +17,7 @@ extension BenchmarkReport {
         if !self.simulations.outage.isEmpty { sections.append(self.outageTable) }
         if !self.simulations.throttle.isEmpty { sections.append(self.throttleTable) }
         if !self.simulations.toolbox.isEmpty { sections.append(self.toolboxTable) }
+        if !self.simulations.loadDiscipline.nested.isEmpty { sections.append(self.loadDisciplineTable) }
         sections.append(self.targetsTable)
         return sections.joined(separator: "\n\n") + "\n"
     }

@@ -55,6 +55,7 @@ struct BenchmarkReport: Sendable {
                 ]))
         }
         simulations += self.toolboxSimulationRows
+        simulations += self.loadDisciplineJSON
         return .object([
             ("swift", .string(self.environment.swift)),
             ("machine", .string(self.environment.machine)),

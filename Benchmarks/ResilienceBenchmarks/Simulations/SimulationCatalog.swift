@@ -11,6 +11,8 @@ enum SimulationCatalog {
         var throttle: [ThrottleResult] = []
         /// The toolbox simulations: hedging, bulkhead, rate limiter.
         var toolbox = ToolboxSimulationResults()
+        /// Nested retries, adaptive throttling, RateLimit headers and probe waves.
+        var loadDiscipline = LoadDisciplineResults()
     }
 
     /// The outage variants: retry without and with a budget, then any breaker variants.
@@ -46,6 +48,7 @@ enum SimulationCatalog {
             results.throttle.append(result)
         }
         results.toolbox = try await ToolboxSimulations.run(seed: seed, progress: progress)
+        results.loadDiscipline = try await Self.runLoadDiscipline(seed: seed, progress: progress)
         return results
     }
 }

@@ -15,6 +15,8 @@
 public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConvertible {
     /// The schedule, reusing the retry engine's overflow-free arithmetic.
     let schedule: Backoff
+    /// The random spread on each open time, if any (see ``jittered(by:generator:)``).
+    var jitter: OpenDurationJitter?
 
     /// The same open time after every trip.
     ///
@@ -65,6 +67,11 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
 
     /// `fixed(30.0 seconds)` or `growing(initial: 5.0 seconds, multiplier: 2.0, maximum: 300.0 seconds)`.
     public var description: String {
+        guard let jitter = self.jitter else { return self.scheduleDescription }
+        return "\(self.scheduleDescription).jittered(by: \(jitter.spread))"
+    }
+
+    private var scheduleDescription: String {
         switch self.schedule.kind {
         case .constant(let duration):
             "fixed(\(duration))"
@@ -77,6 +84,10 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
 
     /// Checks the schedule, naming its settings `<prefix>.duration`, `<prefix>.initial` and so on.
     func validate(settingPrefix prefix: String = "openDuration") throws(ConfigurationError) {
+        if let jitter = self.jitter {
+            try ConfigurationError.require(
+                jitter.spread >= 0 && jitter.spread <= 1, "\(prefix).jitter", jitter.spread, "in 0...1")
+        }
         if case .constant(let duration) = self.schedule.kind {
             try ConfigurationError.requirePositive(duration, ConfigurationError.settingName(prefix, "duration"))
         } else {

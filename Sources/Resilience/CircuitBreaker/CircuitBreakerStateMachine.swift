@@ -345,7 +345,7 @@ package struct CircuitBreakerStateMachine: Sendable {
         if tripped {
             self.consecutiveTrips = self.consecutiveTrips == .max ? .max : self.consecutiveTrips + 1
         }
-        var duration = tripped ? self.configuration.openDuration.duration(forTrip: self.consecutiveTrips) : .zero
+        var duration = tripped ? self.configuration.openDuration.drawDuration(forTrip: self.consecutiveTrips) : .zero
         if let pushback { duration = Swift.max(duration, pushback) }
         duration = duration.clampedToResilienceRange
         var transition = self.enter(.open(until: now + duration), reason: reason, at: now)

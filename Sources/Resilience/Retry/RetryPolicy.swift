@@ -28,9 +28,13 @@
 ///    credential failure, and a call given a ``ConnectivityWait`` waits for the
 ///    network after an offline failure; either then tries again at once, without
 ///    spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
+///    A failure a policy nested in the operation already retried to exhaustion
+///    stops this one too (``RetryStopReason/retriedByInnerPolicy``; see
+///    ``NestedRetries``), and an ``AdaptiveThrottle``'s local rejection stops it
+///    (``RetryStopReason/throttled``).
 /// 3. The classifier decides; `nil` falls back to ``DefaultRetryClassifier``.
 /// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
-///    pass the ``deadline``, or an empty ``budget`` each stop the call.
+///    pass the ``deadline`` (or an enclosing policy's), or an empty ``budget`` each stop the call.
 /// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
 ///    tries again; cancellation during the wait ends the call at once.
 ///
@@ -64,6 +68,8 @@ public final actor RetryPolicy {
     public nonisolated let budget: RetryBudget?
     /// Receives attempt, retry and completion events, if set.
     public nonisolated let observer: (any RetryObserver)?
+    /// Whether this policy retries a failure a policy nested inside it already retried to exhaustion.
+    public nonisolated let nestedRetries: NestedRetries
 
     nonisolated let clock: ElapsedClock
     /// Whether even a first-attempt success must read the clock or report to the observer.
@@ -88,6 +94,8 @@ public final actor RetryPolicy {
     ///   - maximumRetryAfter: The longest server hint honoured; zero or more. Defaults to 60 s.
     ///   - budget: A retry budget shared with other calls, or `nil` for none.
     ///   - observer: Receives events, or `nil`.
+    ///   - nestedRetries: Whether to retry what an inner policy already retried to exhaustion;
+    ///     defaults to ``NestedRetries/innermostLayer`` (do not).
     ///   - clock: The clock for waits and the deadline; inject a test clock in tests.
     ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
@@ -101,6 +109,7 @@ public final actor RetryPolicy {
         maximumRetryAfter: Duration = .seconds(60),
         budget: RetryBudget? = nil,
         observer: (any RetryObserver)? = nil,
+        nestedRetries: NestedRetries = .innermostLayer,
         clock: some Clock<Duration> = ContinuousClock(),
         generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) throws(ConfigurationError) {
@@ -109,7 +118,7 @@ public final actor RetryPolicy {
             maximumRetryAfter: maximumRetryAfter)
         self.init(
             name: name, configuration: configuration, classifier: classifier, budget: budget, observer: observer,
-            clock: clock, generator: generator)
+            nestedRetries: nestedRetries, clock: clock, generator: generator)
     }
 
     /// Creates a policy from settings already validated; it cannot fail, so it does not throw.
@@ -126,6 +135,8 @@ public final actor RetryPolicy {
     ///   - classifier: Decides retryability; `nil` answers fall back to ``DefaultRetryClassifier``.
     ///   - budget: A retry budget shared with other calls, or `nil` for none.
     ///   - observer: Receives events, or `nil`.
+    ///   - nestedRetries: Whether to retry what an inner policy already retried to exhaustion;
+    ///     defaults to ``NestedRetries/innermostLayer`` (do not).
     ///   - clock: The clock for waits and the deadline; inject a test clock in tests.
     ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
     public init(
@@ -134,6 +145,7 @@ public final actor RetryPolicy {
         classifier: any RetryClassifier = DefaultRetryClassifier(),
         budget: RetryBudget? = nil,
         observer: (any RetryObserver)? = nil,
+        nestedRetries: NestedRetries = .innermostLayer,
         clock: some Clock<Duration> = ContinuousClock(),
         generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
@@ -146,6 +158,7 @@ public final actor RetryPolicy {
         self.maximumRetryAfter = configuration.maximumRetryAfter.clampedToResilienceRange
         self.budget = budget
         self.observer = observer
+        self.nestedRetries = nestedRetries
         self.clock = ElapsedClock(clock)
         self.needsFullPath = configuration.deadline != nil || observer != nil
         self.generator = AnyRandomNumberGenerator(generator)
@@ -335,14 +348,14 @@ public final actor RetryPolicy {
     ///   - firstFailure: The error of a first attempt the fast path already ran, if any.
     ///   - options: What the caller declared about this call.
     ///   - attempt: Runs one attempt; its argument is the time left before the deadline, if any.
-    func run<Value>(
+    package func run<Value>(
         isolation: isolated (any Actor)?,
         firstFailure: (any Error)?,
         options: CallOptions,
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
-        // A declaration is handed down to nested calls; a plain call installs nothing.
-        if let scope = CallScope.declaring(options.idempotency) {
+        // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
+        if let scope = self.scopeToHandDown(options) {
             return await CallScope.$current.withValue(
                 scope,
                 operation: {
@@ -376,14 +389,10 @@ public final actor RetryPolicy {
                     return await self.finish(
                         isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
                 }
-                var remaining: Duration?
-                if let deadline = self.deadline {
-                    let left = deadline - (self.clock.now() - start)
-                    if left <= .zero, let lastError = call.lastError {
-                        return await self.finish(
-                            isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
-                    }
-                    remaining = left
+                let remaining = self.timeLeft(start: start)
+                if let remaining, remaining <= .zero, let lastError = call.lastError {
+                    return await self.finish(
+                        isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
                 }
                 call.attempts += 1
                 do {
@@ -415,7 +424,7 @@ public final actor RetryPolicy {
     }
 
     /// What the caller declared about one call.
-    struct CallOptions {
+    package struct CallOptions {
         /// The call's idempotency; `nil` to inherit, or to take the classifier's.
         var idempotency: Idempotency?
         /// A classifier that replaces the policy's for this call (the SQLite transaction helper's).
@@ -438,6 +447,8 @@ public final actor RetryPolicy {
         var uncountedAttempts = 0
         /// Whether the call has recovered its credential (at most once per call).
         var hasRecovered = false
+        /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
+        var innerWriters: [ObjectIdentifier] = []
     }
 
     enum Plan {
@@ -466,8 +477,9 @@ public final actor RetryPolicy {
 
         // The rules no classifier can change. A failure in a task that is cancelled
         // cannot be retried whoever cancelled it: any attempt would be cancelled too.
-        let ruled = Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
-        if let ruled {
+        let ruled: RetryStopReason? =
+            Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
+        if let ruled = ruled ?? self.nestedStop(after: error, call: &call) {
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(
@@ -505,7 +517,7 @@ public final actor RetryPolicy {
 
         let jittered = await self.nextDelay(forRetry: call.attempts - 1, previous: call.previousDelay)
         let delay = Swift.max(jittered, hint ?? .zero)
-        if let deadline = self.deadline, (self.clock.now() - start) + delay >= deadline {
+        if let left = self.timeLeft(start: start), delay >= left {
             return .stop(.deadlineExceeded)
         }
         if let budget = self.budget, !budget.allowsRetry { return .stop(.budgetExhausted) }
@@ -525,6 +537,7 @@ public final actor RetryPolicy {
         start: Duration
     ) async -> RetryOutcome<Value> {
         let elapsed = self.clock.now() - start
+        if case .failure(let error) = result { self.noteStop(reason, error: error, call: call) }
         if let observer = self.observer {
             var error: (any Error)?
             if case .failure(let failure) = result { error = failure }
@@ -566,9 +579,16 @@ public final actor RetryPolicy {
         // it, so a breaker inside tells this time limit from the caller giving up.
         let signal = TimeLimitSignal()
         let scope = CallScope.limited(by: signal)
+        let parentTask = NestedRetryLedger.currentTask
         return try await withThrowingTaskGroup(of: Value.self) { group in
             group.addTask {
-                try await CallScope.$current.withValue(scope) { try await operation() }
+                do {
+                    return try await CallScope.$current.withValue(scope) { try await operation() }
+                } catch {
+                    // An inner policy's word that it exhausted its attempts goes to this task's caller.
+                    NestedRetryLedger.handOver(error, to: parentTask)
+                    throw error
+                }
             }
             group.addTask {
                 try await clock.sleepUntil(clock.now() + limit)
@@ -579,5 +599,12 @@ public final actor RetryPolicy {
             guard let first = try await group.next() else { throw CancellationError() }
             return first
         }
+    }
+}
+
+extension RetryPolicy.CallOptions {
+    /// Options that declare `idempotency` and nothing else, for the package's other modules.
+    package static func declaring(_ idempotency: Idempotency?) -> Self {
+        Self(idempotency: idempotency)
     }
 }

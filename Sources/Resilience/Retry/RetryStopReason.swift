@@ -38,6 +38,11 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
     /// (see ``CloudKitPartialFailure``).
     public static let partialFailure = RetryStopReason(rawValue: "partialFailure")
+    /// An ``AdaptiveThrottle`` rejected the call locally; retrying would defeat its purpose.
+    public static let throttled = RetryStopReason(rawValue: "throttled")
+    /// A policy nested inside this one already retried the failure to exhaustion, so
+    /// this layer does not multiply its attempts (see ``NestedRetries``).
+    public static let retriedByInnerPolicy = RetryStopReason(rawValue: "retriedByInnerPolicy")
 
     /// The identifier.
     public var description: String { self.rawValue }

@@ -11,6 +11,9 @@
 ///   from "the caller gave up" (not a failure). `Task.isCancelled` alone is true
 ///   in both cases.
 ///
+/// - a call with a ``RetryPolicy/deadline`` passes on the time it leaves, so the
+///   attempts, time limits and waits of policies nested inside end by then.
+///
 /// Nested code reads the scope on its failure path only.
 struct CallScope: Sendable {
     /// The idempotency declared by the nearest enclosing call that declared one.
@@ -20,6 +23,8 @@ struct CallScope: Sendable {
     /// The signals ``Hedging`` fires before it cancels an attempt another attempt
     /// beat, innermost first.
     var supersessions: [TimeLimitSignal] = []
+    /// The deadline of the outermost enclosing call that set one; it bounds nested policies.
+    var deadline: InheritedDeadline?
 
     @TaskLocal static var current = CallScope()
 

@@ -20,7 +20,8 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Whether any error in the chain reports HTTP 429 Too Many Requests.
     public let isTooManyRequests: Bool
     /// The longest retry-after hint in the chain: ``RetryAfterProviding``,
-    /// CloudKit's `CKRetryAfter`, or a `Retry-After` entry in an `NSError`'s `userInfo`.
+    /// CloudKit's `CKRetryAfter`, a `Retry-After` entry in an `NSError`'s `userInfo`,
+    /// or the reset of an exhausted quota in an ``HTTPResponseError``'s `RateLimit` field.
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
     public let delivery: RequestDelivery
@@ -117,6 +118,12 @@ public struct FailureAnalysis: Sendable, Hashable {
                 }
             }
             if let hint = ErrorHints.ownRetryAfter(of: error) {
+                self.hint = Swift.max(self.hint ?? .zero, hint)
+            }
+            if let response = error as? HTTPResponseError,
+                let hint = RateLimitHeader.exhaustedFor(response.serviceLimits)
+            {
+                // A `RateLimit` field with no quota left is a server hint like `Retry-After`.
                 self.hint = Swift.max(self.hint ?? .zero, hint)
             }
             if self.idempotency == nil {

@@ -1,0 +1,278 @@
+import Synchronization
+
+/// Client-side adaptive throttling: when the server stops accepting requests,
+/// most new requests fail locally, before they reach it.
+///
+/// A retry budget limits retries; it cannot limit first attempts, so during an
+/// outage every fresh request still reaches the dead server. This throttle
+/// follows the "Handling Overload" chapter of Google's *Site Reliability
+/// Engineering* book: over a sliding window (about two minutes) it counts the
+/// requests it saw and those the server accepted, and rejects each new request
+/// locally with probability
+///
+///     max(0, (requests − multiplier × accepts − floor) / (requests + 1))
+///
+/// With the default multiplier of 2 nothing is rejected while the server accepts
+/// at least half the requests. When it accepts none, almost every request is
+/// rejected, yet a trickle still goes through; as soon as those succeed the
+/// probability falls, so recovery needs nobody to intervene.
+///
+/// `requests` counts the requests that reached the server, not those rejected
+/// locally. The book counts both; then, after an outage, the window is full of
+/// local rejections that only accepted requests can outweigh, and the trickle
+/// of accepts grows by a factor of e only every `window / multiplier`: counted
+/// that way, a throttle with a 10 s window, fed 50 requests a second, still
+/// rejected 98% of them two windows after its server recovered.
+/// Counted this way, a dead server still sees only about `sqrt(rate × window)`
+/// requests per window, and traffic is back to full within seconds of recovery.
+///
+/// Share one throttle among everything that calls one server. A ``RetryPolicy``
+/// or a ``CircuitBreaker`` takes one, and any other layer can drive it through its
+/// small API:
+///
+/// ```swift
+/// let throttle = try AdaptiveThrottle()
+/// guard throttle.admit() else { throw AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability) }
+/// do {
+///     let value = try await client.fetch()
+///     throttle.recordAccepted()
+/// } catch {
+///     throttle.record(error)
+///     throw error
+/// }
+/// ```
+///
+/// ``execute(operation:)`` does exactly that. The success path takes no lock:
+/// a request is counted with one atomic compare-and-swap, and ``admit()`` reads
+/// one atomic word while no request has failed within the window. Time comes
+/// from the injected clock; a jump backwards is ignored (time never runs back for
+/// the window), a jump forwards ages out what the skipped time held.
+public final class AdaptiveThrottle: Sendable {
+    /// K: how many requests each accepted request pays for before rejection starts.
+    public let multiplier: Double
+    /// The span over which requests and accepts are counted.
+    public let window: Duration
+    /// Requests beyond `multiplier × accepts` tolerated in a window before anything is rejected.
+    public let floor: Int
+
+    /// The number of buckets the window is cut into; it moves one bucket at a time.
+    static let bucketCount = 12
+
+    private let bucketLength: Duration
+    private let clock: ElapsedClock
+    private let buckets: [Bucket]
+    /// The latest bucket epoch seen, so a clock that jumps back does not move the window back.
+    private let latestEpoch = Atomic<UInt64>(0)
+    /// One more than the epoch of the latest request the server did not accept; 0 for never.
+    private let latestFailureEpoch = Atomic<UInt64>(0)
+    /// The generator, used only when the rejection probability is above zero.
+    private let generator: Lock<AnyRandomNumberGenerator>
+
+    /// Creates a throttle, validating every setting.
+    ///
+    /// - Parameters:
+    ///   - multiplier: K in the formula; at least 1. Defaults to 2, the SRE book's value:
+    ///     lower rejects sooner, higher tolerates more failures.
+    ///   - window: The span over which requests are counted; greater than zero. Defaults to 120 s.
+    ///   - floor: Requests tolerated beyond `multiplier × accepts` before anything is
+    ///     rejected; zero or more. Defaults to 0, the book's formula; raise it so a
+    ///     client that sends a handful of requests is never throttled.
+    ///   - clock: The clock the window runs on; inject a test clock in tests.
+    ///   - generator: Decides each rejection; inject a seeded one for repeatable runs.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    public init(
+        multiplier: Double = 2,
+        window: Duration = .seconds(120),
+        floor: Int = 0,
+        clock: some Clock<Duration> = ContinuousClock(),
+        generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) throws(ConfigurationError) {
+        try ConfigurationError.require(
+            multiplier.isFinite && multiplier >= 1, "multiplier", multiplier, "finite and at least 1")
+        try ConfigurationError.requirePositive(window, "window")
+        try ConfigurationError.require(floor >= 0, "floor", floor, "zero or greater")
+        self.multiplier = multiplier
+        self.window = window.clampedToResilienceRange
+        self.floor = floor
+        self.bucketLength = Swift.max(self.window / Self.bucketCount, .nanoseconds(1))
+        self.clock = ElapsedClock(clock)
+        self.buckets = (0..<Self.bucketCount).map { _ in Bucket() }
+        self.generator = Lock(AnyRandomNumberGenerator(generator))
+    }
+
+    // MARK: - The small API
+
+    /// Decides whether one request may be sent; `false` means reject it locally.
+    ///
+    /// A local rejection is not counted (see the type's discussion of `requests`).
+    /// An admitted request must be followed by ``recordAccepted()`` or
+    /// ``recordRejected()`` (or ``record(_:)``).
+    public func admit() -> Bool {
+        let epoch = self.currentEpoch()
+        let failure = self.latestFailureEpoch.load(ordering: .relaxed)
+        if failure == 0 || epoch &- (failure &- 1) >= UInt64(Self.bucketCount) {
+            return true  // nothing failed within the window: the probability is zero
+        }
+        let probability = self.probability(at: epoch)
+        guard probability > 0 else { return true }
+        let draw = self.generator.withLock { Double.random(in: 0..<1, using: &$0) }
+        return draw >= probability
+    }
+
+    /// Counts a request the server accepted (answered, even with a client error).
+    public func recordAccepted() {
+        self.count(accepted: true, at: self.currentEpoch())
+    }
+
+    /// Counts a request the server did not accept: it was overloaded, unreachable or failed.
+    public func recordRejected() {
+        self.count(accepted: false, at: self.currentEpoch())
+    }
+
+    /// Counts a failed request as the failure says: see ``isAccepted(_:)``.
+    ///
+    /// A call the caller cancelled is not counted at all: it says nothing of the
+    /// server. Neither is a call a breaker or another throttle rejected locally
+    /// (``CircuitBreakerOpenError``, ``AdaptiveThrottleRejection``): it never reached it.
+    public func record(_ error: any Error) {
+        if error is CircuitBreakerOpenError || error is AdaptiveThrottleRejection { return }
+        let analysis = FailureAnalysis(error)
+        if analysis.interruption == .caller { return }
+        if Self.isAccepted(analysis) { self.recordAccepted() } else { self.recordRejected() }
+    }
+
+    /// Whether a failure still counts as accepted by the server: an HTTP 4xx answer
+    /// other than 408 Request Timeout and 429 Too Many Requests (the server did its
+    /// work and found the request wrong). Everything else, a 5xx, a timeout, a
+    /// refused connection, counts as not accepted.
+    public static func isAccepted(_ analysis: FailureAnalysis) -> Bool {
+        guard let status = analysis.httpStatus, !analysis.isTooManyRequests else { return false }
+        return (400..<500).contains(status) && status != 408
+    }
+
+    /// The probability that ``admit()`` rejects a request now.
+    public var rejectionProbability: Double {
+        self.probability(at: self.currentEpoch())
+    }
+
+    /// The requests and accepts counted within the window now.
+    public var counts: (requests: Int, accepts: Int) {
+        let totals = self.totals(at: self.currentEpoch())
+        return (totals.requests, totals.accepts)
+    }
+
+    /// Runs `operation` if the throttle admits it, and counts its outcome.
+    ///
+    /// - Throws: ``AdaptiveThrottleRejection`` without running the operation when the
+    ///   throttle rejects the call (the request never reached the server); otherwise the
+    ///   operation's error, unchanged.
+    public nonisolated(nonsending) func execute<Value>(
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        guard self.admit() else {
+            throw AdaptiveThrottleRejection(rejectionProbability: self.rejectionProbability)
+        }
+        let value: Value
+        do {
+            value = try await operation()
+        } catch {
+            self.record(error)
+            throw error
+        }
+        self.recordAccepted()
+        return value
+    }
+
+    // MARK: - The window
+
+    /// Two counters per bucket, each one word: the bucket's epoch (low 32 bits of it)
+    /// in the high half, the count in the low half.
+    final class Bucket: Sendable {
+        let accepts = Atomic<UInt64>(0)
+        let others = Atomic<UInt64>(0)
+    }
+
+    private func currentEpoch() -> UInt64 {
+        let elapsed = Swift.max(self.clock.now(), .zero)
+        let computed = UInt64(Swift.max(0, (elapsed / self.bucketLength).rounded(.down)).clampedToUInt64)
+        var latest = self.latestEpoch.load(ordering: .relaxed)
+        while computed > latest {
+            let (exchanged, original) = self.latestEpoch.compareExchange(
+                expected: latest, desired: computed, ordering: .relaxed)
+            if exchanged { return computed }
+            latest = original
+        }
+        return latest
+    }
+
+    private func count(accepted: Bool, at epoch: UInt64) {
+        let bucket = self.buckets[Int(epoch % UInt64(Self.bucketCount))]
+        if accepted {
+            Self.increment(bucket.accepts, epoch: epoch)
+        } else {
+            Self.increment(bucket.others, epoch: epoch)
+        }
+        if !accepted {
+            var latest = self.latestFailureEpoch.load(ordering: .relaxed)
+            while epoch &+ 1 > latest {
+                let (exchanged, original) = self.latestFailureEpoch.compareExchange(
+                    expected: latest, desired: epoch &+ 1, ordering: .relaxed)
+                if exchanged { break }
+                latest = original
+            }
+        }
+    }
+
+    private static func increment(_ word: borrowing Atomic<UInt64>, epoch: UInt64) {
+        let tag = epoch & 0xFFFF_FFFF
+        var old = word.load(ordering: .relaxed)
+        while true {
+            let new: UInt64
+            if old >> 32 == tag {
+                let count = old & 0xFFFF_FFFF
+                new = count == 0xFFFF_FFFF ? old : old + 1  // saturates rather than wraps into the tag
+            } else {
+                new = tag << 32 | 1
+            }
+            let (exchanged, original) = word.compareExchange(expected: old, desired: new, ordering: .relaxed)
+            if exchanged { return }
+            old = original
+        }
+    }
+
+    private func totals(at epoch: UInt64) -> (requests: Int, accepts: Int) {
+        var accepts = 0
+        var others = 0
+        for bucket in self.buckets {
+            accepts += Self.count(in: bucket.accepts.load(ordering: .relaxed), at: epoch)
+            others += Self.count(in: bucket.others.load(ordering: .relaxed), at: epoch)
+        }
+        return (accepts + others, accepts)
+    }
+
+    /// The count a word holds if its bucket lies within the window ending at `epoch`.
+    private static func count(in word: UInt64, at epoch: UInt64) -> Int {
+        let age = ((epoch & 0xFFFF_FFFF) &- (word >> 32)) & 0xFFFF_FFFF
+        return age < UInt64(Self.bucketCount) ? Int(word & 0xFFFF_FFFF) : 0
+    }
+
+    private func probability(at epoch: UInt64) -> Double {
+        let totals = self.totals(at: epoch)
+        return Self.rejectionProbability(
+            requests: totals.requests, accepts: totals.accepts, multiplier: self.multiplier, floor: self.floor)
+    }
+
+    /// The formula: `max(0, (requests − multiplier × accepts − floor) / (requests + 1))`.
+    static func rejectionProbability(requests: Int, accepts: Int, multiplier: Double, floor: Int) -> Double {
+        let excess = Double(requests) - multiplier * Double(accepts) - Double(floor)
+        return Swift.max(0, excess / (Double(requests) + 1))
+    }
+}
+
+extension Double {
+    /// The value as a `UInt64`, clamped; NaN becomes 0.
+    fileprivate var clampedToUInt64: UInt64 {
+        guard self > 0 else { return 0 }
+        return self >= 18_446_744_073_709_549_568 ? .max : UInt64(self)
+    }
+}

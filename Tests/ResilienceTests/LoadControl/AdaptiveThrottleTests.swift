@@ -1,0 +1,203 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+@Suite("Adaptive throttle")
+struct AdaptiveThrottleTests {
+    private func makeThrottle(
+        clock: TestClock, multiplier: Double = 2, window: Duration = .seconds(120), floor: Int = 0, seed: UInt64 = 7
+    ) throws -> AdaptiveThrottle {
+        try AdaptiveThrottle(
+            multiplier: multiplier, window: window, floor: floor, clock: clock,
+            generator: SeededRandomNumberGenerator(seed: seed))
+    }
+
+    @Test func admitsEverythingWhileTheServerAcceptsEverything() throws {
+        let throttle = try self.makeThrottle(clock: TestClock())
+        for _ in 0..<1_000 {
+            #expect(throttle.admit())
+            throttle.recordAccepted()
+        }
+        #expect(throttle.rejectionProbability == 0)
+        #expect(throttle.counts == (1_000, 1_000))
+    }
+
+    @Test func localRejectionsAreNotCounted() throws {
+        let throttle = try self.makeThrottle(clock: TestClock(), multiplier: 1)
+        for _ in 0..<1_000 { throttle.recordRejected() }
+        var rejected = 0
+        for _ in 0..<100 where !throttle.admit() { rejected += 1 }
+        #expect(rejected > 90)
+        #expect(throttle.counts == (1_000, 0))
+    }
+
+    @Test func rejectionProbabilityFollowsTheFormula() throws {
+        let throttle = try self.makeThrottle(clock: TestClock())
+        for _ in 0..<10 { throttle.recordAccepted() }
+        for _ in 0..<30 { throttle.recordRejected() }
+        // requests 40, accepts 10: (40 - 2 * 10) / 41
+        #expect(abs(throttle.rejectionProbability - 20.0 / 41.0) < 1e-12)
+    }
+
+    @Test func floorToleratesRequestsBeforeRejecting() throws {
+        let throttle = try self.makeThrottle(clock: TestClock(), floor: 5)
+        for _ in 0..<5 { throttle.recordRejected() }
+        #expect(throttle.rejectionProbability == 0)
+        throttle.recordRejected()
+        #expect(abs(throttle.rejectionProbability - 1.0 / 7.0) < 1e-12)
+    }
+
+    @Test func deadServerSeesOnlyATrickle() throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock)
+        var sent = 0
+        for _ in 0..<2_000 {
+            clock.advance(by: .milliseconds(50))
+            if throttle.admit() {
+                sent += 1
+                throttle.recordRejected()
+            }
+        }
+        // 2,000 requests in 100 s against a server that accepts none: at most a tenth reach it.
+        #expect(sent < 200)
+        #expect(sent > 0)
+    }
+
+    @Test func recoversOnceTheServerAcceptsAgain() throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock, window: .seconds(10))
+        for _ in 0..<500 {
+            clock.advance(by: .milliseconds(20))
+            if throttle.admit() { throttle.recordRejected() }
+        }
+        #expect(throttle.rejectionProbability > 0.9)
+        // The server is back: every admitted request is accepted; within one window traffic is full again.
+        for _ in 0..<500 {
+            clock.advance(by: .milliseconds(20))
+            if throttle.admit() { throttle.recordAccepted() }
+        }
+        #expect(throttle.rejectionProbability == 0)
+    }
+
+    @Test func forwardClockJumpAgesOutTheWindow() throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock)
+        for _ in 0..<100 { throttle.recordRejected() }
+        #expect(throttle.rejectionProbability > 0.9)
+        clock.advance(by: .seconds(121))
+        #expect(throttle.rejectionProbability == 0)
+        #expect(throttle.counts == (0, 0))
+        #expect(throttle.admit())
+    }
+
+    @Test func backwardClockJumpKeepsTheWindowWhereItWas() throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock)
+        clock.advance(by: .seconds(300))
+        for _ in 0..<100 { throttle.recordRejected() }
+        clock.rewind(by: .seconds(200))
+        // The counts stay: time does not run back for the window.
+        #expect(throttle.counts == (100, 0))
+        throttle.recordRejected()
+        #expect(throttle.counts == (101, 0))
+        clock.advance(by: .seconds(200 + 121))
+        #expect(throttle.counts == (0, 0))
+    }
+
+    @Test func sameSeedGivesTheSameDecisions() throws {
+        func decisions() throws -> [Bool] {
+            let throttle = try self.makeThrottle(clock: TestClock(), seed: 42)
+            for _ in 0..<10 { throttle.recordRejected() }
+            return (0..<50).map { _ in throttle.admit() }
+        }
+        let first = try decisions()
+        #expect(first == (try decisions()))
+        #expect(first.contains(true) && first.contains(false))
+    }
+
+    @Test func executeRejectsLocallyWithAnErrorThatSaysNotSent() async throws {
+        let throttle = try self.makeThrottle(clock: TestClock(), multiplier: 1, seed: 1)
+        for _ in 0..<10_000 { throttle.recordRejected() }
+        let ran = Counter()
+        var rejections = 0
+        for _ in 0..<20 {
+            do {
+                try await throttle.execute { _ = ran.increment() }
+            } catch let error as AdaptiveThrottleRejection {
+                rejections += 1
+                #expect(FailureAnalysis(error).delivery == .notSent)
+            }
+        }
+        #expect(rejections >= 19)
+        #expect(ran.value + rejections == 20)
+    }
+
+    @Test func executeCountsFailuresByWhatTheServerDid() async throws {
+        let throttle = try self.makeThrottle(clock: TestClock())
+        _ = try? await throttle.execute { throw HTTPResponseError(statusCode: 404) }
+        _ = try? await throttle.execute { throw HTTPResponseError(statusCode: 503) }
+        _ = try? await throttle.execute { throw HTTPResponseError(statusCode: 429) }
+        #expect(throttle.counts == (3, 1))
+    }
+
+    @Test func aBreakersLocalRejectionIsNotCounted() async throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock)
+        let breaker = try CircuitBreaker(name: "api", tripRule: .consecutiveFailures(1), clock: clock)
+        _ = try? await throttle.execute { try await breaker.execute { throw HTTPResponseError(statusCode: 503) } }
+        _ = try? await throttle.execute { try await breaker.execute {} }
+        #expect(throttle.counts == (1, 0))
+    }
+
+    @Test func callerCancellationIsNotCounted() async throws {
+        let throttle = try self.makeThrottle(clock: TestClock())
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await throttle.execute { throw CancellationError() }
+        }
+        _ = await task.result
+        #expect(throttle.counts == (0, 0))
+    }
+
+    @Test func retryPolicyStopsAtALocalRejection() async throws {
+        let throttle = try self.makeThrottle(clock: TestClock(), multiplier: 1, seed: 3)
+        for _ in 0..<10_000 { throttle.recordRejected() }
+        let policy = try RetryPolicy(maximumAttempts: 5, clock: TestClock())
+        var outcome = await policy.outcome { try await throttle.execute {} }
+        for _ in 0..<5 where outcome.stopReason == .succeeded {
+            outcome = await policy.outcome { try await throttle.execute {} }
+        }
+        #expect(outcome.stopReason == .throttled)
+        #expect(outcome.attempts == 1)
+    }
+
+    @Test(arguments: [
+        (0.5, Duration.seconds(1), 0, "multiplier"), (.nan, .seconds(1), 0, "multiplier"),
+        (2, .zero, 0, "window"), (2, .seconds(1), -1, "floor"),
+    ])
+    func rejectsInvalidSettings(multiplier: Double, window: Duration, floor: Int, setting: String) {
+        #expect(throws: ConfigurationError.self) {
+            try AdaptiveThrottle(multiplier: multiplier, window: window, floor: floor, clock: TestClock())
+        }
+        do {
+            _ = try AdaptiveThrottle(multiplier: multiplier, window: window, floor: floor, clock: TestClock())
+        } catch {
+            #expect(error.setting == setting)
+        }
+    }
+
+    @Test func concurrentRecordingLosesNoCount() async throws {
+        let throttle = try self.makeThrottle(clock: TestClock())
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for _ in 0..<1_000 {
+                        if task.isMultiple(of: 2) { throttle.recordAccepted() } else { throttle.recordRejected() }
+                    }
+                }
+            }
+        }
+        #expect(throttle.counts == (8_000, 4_000))
+    }
+}

@@ -1,0 +1,322 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import ResilienceURLSession
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("Nested retries and deadline propagation")
+struct NestedRetriesTests {
+    /// A failure named after the test that throws it: records of nested exhaustion
+    /// match by the error's description, and tests run in parallel in one process.
+    private struct ServerDown: Error {
+        var test: String
+    }
+
+    private func policy(
+        attempts: Int = 3, nested: NestedRetries = .innermostLayer, deadline: Duration? = nil, clock: TestClock
+    ) throws -> RetryPolicy {
+        try RetryPolicy(
+            maximumAttempts: attempts, backoff: .constant(.milliseconds(10)), jitter: .none, deadline: deadline,
+            nestedRetries: nested, clock: clock)
+    }
+
+    /// Runs `body` while advancing `clock` through every wait it makes.
+    private func drive<T: Sendable>(
+        _ clock: TestClock, _ body: @escaping @Sendable () async -> T
+    ) async -> T {
+        let task = Task { await body() }
+        let driver = Task {
+            while !Task.isCancelled {
+                await clock.waitForSleepers(count: 1)
+                clock.advance(by: .milliseconds(10))
+            }
+        }
+        let value = await task.value
+        driver.cancel()
+        clock.advance(by: .seconds(1))
+        return value
+    }
+
+    @Test func threeNestedLayersSendThreeAttemptsNotTwentySeven() async throws {
+        let clock = TestClock()
+        let layers = try (0..<3).map { _ in try self.policy(clock: clock) }
+        let attempts = Counter()
+        let outcome = await self.drive(clock) {
+            await layers[0].outcome {
+                try await layers[1].execute {
+                    try await layers[2].execute {
+                        attempts.increment()
+                        throw ServerDown(test: #function)
+                    }
+                }
+            }
+        }
+        #expect(attempts.value == 3)
+        #expect(outcome.stopReason == .retriedByInnerPolicy)
+        #expect(outcome.attempts == 1)
+        #expect(outcome.error is ServerDown)
+    }
+
+    @Test func optingOutMultipliesAsBefore() async throws {
+        let clock = TestClock()
+        let layers = try (0..<3).map { _ in try self.policy(nested: .everyLayer, clock: clock) }
+        let attempts = Counter()
+        _ = await self.drive(clock) {
+            await layers[0].outcome {
+                try await layers[1].execute {
+                    try await layers[2].execute {
+                        attempts.increment()
+                        throw ServerDown(test: #function)
+                    }
+                }
+            }
+        }
+        #expect(attempts.value == 27)
+    }
+
+    @Test func aPolicyCalledAgainInTheSameTaskStillRetries() async throws {
+        let clock = TestClock()
+        let inner = try self.policy(clock: clock)
+        let outer = try self.policy(clock: clock)
+        let attempts = Counter()
+        let counts = await self.drive(clock) { () -> [Int] in
+            var counts: [Int] = []
+            for _ in 0..<3 {
+                let before = attempts.value
+                _ = await outer.outcome {
+                    try await inner.execute {
+                        attempts.increment()
+                        throw ServerDown(test: #function)
+                    }
+                }
+                counts.append(attempts.value - before)
+            }
+            return counts
+        }
+        #expect(counts == [3, 3, 3])
+    }
+
+    @Test func aRecordLeftByAPolicyThatIsGoneIsNotTaken() async throws {
+        let clock = TestClock()
+        let attempts = Counter()
+        let counts = await self.drive(clock) { () -> [Int] in
+            do {
+                // A policy used once and released, leaving its record behind in this task.
+                let gone = try? self.policy(clock: clock)
+                _ = await gone?.outcome {
+                    attempts.increment()
+                    throw ServerDown(test: "shared")
+                }
+            }
+            let before = attempts.value
+            let other = try? self.policy(clock: clock)
+            _ = await other?.outcome {
+                attempts.increment()
+                throw ServerDown(test: "shared")
+            }
+            return [before, attempts.value - before]
+        }
+        #expect(counts == [3, 3])
+    }
+
+    @Test func anInnerPolicyThatGaveUpForAnotherReasonLeavesTheOuterFreeToRetry() async throws {
+        let clock = TestClock()
+        let inner = try RetryPolicy(
+            maximumAttempts: 3, classifier: ClosureRetryClassifier { @Sendable _, _ in .doNotRetry }, clock: clock)
+        let outer = try self.policy(clock: clock)
+        let attempts = Counter()
+        let outcome = await self.drive(clock) {
+            await outer.outcome {
+                try await inner.execute {
+                    attempts.increment()
+                    throw ServerDown(test: #function)
+                }
+            }
+        }
+        #expect(attempts.value == 3)
+        #expect(outcome.stopReason == .exhausted)
+    }
+
+    @Test func nestingIsDetectedAcrossAnAttemptTimeout() async throws {
+        let clock = TestClock()
+        // No waits: the attempt's time limit is a sleeper the whole time, so nothing drives the clock.
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let outer = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let attempts = Counter()
+        let outcome = await Task {
+            await outer.outcome(attemptTimeout: .seconds(60)) {
+                try await inner.execute {
+                    attempts.increment()
+                    throw ServerDown(test: #function)
+                }
+            }
+        }.value
+        #expect(attempts.value == 3)
+        #expect(outcome.stopReason == .retriedByInnerPolicy)
+    }
+
+    @Test func outerDeadlineStopsAnInnerPolicysWaits() async throws {
+        let clock = TestClock()
+        let inner = try RetryPolicy(
+            maximumAttempts: 10, backoff: .constant(.seconds(4)), jitter: .none, clock: clock)
+        let outer = try self.policy(attempts: 1, deadline: .seconds(10), clock: clock)
+        let attempts = Counter()
+        let task = Task {
+            await outer.outcome {
+                try await inner.execute {
+                    attempts.increment()
+                    throw ServerDown(test: #function)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(4))
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(4))
+        let outcome = await task.value
+        // Attempts at 0 s, 4 s and 8 s; a fourth wait of 4 s would pass the outer 10 s deadline.
+        #expect(attempts.value == 3)
+        #expect(clock.sleepRequests == [.seconds(4), .seconds(4)])
+        #expect(outcome.error is ServerDown)
+    }
+
+    @Test func outerDeadlineBoundsAnInnerAttemptTimeout() async throws {
+        let clock = TestClock()
+        let inner = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let outer = try self.policy(attempts: 1, deadline: .seconds(5), clock: clock)
+        let task = Task {
+            await outer.outcome {
+                try await inner.execute(attemptTimeout: .seconds(60)) {
+                    try await clock.sleep(for: .seconds(3_600))
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        #expect(clock.sleepRequests.contains(.seconds(5)))
+        clock.advance(by: .seconds(5))
+        let outcome = await task.value
+        #expect(outcome.error is AttemptTimeoutError)
+    }
+
+    @Test func deadlineSurvivesABackwardClockJump() async throws {
+        let clock = TestClock()
+        let inner = try RetryPolicy(maximumAttempts: 10, backoff: .constant(.seconds(4)), jitter: .none, clock: clock)
+        let outer = try self.policy(attempts: 1, deadline: .seconds(10), clock: clock)
+        let attempts = Counter()
+        let task = Task {
+            await outer.outcome {
+                try await inner.execute {
+                    attempts.increment()
+                    throw ServerDown(test: #function)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(4))
+        clock.rewind(by: .seconds(2))
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(60))
+        _ = await task.value
+        // A clock that ran back gives more time, never an endless loop: the call ends.
+        #expect(attempts.value <= 4)
+    }
+
+    @Test func cancellationDuringAnInnerWaitEndsEveryLayer() async throws {
+        let clock = TestClock()
+        let inner = try self.policy(clock: clock)
+        let outer = try self.policy(clock: clock)
+        let attempts = Counter()
+        let task = Task {
+            await outer.outcome {
+                try await inner.execute {
+                    attempts.increment()
+                    throw ServerDown(test: #function)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 1)
+        task.cancel()
+        let outcome = await task.value
+        #expect(attempts.value == 1)
+        #expect(outcome.stopReason == .cancelled)
+    }
+}
+
+@Suite("Jittered open durations")
+struct JitteredOpenDurationTests {
+    @Test func spreadsOpenTimesWithinTheSpread() async throws {
+        var opens: [Duration] = []
+        for client in 0..<50 {
+            let clock = TestClock()
+            let breaker = try CircuitBreaker(
+                name: "c", tripRule: .consecutiveFailures(1),
+                openDuration: .fixed(.seconds(30)).jittered(
+                    by: 0.2, generator: SeededRandomNumberGenerator(seed: UInt64(client))),
+                clock: clock)
+            _ = try? await breaker.execute { throw TransientError() }
+            var waited = Duration.zero
+            while (try? await breaker.execute {}) == nil {
+                clock.advance(by: .milliseconds(100))
+                waited += .milliseconds(100)
+            }
+            opens.append(waited)
+        }
+        #expect(opens.allSatisfy { $0 >= .seconds(24) && $0 <= .milliseconds(36_100) })
+        #expect(Set(opens).count > 25)
+    }
+
+    @Test func sameSeedSameSchedule() {
+        let first = CircuitBreakerOpenDuration.fixed(.seconds(30)).jittered(
+            by: 0.2, generator: SeededRandomNumberGenerator(seed: 9))
+        let second = CircuitBreakerOpenDuration.fixed(.seconds(30)).jittered(
+            by: 0.2, generator: SeededRandomNumberGenerator(seed: 9))
+        #expect(first.description == "fixed(30.0 seconds).jittered(by: 0.2)")
+        #expect(first.duration(forTrip: 1) == .seconds(30))
+        _ = second
+    }
+
+    @Test func spreadOutsideZeroToOneIsRejected() {
+        #expect(throws: ConfigurationError.self) {
+            try CircuitBreaker(name: "c", openDuration: .fixed(.seconds(1)).jittered(by: 1.5))
+        }
+    }
+}
+
+extension RetryOutcome {
+    /// The error the call ended with, if it failed.
+    fileprivate var error: (any Error)? {
+        if case .failure(let error) = self.result { return error }
+        return nil
+    }
+}
+
+@Suite("Request metadata headers")
+struct RequestMetadataHeaderTests {
+    @Test func sendsTheAttemptNumberAndTheTimeLeftAndCutsTheTimeout() throws {
+        var request = URLRequest(url: URL(string: "https://example.com/items")!)
+        request.timeoutInterval = 60
+        let headers = RetryRequestHeaders(timeLeft: "X-Time-Left-Ms", attempt: "X-Attempt")
+        let sent = headers.applied(to: request, attempt: 2, timeLeft: .milliseconds(2_500))
+        #expect(sent.value(forHTTPHeaderField: "X-Attempt") == "2")
+        #expect(sent.value(forHTTPHeaderField: "X-Time-Left-Ms") == "2500")
+        #expect(sent.timeoutInterval == 2.5)
+    }
+
+    @Test func sendsNoTimeLeftWithoutADeadlineAndNothingUnnamed() throws {
+        let request = URLRequest(url: URL(string: "https://example.com/items")!)
+        let sent = RetryRequestHeaders(attempt: "A").applied(to: request, attempt: 1, timeLeft: nil)
+        #expect(sent.value(forHTTPHeaderField: "A") == "1")
+        #expect(sent.allHTTPHeaderFields?.count == 1)
+        #expect(sent.timeoutInterval == request.timeoutInterval)
+    }
+
+    @Test func aPassedDeadlineSendsZero() throws {
+        let request = URLRequest(url: URL(string: "https://example.com/items")!)
+        let sent = RetryRequestHeaders(timeLeft: "T").applied(to: request, attempt: 3, timeLeft: .seconds(-1))
+        #expect(sent.value(forHTTPHeaderField: "T") == "0")
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+@Suite("RateLimit header fields")
+struct RateLimitHeaderTests {
+    @Test func readsTheDraftsExamples() throws {
+        let limits = try #require(RateLimitHeader.serviceLimits(parsing: #""default";r=0;t=10"#))
+        #expect(limits == [.init(policy: "default", remaining: 0, reset: .seconds(10))])
+        let policies = try #require(
+            RateLimitHeader.policies(parsing: #""burst";q=100;w=60,"daily";q=1000;w=86400;qu="request""#))
+        #expect(policies.map(\.name) == ["burst", "daily"])
+        #expect(policies.map(\.quota) == [100, 1_000])
+        #expect(policies.map(\.window) == [.seconds(60), .seconds(86_400)])
+        #expect(policies[1].quotaUnit == "request")
+    }
+
+    @Test func acceptsTokensPartitionKeysAndUnknownParameters() throws {
+        let limits = try #require(RateLimitHeader.serviceLimits(parsing: #"day;r=5;t=3600;pk=:cHJvamVjdC0x:;x-ext=?1"#))
+        #expect(limits == [.init(policy: "day", remaining: 5, reset: .seconds(3_600), partitionKey: "cHJvamVjdC0x")])
+    }
+
+    @Test(arguments: [
+        "", "   ", #""a";r=1,"#, #""a";r=1,,"b";r=2"#, #""a";r=1 x"#, #""a;r=1"#, #""a";R=1"#,
+        #""a";r=1234567890123456"#,
+        #""a";r=1.;t=2"#, #""a";r=1;t=:abc"#, "\"\u{7F}\";r=1", #""a";r=?2"#, #""a";r="#, "(\"a\" ;r=1",
+    ])
+    func ignoresAMalformedFieldWhole(value: String) {
+        #expect(RateLimitHeader.serviceLimits(parsing: value) == nil)
+    }
+
+    @Test func skipsMembersThatAreNotQuotaItemsAndKeepsTheRest() throws {
+        let value = #"1;r=1, "neg";r=-1, "noq";t=3, ("x" "y");r=1, "dec";r=1.5, "bad";r=1;t="2", "ok";r=2;t=7"#
+        let limits = try #require(RateLimitHeader.serviceLimits(parsing: value))
+        #expect(limits == [.init(policy: "ok", remaining: 2, reset: .seconds(7))])
+    }
+
+    @Test func lastValueOfARepeatedParameterWins() throws {
+        let limits = try #require(RateLimitHeader.serviceLimits(parsing: #""a";r=1;r=0;t=4"#))
+        #expect(limits.first?.remaining == 0)
+    }
+
+    @Test func exhaustedForIsTheLongestResetAmongSpentQuotas() {
+        #expect(RateLimitHeader.exhaustedFor(parsing: #""a";r=0;t=10, "b";r=0;t=30, "c";r=5;t=90"#) == .seconds(30))
+        #expect(RateLimitHeader.exhaustedFor(parsing: #""a";r=3;t=10"#) == nil)
+        #expect(RateLimitHeader.exhaustedFor(parsing: #""a";r=0"#) == nil)
+        #expect(RateLimitHeader.exhaustedFor(parsing: "garbage;;") == nil)
+    }
+
+    @Test func rawBytesAndStringAgree() {
+        let value = #""default";r=0;t=10, other;r=4"#
+        #expect(RateLimitHeader.serviceLimits(utf8: Array(value.utf8)) == RateLimitHeader.serviceLimits(parsing: value))
+        #expect(RateLimitHeader.serviceLimits(utf8: [0x22, 0xFF, 0x22, 0x3B, 0x72, 0x3D, 0x31]) == nil)
+    }
+
+    @Test func anExhaustedQuotaIsAServerHintOnAFailure() {
+        let error = HTTPResponseError(statusCode: 503, headers: ["ratelimit": #""default";r=0;t=12"#])
+        #expect(FailureAnalysis(error).retryAfter == .seconds(12))
+        #expect(error.serviceLimits.first?.remaining == 0)
+        let withRetryAfter = HTTPResponseError(
+            statusCode: 503, headers: ["Retry-After": "3", "RateLimit": #""default";r=0;t=12"#])
+        #expect(FailureAnalysis(withRetryAfter).retryAfter == .seconds(12))
+        let quotaLeft = HTTPResponseError(statusCode: 503, headers: ["RateLimit": #""default";r=9;t=12"#])
+        #expect(FailureAnalysis(quotaLeft).retryAfter == nil)
+    }
+
+    @Test func policyWaitsForTheResetOnAFailureWithNoQuotaLeft() async throws {
+        let clock = TestClock()
+        let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.milliseconds(1)), clock: clock)
+        let attempts = Counter()
+        let call = Task {
+            await policy.outcome {
+                if attempts.increment() == 1 {
+                    throw HTTPResponseError(statusCode: 503, headers: ["RateLimit": #""default";r=0;t=5"#])
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.sleepRequests == [.seconds(5)])
+        clock.advance(by: .seconds(5))
+        #expect(await call.value.stopReason == .succeeded)
+    }
+
+    @Test func breakerPushbackOpensForAnExhaustedQuota() async throws {
+        let clock = TestClock()
+        let breaker = try CircuitBreaker(name: "api", pushback: .anyRetryAfter(), clock: clock)
+        _ = try? await breaker.execute {
+            throw HTTPResponseError(statusCode: 503, headers: ["RateLimit": #""default";r=0;t=8"#])
+        }
+        await #expect(throws: CircuitBreakerOpenError.self) { try await breaker.execute {} }
+        clock.advance(by: .seconds(8))
+        try await breaker.execute {}
+    }
+}
+
+@Suite("RateLimit gate")
+struct RateLimitGateTests {
+    @Test func spendsTheQuotaLeftThenWaitsForTheReset() throws {
+        let clock = TestClock()
+        let gate = try RateLimitGate(clock: clock)
+        #expect(gate.reserve() == .zero)  // nothing known yet
+        gate.record(headers: ["RateLimit": #""default";r=2;t=10"#])
+        #expect(gate.reserve() == .zero)
+        #expect(gate.reserve() == .zero)
+        clock.advance(by: .seconds(4))
+        #expect(gate.reserve() == .seconds(6))
+        clock.advance(by: .seconds(6))
+        #expect(gate.reserve() == .zero)  // reset: unknown until the next response
+    }
+
+    @Test func capsTheWaitAtTheMaximum() throws {
+        let gate = try RateLimitGate(maximumWait: .seconds(30), clock: TestClock())
+        gate.record(headers: ["ratelimit": #""day";r=0;t=86400"#])
+        #expect(gate.reserve() == .seconds(30))
+    }
+
+    @Test func ignoresAMalformedField() throws {
+        let gate = try RateLimitGate(clock: TestClock())
+        gate.record(headers: ["RateLimit": #""day";r=0;t=5,"#])
+        #expect(gate.reserve() == .zero)
+    }
+
+    @Test func backwardClockJumpNeverShortensTheWaitBelowTheReset() throws {
+        let clock = TestClock()
+        clock.advance(by: .seconds(100))
+        let gate = try RateLimitGate(clock: clock)
+        gate.record(headers: ["RateLimit": #""default";r=0;t=10"#])
+        clock.rewind(by: .seconds(5))
+        #expect(gate.reserve() == .seconds(15))
+    }
+
+    @Test func acquireWaitsOnTheClockAndCancellationEndsTheWait() async throws {
+        let clock = TestClock()
+        let gate = try RateLimitGate(clock: clock)
+        gate.record(headers: ["RateLimit": #""default";r=0;t=10"#])
+        let waiting = Task { try await gate.acquire() }
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.sleepRequests == [.seconds(10)])
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+
+        let second = Task { try await gate.acquire() }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(10))
+        try await second.value
+    }
+}
