@@ -20,7 +20,7 @@ public import Resilience
 public struct RetryRequestHeaders: Sendable, Hashable {
     /// The header for the time left before the deadline, in whole milliseconds; `nil` for none.
     ///
-    /// The time left is the shorter of the policy's ``RetryPolicy/deadline`` and that
+    /// The time left is the shorter of the policy's `RetryPolicy.deadline` and that
     /// of any enclosing policy. It is sent only when there is a deadline.
     public var timeLeft: String?
     /// The header for the attempt number, 1 for the first; `nil` for none.

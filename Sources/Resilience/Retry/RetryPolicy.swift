@@ -79,7 +79,7 @@ public final actor RetryPolicy {
 
     /// Creates a policy, validating every setting.
     ///
-    /// Where the settings are known to be valid, ``init(name:configuration:classifier:budget:observer:clock:generator:)``
+    /// Where the settings are known to be valid, ``init(name:configuration:classifier:budget:observer:nestedRetries:clock:generator:)``
     /// builds a policy without `try`: `RetryPolicy(configuration: .default)`.
     ///
     /// - Parameters:
