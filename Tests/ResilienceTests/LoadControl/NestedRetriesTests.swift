@@ -320,3 +320,20 @@ struct RequestMetadataHeaderTests {
         #expect(sent.value(forHTTPHeaderField: "T") == "0")
     }
 }
+
+@Suite struct JitteredOpenDurationSettingsTests {
+    @Test func aJitterSpreadIsDecodedEncodedAndValidated() throws {
+        let json = Data(#"{"kind": "fixed", "duration": "30s", "jitter": 0.2}"#.utf8)
+        let decoded = try JSONDecoder().decode(CircuitBreakerOpenDuration.self, from: json)
+        #expect(decoded.description.contains("jittered(by: 0.2)"))
+        let encoded = try JSONEncoder().encode(decoded)
+        let object = try #require(try JSONSerialization.jsonObject(with: encoded) as? [String: Any])
+        #expect(object["jitter"] as? Double == 0.2)
+
+        let invalid = Data(#"{"kind": "fixed", "duration": "30s", "jitter": 1.5}"#.utf8)
+        let error = try #require(throws: ConfigurationError.self) {
+            try JSONDecoder().decode(CircuitBreakerOpenDuration.self, from: invalid)
+        }
+        #expect(error.setting.hasSuffix("jitter"))
+    }
+}
