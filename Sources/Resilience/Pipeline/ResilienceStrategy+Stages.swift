@@ -55,3 +55,13 @@ extension RetryPolicy: ResilienceStrategy {
         try await self.execute { try await operation() }
     }
 }
+
+extension AdaptiveThrottle: ResilienceStrategy {
+    /// Runs `operation` if the throttle admits it, as ``execute(operation:)`` does, so a
+    /// pipeline can reject locally while its dependency is failing.
+    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
+        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        try await self.execute { try await operation() }
+    }
+}

@@ -201,3 +201,28 @@ struct AdaptiveThrottleTests {
         #expect(throttle.counts == (8_000, 4_000))
     }
 }
+
+@Suite("Adaptive throttle as a pipeline stage")
+struct AdaptiveThrottleStageTests {
+    @Test func aPipelineStageRejectsLocallyOnceTheServerKeepsFailing() async throws {
+        let clock = TestClock()
+        let throttle = try AdaptiveThrottle(clock: clock, generator: SeededRandomNumberGenerator(seed: 3))
+        let pipeline = ResiliencePipeline { throttle }
+        let reached = Counter()
+        var rejected = 0
+        for _ in 0..<200 {
+            do {
+                _ = try await pipeline.execute { () throws -> Int in
+                    reached.increment()
+                    throw HTTPResponseError(statusCode: 503)
+                }
+            } catch is AdaptiveThrottleRejection {
+                rejected += 1
+            } catch {}
+        }
+        #expect(rejected > 100, "a dead server should see a trickle, not every request")
+        #expect(reached.value + rejected == 200)
+        let analysis = FailureAnalysis(AdaptiveThrottleRejection(rejectionProbability: 0.9))
+        #expect(analysis.delivery == .notSent)
+    }
+}
