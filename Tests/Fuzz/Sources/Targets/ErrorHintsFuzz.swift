@@ -40,8 +40,10 @@ private func check(_ error: any Error) {
     require(analysis.isTooManyRequests == ErrorHints.isTooManyRequests(error), "the analysis disagrees on 429")
     require(analysis.retryAfter == ErrorHints.retryAfter(of: error), "the analysis disagrees on the hint")
     if analysis.isTooManyRequests {
+        // Cancellation, when the chain also holds one, is the only rule that comes first.
+        let reason = Rulebook.stopReason(for: analysis, idempotency: .idempotent)
         require(
-            Rulebook.stopReason(for: analysis, idempotency: .idempotent) == .tooManyRequests,
+            reason == .tooManyRequests || (reason == .cancelled && analysis.interruption == .caller),
             "a 429 in the chain is not stopped by the rules")
     }
     if let hint = ErrorHints.retryAfter(of: error) {
