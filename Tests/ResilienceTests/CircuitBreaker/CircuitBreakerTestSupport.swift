@@ -76,35 +76,9 @@ final class Countdown: Sendable {
     }
 }
 
-/// A gate that parks tasks until it is opened, so they all set off together.
-final class StartingGate: Sendable {
-    private struct State {
-        var isOpen = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state = Lock(State())
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let isOpen = self.state.withLock { state in
-                if state.isOpen { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if isOpen { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = self.state.withLock { state in
-            state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}
+/// A gate that parks tasks until it is opened, so they all set off together: the
+/// toolbox tests' `Gate`, which also counts who is waiting.
+typealias StartingGate = Gate
 
 /// Records every observer event.
 final class RecordingBreakerObserver: CircuitBreakerObserver {

@@ -73,7 +73,9 @@ public struct HTTPRetryClassifier: RetryClassifier {
     /// The decision for an HTTP status or URL loading error; `nil` for any other error.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
         if error is CancellationError { return nil }
-        if let status = ErrorHints.httpStatus(of: error) {
+        // A policy has already read the chain once; reuse its reading rather than walk it again.
+        let status = context.analysis.map(\.httpStatus) ?? ErrorHints.httpStatus(of: error)
+        if let status {
             return self.decision(forStatus: status)
         }
         if let category = URLErrorCategory(error) {
