@@ -579,16 +579,11 @@ public final actor RetryPolicy {
         // it, so a breaker inside tells this time limit from the caller giving up.
         let signal = TimeLimitSignal()
         let scope = CallScope.limited(by: signal)
-        let parentTask = NestedRetryLedger.currentTask
         return try await withThrowingTaskGroup(of: Value.self) { group in
             group.addTask {
-                do {
-                    return try await CallScope.$current.withValue(scope) { try await operation() }
-                } catch {
-                    // An inner policy's word that it exhausted its attempts goes to this task's caller.
-                    NestedRetryLedger.handOver(error, to: parentTask)
-                    throw error
-                }
+                // The error comes out of the group as the very value thrown, which is what
+                // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
+                try await CallScope.$current.withValue(scope) { try await operation() }
             }
             group.addTask {
                 try await clock.sleepUntil(clock.now() + limit)
