@@ -32,12 +32,20 @@ import Synchronization
 /// in it are left out: traffic is back to full within a window of the recovery, and
 /// a dead server sees a few requests per window.
 ///
-/// Share one throttle among everything that calls one server. A ``RetryPolicy``
-/// or a ``CircuitBreaker`` takes one, and any other layer can drive it through its
-/// small API:
+/// Share one throttle among everything that calls one server side by side. A
+/// ``RetryPolicy`` (``RetryPolicy/throttle``) or a ``CircuitBreaker``
+/// (``CircuitBreaker/throttle``) takes one and asks it before every attempt:
 ///
 /// ```swift
 /// let throttle = try AdaptiveThrottle()
+/// let policy = try RetryPolicy(maximumAttempts: 3, throttle: throttle)
+/// let breaker = try CircuitBreaker(name: "search", throttle: throttle)
+/// ```
+///
+/// A pipeline runs it as a stage, and any other layer can drive it through its
+/// small API:
+///
+/// ```swift
 /// guard throttle.admit() else { throw AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability) }
 /// do {
 ///     let value = try await client.fetch()
