@@ -1,8 +1,9 @@
 import Foundation
-import Resilience
 import ResilienceTesting
 import ResilienceURLSession
 import Testing
+
+@testable import Resilience
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -302,6 +303,16 @@ struct NestedRetriesTests {
         }
         #expect(attempts.value == 3)
         #expect(outcome.stopReason == .retriedByInnerPolicy)
+    }
+
+    @Test func recordsDoNotOutliveTheirErrors() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        for index in 0..<5_000 {
+            _ = await policy.outcome { throw ServerDown(test: "\(#function) \(index)") }
+        }
+        // Every error above is gone; only the records of errors other tests still hold may remain,
+        // with at most as many dead ones again before the next sweep.
+        #expect(NestedRetryLedger.count < 1_000)
     }
 
     @Test func outerDeadlineStopsAnInnerPolicysWaits() async throws {
