@@ -76,14 +76,14 @@ public final actor RetryPolicy {
     /// and counts as one request; the outcome counts as accepted or not as
     /// ``AdaptiveThrottle/record(_:)`` says. An attempt the throttle rejects is not
     /// sent, and the call ends at once with ``AdaptiveThrottleRejection`` and
-    /// ``RetryStopReason/throttled``: no wait, no budget spent, no further attempt,
-    /// since retrying would defeat the throttle. Share one throttle among the policies
+    /// ``RetryStopReason/throttled`` (after the backoff that preceded a retry, no
+    /// further wait, no budget spent), since retrying would defeat the throttle. Share one throttle among the policies
     /// and breakers that call one server side by side; do not give it to two layers
     /// nested in one another, which would ask it twice for one request.
     public nonisolated let throttle: AdaptiveThrottle?
 
     nonisolated let clock: ElapsedClock
-    /// Whether even a first-attempt success must read the clock or report to the observer.
+    /// Whether even a first-attempt success must read the clock, report to the observer or ask the throttle.
     @usableFromInline nonisolated let needsFullPath: Bool
     private var generator: AnyRandomNumberGenerator
     private var counters = RetryStatistics()
