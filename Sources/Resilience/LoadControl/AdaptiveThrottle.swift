@@ -26,8 +26,9 @@ import Synchronization
 /// lets through about `sqrt(2 × 100)`, 14 times it. Counting them everywhere is what
 /// makes the book's throttle slow to recover: after an outage the window is full of
 /// local rejections that only accepts can outweigh, and accepts grow by a factor of
-/// e only every `window / multiplier`, so with the defaults traffic was still
-/// throttled five windows after the server came back. A span in which the server
+/// e only every `window / multiplier`: in a model of the benchmark's outage (10
+/// requests a second, the defaults), traffic was still throttled about five windows
+/// after the server came back. A span in which the server
 /// failed nothing says the server is answering, and the throttle's own rejections
 /// in it are left out: traffic is back to full within a window of the recovery, and
 /// a dead server sees a few requests per window.
