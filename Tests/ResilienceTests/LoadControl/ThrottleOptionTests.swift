@@ -186,6 +186,18 @@ struct ThrottleOptionTests {
         #expect(throttle.counts == (5, 4))
     }
 
+    @Test func aBreakerAroundAThrottledPolicyDoesNotCountTheThrottlesRejection() async throws {
+        let clock = TestClock()
+        let throttle = try self.throttle(clock: clock, multiplier: 1)
+        for _ in 0..<10_000 { throttle.recordRejected() }
+        let policy = try self.policy(throttle: throttle, clock: clock)
+        let breaker = try CircuitBreaker(name: "api", tripRule: .consecutiveFailures(1), clock: clock)
+        await #expect(throws: AdaptiveThrottleRejection.self) {
+            try await breaker.execute { try await policy.execute { 1 } }
+        }
+        #expect(breaker.state == .closed)
+    }
+
     // MARK: - Sharing
 
     @Test func aPolicyAndABreakerSideBySideShareOneThrottle() async throws {
