@@ -41,18 +41,23 @@ struct NestedRetrySimulation: Sendable {
             requests: self.requests, layers: self.layers, attemptsPerLayer: self.attemptsPerLayer)
     }
 
-    /// Sends one request through `policies`, outermost first.
+    /// Sends one request through `policies`, outermost first; each layer's error
+    /// reaches the layer above as thrown, as an SDK's error reaches the app calling it.
     private static func send(through policies: ArraySlice<RetryPolicy>, attempts: SimulationCounter) async -> Bool {
+        do {
+            try await Self.attempt(through: policies, attempts: attempts)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    private static func attempt(through policies: ArraySlice<RetryPolicy>, attempts: SimulationCounter) async throws {
         guard let outer = policies.first else {
             attempts.increment()
-            return false  // the server fails every request
+            throw SimulatedServerError(httpStatusCode: 503, retryAfter: nil)  // the server fails every request
         }
-        let outcome = await outer.outcome {
-            guard await Self.send(through: policies.dropFirst(), attempts: attempts) else {
-                throw SimulatedServerError(httpStatusCode: 503, retryAfter: nil)
-            }
-        }
-        return (try? outcome.get()) != nil
+        try await outer.execute { try await Self.attempt(through: policies.dropFirst(), attempts: attempts) }
     }
 }
 

@@ -14,11 +14,13 @@ extension CircuitBreaker {
     /// - Returns: The operation's value.
     /// - Throws: ``CircuitBreakerOpenError`` without running the operation when the
     ///   breaker is open, isolated, or half-open with every probe slot taken;
-    ///   otherwise the operation's own error, unchanged.
+    ///   ``AdaptiveThrottleRejection`` without running it when the breaker's
+    ///   ``throttle`` rejects the call locally; otherwise the operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(
         operation: () async throws -> Value
     ) async throws -> Value {
+        if let throttle = self.throttle { return try await self.execute(throttledBy: throttle, operation: operation) }
         let permit = try self.admit()
         let value: Value
         do {

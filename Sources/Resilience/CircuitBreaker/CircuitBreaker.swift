@@ -79,6 +79,17 @@ public final class CircuitBreaker: Sendable {
     public let configuration: CircuitBreakerConfiguration
     /// Receives state changes and rejections, if set.
     public let observer: (any CircuitBreakerObserver)?
+    /// The client-side adaptive throttle every call goes through first, if set.
+    ///
+    /// The throttle decides before the breaker: a call it rejects fails with
+    /// ``AdaptiveThrottleRejection`` without running, takes no permit and counts as
+    /// nothing, neither a failure of the dependency nor a rejection by the breaker
+    /// (it never reached the server). A call the breaker then rejects is not counted
+    /// by the throttle either. A call that runs counts as one request, and its outcome
+    /// as accepted or not as ``AdaptiveThrottle/record(_:)`` says. Share one throttle
+    /// among the breakers and policies that call one server side by side; do not give
+    /// it to two layers nested in one another, which would ask it twice for one request.
+    public let throttle: AdaptiveThrottle?
 
     let clock: ElapsedClock
     let storage: CircuitBreakerStorage
@@ -101,15 +112,20 @@ public final class CircuitBreaker: Sendable {
     ///   - name: The name rejections and events carry.
     ///   - configuration: The settings.
     ///   - observer: Receives state changes and rejections, or `nil`.
+    ///   - throttle: A client-side adaptive throttle, shareable with the policies and breakers
+    ///     that call the same server, or `nil` (the default) for none; see ``throttle``.
     ///   - clock: The clock for open times, leases, windows and slow calls; inject a
     ///     test clock in tests.
     public convenience init(
         name: String,
         configuration: CircuitBreakerConfiguration,
         observer: (any CircuitBreakerObserver)? = nil,
+        throttle: AdaptiveThrottle? = nil,
         clock: some Clock<Duration> = ContinuousClock()
     ) {
-        self.init(name: name, configuration: configuration, observer: observer, elapsedClock: ElapsedClock(clock))
+        self.init(
+            name: name, configuration: configuration, observer: observer, throttle: throttle,
+            elapsedClock: ElapsedClock(clock))
     }
 
     /// Creates a breaker, validating every setting.
@@ -130,6 +146,8 @@ public final class CircuitBreaker: Sendable {
     ///     ``DefaultCircuitBreakerFailureClassifier``.
     ///   - pushback: Whether server retry-after hints open the breaker; defaults to HTTP 429 only.
     ///   - observer: Receives state changes and rejections, or `nil`.
+    ///   - throttle: A client-side adaptive throttle, shareable with the policies and breakers
+    ///     that call the same server, or `nil` (the default) for none; see ``throttle``.
     ///   - clock: The clock for open times, leases, windows and slow calls.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public convenience init(
@@ -143,13 +161,14 @@ public final class CircuitBreaker: Sendable {
         classifier: any CircuitBreakerFailureClassifier = DefaultCircuitBreakerFailureClassifier(),
         pushback: CircuitBreakerPushback = .default,
         observer: (any CircuitBreakerObserver)? = nil,
+        throttle: AdaptiveThrottle? = nil,
         clock: some Clock<Duration> = ContinuousClock()
     ) throws(ConfigurationError) {
         let configuration = try CircuitBreakerConfiguration(
             tripRule: tripRule, slowCallRule: slowCallRule, openDuration: openDuration,
             maximumProbes: maximumProbes, successesToClose: successesToClose, probeLease: probeLease,
             classifier: classifier, pushback: pushback)
-        self.init(name: name, configuration: configuration, observer: observer, clock: clock)
+        self.init(name: name, configuration: configuration, observer: observer, throttle: throttle, clock: clock)
     }
 
     /// Creates a breaker on an existing elapsed clock, so that a registry's breakers share one origin.
@@ -157,11 +176,13 @@ public final class CircuitBreaker: Sendable {
         name: String,
         configuration: CircuitBreakerConfiguration,
         observer: (any CircuitBreakerObserver)?,
+        throttle: AdaptiveThrottle? = nil,
         elapsedClock: ElapsedClock
     ) {
         self.name = name
         self.configuration = configuration
         self.observer = observer
+        self.throttle = throttle
         self.clock = elapsedClock
         self.storage = CircuitBreakerStorage(CircuitBreakerStateMachine(configuration: configuration))
         let hasTimeWindow: Bool

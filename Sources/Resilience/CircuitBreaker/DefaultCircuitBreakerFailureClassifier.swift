@@ -4,10 +4,13 @@
 /// 1. `CancellationError`: does not count; the caller gave up, the dependency did not fail.
 /// 2. ``CircuitBreakerOpenError`` from another breaker inside the operation: counts,
 ///    since that dependency is unavailable to this one.
-/// 3. An HTTP status (see ``ErrorHints/httpStatus(of:)``) in 400...499 other than
+/// 3. ``AdaptiveThrottleRejection`` from a throttle inside the operation (a policy's
+///    ``RetryPolicy/throttle``, a pipeline stage): does not count; the request was
+///    never sent, so it says nothing of the dependency.
+/// 4. An HTTP status (see ``ErrorHints/httpStatus(of:)``) in 400...499 other than
 ///    408 Request Timeout and 429 Too Many Requests: does not count. A 404 or a 422
 ///    is the client's problem and proves the server is answering.
-/// 4. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
+/// 5. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
 public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClassifier {
     /// The client-error statuses that still count as failures.
     public static let countedClientErrorStatuses: Set<Int> = [408, 429]
@@ -19,6 +22,7 @@ public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClass
     public func countsAsFailure(_ error: any Error) -> Bool {
         if error is CancellationError { return false }
         if error is CircuitBreakerOpenError { return true }
+        if error is AdaptiveThrottleRejection { return false }
         if let status = ErrorHints.httpStatus(of: error), (400...499).contains(status) {
             return Self.countedClientErrorStatuses.contains(status)
         }

@@ -20,6 +20,34 @@
 /// A policy that stopped for any other reason (its classifier said final, its
 /// budget or deadline ran out) leaves the layer above free to judge the failure
 /// itself.
+///
+/// ## What is detected, exactly
+///
+/// The fact travels with the error value. A policy that retried a failure to
+/// exhaustion ends its call with the operation's error unchanged, and that error
+/// is the same value, the same heap box, all the way up: through a rethrow, a
+/// `catch` that throws `error` again, a `Result`, a child task, a task group or
+/// an `async let` (the machinery of ``RetryPolicy/execute(attemptTimeout:idempotency:operation:)``).
+/// The policy remembers that value, without keeping it alive, and a policy whose
+/// attempt fails with that very value stops. So:
+///
+/// - Detected: the inner policy's error reaching the outer one as thrown, in the
+///   same task or across child tasks, however many layers deep, while anything
+///   still holds it.
+/// - Not detected, by design: an error the code between the layers replaces,
+///   wraps or rebuilds (`throw SDKError.network(underlying: error)`, `catch let e
+///   as MyError { throw e }` on a concrete type, which boxes it anew). That is a
+///   new failure, and the outer policy judges it with its classifier as usual.
+///   Rethrow the error you caught, or throw it as `any Error`, to keep the fact.
+/// - Never confused: two policies called one after the other, each failing with
+///   an error that merely looks the same; a record whose error is gone (its memory
+///   reused by a new error); many tasks failing at once. No record is ever dropped
+///   while its error lives, and none outlives it.
+/// - Errs towards sending less: an operation that throws the same stored error
+///   value (an `any Error` or, on Apple platforms, an `NSError` kept in a property
+///   and thrown again) that another policy already retried to exhaustion; the
+///   policy then stops after one attempt, as for a nested one. A policy never takes
+///   its own record, so calling one policy again with a stored error still retries.
 public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
     /// Whether this layer retries what a layer below already retried to exhaustion.
     public let retriesExhaustedFailures: Bool
@@ -41,96 +69,84 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 ///
 /// A plain call may not install a task-local on its success path (it would cost
 /// more than the call), so an outer policy has nothing in place when its first
-/// attempt runs. Instead, a policy that exhausts its attempts records the failure
-/// here, keyed by the current task and by the error (its type and description);
-/// the policy around it, on its failure path in the same task, takes the record
-/// and stops. Both sides run on failure paths only. Records that no outer policy
-/// takes (a policy with nothing around it) are dropped oldest first past a small
-/// bound, match only the same task and the same error, and are never taken by
-/// a policy that wrote or passed them on (whose next call in the same task
-/// would otherwise read its own stale record as an inner policy's). What this
-/// cannot tell apart: two different policies called one after the other in one
-/// task, the first running out of attempts and the second failing on its first
-/// attempt with an error of the same type and description; the second then stops
-/// after one attempt; likewise a record left by a task that has ended while its
-/// policy lives on, if a new task reuses the task's identity and fails with the
-/// same error. (A record whose policy is gone is dropped.) Both err towards
-/// sending less; ``NestedRetries/everyLayer`` opts out.
+/// attempt runs. Instead the word is keyed by the identity of the error value: an
+/// `any Error` is one reference to a heap box, and a rethrow, a `Result`, a child
+/// task or a task group hands on the same box. A policy that exhausts its attempts
+/// records the box here, holding it weakly; the policy around it, on its failure
+/// path, finds the box it caught and stops. Both sides run on failure paths only.
+///
+/// A record lives exactly as long as its error: it is found only while the weak
+/// reference still answers with the very box (so a new error allocated where a
+/// dead one was never matches), and records whose errors are gone are swept out
+/// as new ones are written. Nothing is dropped for lack of room, so many tasks
+/// failing at once cannot push out a record in transit.
 enum NestedRetryLedger {
-    /// How many records are kept at most. A record is taken, if at all, moments after
-    /// it is written; the bound only limits what nobody takes, and must be large
-    /// enough that many tasks failing at once do not push out a record in transit.
-    static let capacity = 1_024
-
     struct Record {
-        var task: Int
-        var fingerprint: String
+        /// The error box; `nil` once the error is gone.
+        weak var error: AnyObject?
         /// The policies that passed the word on, innermost first. A policy never takes a
-        /// record it is part of: that record is left from one of its own earlier calls.
+        /// record it is part of: its operation threw a stored error it had already
+        /// retried to exhaustion in an earlier call.
         var writers: [ObjectIdentifier]
-        /// The policy that wrote it, while it lives. A record whose writer is gone is
-        /// stale: its task has ended, and a new task may have taken its identity.
-        weak var writer: RetryPolicy?
     }
 
-    private static let records = Lock<[Record]>([])
+    struct Records {
+        var byError: [ObjectIdentifier: Record] = [:]
+        /// Sweep out dead records once this many are kept; doubles with the live ones.
+        var sweepThreshold = Self.minimumSweepThreshold
+        static let minimumSweepThreshold = 64
+    }
 
-    /// Records that a policy in the current task retried `error` to exhaustion.
+    private static let records = Lock(Records())
+
+    /// Records that `writer` retried `error` to exhaustion (or passed on an inner policy's word for it).
     ///
     /// - Parameter inner: The writers of the record this policy took, if it stopped because of one.
     static func recordExhausted(_ error: any Error, by writer: RetryPolicy, passingOn inner: [ObjectIdentifier]) {
-        guard let task = self.currentTask else { return }
-        self.insert(
-            Record(
-                task: task, fingerprint: self.fingerprint(of: error), writers: inner + [ObjectIdentifier(writer)],
-                writer: writer))
+        let box = self.box(of: error)
+        let key = ObjectIdentifier(box)
+        let writers = inner + [ObjectIdentifier(writer)]
+        self.records.withLock { records in
+            if let existing = records.byError[key], existing.error === box {
+                // Another policy already recorded this error: keep every writer it named.
+                records.byError[key]?.writers = existing.writers + writers.filter { !existing.writers.contains($0) }
+                return
+            }
+            records.byError[key] = Record(error: box, writers: writers)
+            if records.byError.count >= records.sweepThreshold {
+                records.byError = records.byError.filter { $0.value.error != nil }
+                records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
+            }
+        }
     }
 
-    /// Takes the record another policy left for `error` in the current task, if there is one;
-    /// drops the taker's own record for it, which a previous call of the taker left behind.
+    /// The writers of the record another policy left for this very `error`, or `nil` for none.
     ///
-    /// - Returns: The writers of the record taken, innermost first, or `nil` for none.
+    /// A record `taker` is part of is not taken (see ``Record/writers``).
     static func takeExhausted(_ error: any Error, by taker: ObjectIdentifier) -> [ObjectIdentifier]? {
-        guard let task = self.currentTask else { return nil }
-        let fingerprint = self.fingerprint(of: error)
+        let box = self.box(of: error)
+        let key = ObjectIdentifier(box)
         return self.records.withLock { records in
-            records.removeAll {
-                $0.writer == nil || ($0.task == task && $0.fingerprint == fingerprint && $0.writers.contains(taker))
-            }
-            guard let index = records.lastIndex(where: { $0.task == task && $0.fingerprint == fingerprint }) else {
+            guard let record = records.byError[key] else { return nil }
+            guard record.error === box else {
+                records.byError[key] = nil  // its error is gone; this is a new one at the same address
                 return nil
             }
-            return records.remove(at: index).writers
+            return record.writers.contains(taker) ? nil : record.writers
         }
     }
 
-    /// Moves the records for `error` from the current task (a child) to `parent`.
-    static func handOver(_ error: any Error, to parent: Int?) {
-        guard let parent, let task = self.currentTask else { return }
-        let fingerprint = self.fingerprint(of: error)
-        self.records.withLock { records in
-            for index in records.indices where records[index].task == task && records[index].fingerprint == fingerprint
-            {
-                records[index].task = parent
-            }
-        }
+    /// How many records are kept now, live or not yet swept; for tests.
+    static var count: Int {
+        self.records.withLock { $0.byError.count }
     }
 
-    /// The current task's identity, while it runs.
-    static var currentTask: Int? {
-        withUnsafeCurrentTask { $0?.hashValue }
-    }
-
-    private static func insert(_ record: Record) {
-        self.records.withLock { records in
-            // A task's older record for the same error is superseded.
-            records.removeAll { $0.task == record.task && $0.fingerprint == record.fingerprint }
-            if records.count >= self.capacity { records.removeFirst() }
-            records.append(record)
-        }
-    }
-
-    private static func fingerprint(of error: any Error) -> String {
-        "\(String(reflecting: type(of: error)))|\(String(describing: error))"
+    /// The heap box an `any Error` refers to: the value's identity, stable across rethrows.
+    private static func box(of error: any Error) -> AnyObject {
+        // An existential `any Error` is a single strong reference to a box (on Apple
+        // platforms an Objective-C object, an `NSError` itself for one), on every platform.
+        // `as any Error` keeps the existential closed: opened, the cast would see the
+        // concrete value, not the box.
+        unsafeBitCast(error as any Error, to: AnyObject.self)
     }
 }

@@ -70,16 +70,27 @@ public final actor RetryPolicy {
     public nonisolated let observer: (any RetryObserver)?
     /// Whether this policy retries a failure a policy nested inside it already retried to exhaustion.
     public nonisolated let nestedRetries: NestedRetries
+    /// The client-side adaptive throttle every attempt goes through, if set.
+    ///
+    /// Each attempt, the first and every retry, asks the throttle before it is sent
+    /// and counts as one request; the outcome counts as accepted or not as
+    /// ``AdaptiveThrottle/record(_:)`` says. An attempt the throttle rejects is not
+    /// sent, and the call ends at once with ``AdaptiveThrottleRejection`` and
+    /// ``RetryStopReason/throttled`` (after the backoff that preceded a retry, no
+    /// further wait, no budget spent), since retrying would defeat the throttle. Share one throttle among the policies
+    /// and breakers that call one server side by side; do not give it to two layers
+    /// nested in one another, which would ask it twice for one request.
+    public nonisolated let throttle: AdaptiveThrottle?
 
     nonisolated let clock: ElapsedClock
-    /// Whether even a first-attempt success must read the clock or report to the observer.
+    /// Whether even a first-attempt success must read the clock, report to the observer or ask the throttle.
     @usableFromInline nonisolated let needsFullPath: Bool
     private var generator: AnyRandomNumberGenerator
     private var counters = RetryStatistics()
 
     /// Creates a policy, validating every setting.
     ///
-    /// Where the settings are known to be valid, ``init(name:configuration:classifier:budget:observer:nestedRetries:clock:generator:)``
+    /// Where the settings are known to be valid, ``init(name:configuration:classifier:budget:observer:nestedRetries:throttle:clock:generator:)``
     /// builds a policy without `try`: `RetryPolicy(configuration: .default)`.
     ///
     /// - Parameters:
@@ -96,6 +107,9 @@ public final actor RetryPolicy {
     ///   - observer: Receives events, or `nil`.
     ///   - nestedRetries: Whether to retry what an inner policy already retried to exhaustion;
     ///     defaults to ``NestedRetries/innermostLayer`` (do not).
+    ///   - throttle: A client-side adaptive throttle every attempt goes through, shareable with
+    ///     the policies and breakers that call the same server, or `nil` (the default) for none;
+    ///     see ``throttle``.
     ///   - clock: The clock for waits and the deadline; inject a test clock in tests.
     ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
@@ -110,6 +124,7 @@ public final actor RetryPolicy {
         budget: RetryBudget? = nil,
         observer: (any RetryObserver)? = nil,
         nestedRetries: NestedRetries = .innermostLayer,
+        throttle: AdaptiveThrottle? = nil,
         clock: some Clock<Duration> = ContinuousClock(),
         generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) throws(ConfigurationError) {
@@ -118,7 +133,7 @@ public final actor RetryPolicy {
             maximumRetryAfter: maximumRetryAfter)
         self.init(
             name: name, configuration: configuration, classifier: classifier, budget: budget, observer: observer,
-            nestedRetries: nestedRetries, clock: clock, generator: generator)
+            nestedRetries: nestedRetries, throttle: throttle, clock: clock, generator: generator)
     }
 
     /// Creates a policy from settings already validated; it cannot fail, so it does not throw.
@@ -137,6 +152,9 @@ public final actor RetryPolicy {
     ///   - observer: Receives events, or `nil`.
     ///   - nestedRetries: Whether to retry what an inner policy already retried to exhaustion;
     ///     defaults to ``NestedRetries/innermostLayer`` (do not).
+    ///   - throttle: A client-side adaptive throttle every attempt goes through, shareable with
+    ///     the policies and breakers that call the same server, or `nil` (the default) for none;
+    ///     see ``throttle``.
     ///   - clock: The clock for waits and the deadline; inject a test clock in tests.
     ///   - generator: The randomness for jitter; inject a seeded one for repeatable schedules.
     public init(
@@ -146,6 +164,7 @@ public final actor RetryPolicy {
         budget: RetryBudget? = nil,
         observer: (any RetryObserver)? = nil,
         nestedRetries: NestedRetries = .innermostLayer,
+        throttle: AdaptiveThrottle? = nil,
         clock: some Clock<Duration> = ContinuousClock(),
         generator: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
@@ -159,8 +178,9 @@ public final actor RetryPolicy {
         self.budget = budget
         self.observer = observer
         self.nestedRetries = nestedRetries
+        self.throttle = throttle
         self.clock = ElapsedClock(clock)
-        self.needsFullPath = configuration.deadline != nil || observer != nil
+        self.needsFullPath = configuration.deadline != nil || observer != nil || throttle != nil
         self.generator = AnyRandomNumberGenerator(generator)
     }
 
@@ -396,7 +416,7 @@ public final actor RetryPolicy {
                 }
                 call.attempts += 1
                 do {
-                    let value = try await attempt(remaining)
+                    let value = try await self.attempt(isolation: isolation, remaining: remaining, attempt)
                     self.budget?.recordSuccess()
                     return await self.finish(isolation: isolation, call, .success(value), .succeeded, start: start)
                 } catch let thrown {
@@ -579,16 +599,11 @@ public final actor RetryPolicy {
         // it, so a breaker inside tells this time limit from the caller giving up.
         let signal = TimeLimitSignal()
         let scope = CallScope.limited(by: signal)
-        let parentTask = NestedRetryLedger.currentTask
         return try await withThrowingTaskGroup(of: Value.self) { group in
             group.addTask {
-                do {
-                    return try await CallScope.$current.withValue(scope) { try await operation() }
-                } catch {
-                    // An inner policy's word that it exhausted its attempts goes to this task's caller.
-                    NestedRetryLedger.handOver(error, to: parentTask)
-                    throw error
-                }
+                // The error comes out of the group as the very value thrown, which is what
+                // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
+                try await CallScope.$current.withValue(scope) { try await operation() }
             }
             group.addTask {
                 try await clock.sleepUntil(clock.now() + limit)

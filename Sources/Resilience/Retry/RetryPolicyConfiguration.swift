@@ -2,7 +2,7 @@
 ///
 /// A configuration is a value: validate it where the settings come in (a file,
 /// the environment, a remote config service) and build policies from it with
-/// ``RetryPolicy/init(name:configuration:classifier:budget:observer:nestedRetries:clock:generator:)``,
+/// ``RetryPolicy/init(name:configuration:classifier:budget:observer:nestedRetries:throttle:clock:generator:)``,
 /// which cannot fail and so does not throw. ``default`` holds the package's
 /// defaults, so a default policy needs no `try`:
 ///

@@ -23,13 +23,54 @@ struct AdaptiveThrottleTests {
         #expect(throttle.counts == (1_000, 1_000))
     }
 
-    @Test func localRejectionsAreNotCounted() throws {
-        let throttle = try self.makeThrottle(clock: TestClock(), multiplier: 1)
+    @Test func localRejectionsCountAsRequestsBesideAServerFailure() throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock, multiplier: 1)
         for _ in 0..<1_000 { throttle.recordRejected() }
         var rejected = 0
         for _ in 0..<100 where !throttle.admit() { rejected += 1 }
         #expect(rejected > 90)
+        #expect(throttle.counts == (1_000 + rejected, 0))
+    }
+
+    @Test func localRejectionsInASpanWithoutAServerFailureAreLeftOut() throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock, multiplier: 1)
+        for _ in 0..<1_000 { throttle.recordRejected() }
+        // The next span (a twelfth of the window): the server has failed nothing in it yet.
+        clock.advance(by: .seconds(10))
+        var rejected = 0
+        for _ in 0..<100 where !throttle.admit() { rejected += 1 }
+        #expect(rejected > 90)
         #expect(throttle.counts == (1_000, 0))
+        // One failure in this span brings its local rejections into the count.
+        throttle.recordRejected()
+        #expect(throttle.counts == (1_001 + rejected, 0))
+    }
+
+    /// A server that accepts one request a second, offered fifty: counting local rejections holds it near its
+    /// capacity (counting only what was sent would let through about `sqrt(2 × 50)`, 10 a second).
+    @Test func holdsAnOverloadedServerNearItsCapacity() throws {
+        let clock = TestClock()
+        let throttle = try self.makeThrottle(clock: clock, seed: 5)
+        var credit = 0.0
+        var sentInSecondHalf = 0
+        let step = Duration.milliseconds(20)
+        for tick in 0..<60_000 {  // 20 minutes
+            clock.advance(by: step)
+            credit = Swift.min(credit + 0.02, 1)
+            guard throttle.admit() else { continue }
+            if tick >= 30_000 { sentInSecondHalf += 1 }
+            if credit >= 1 {
+                credit -= 1
+                throttle.recordAccepted()
+            } else {
+                throttle.recordRejected()
+            }
+        }
+        let perSecond = Double(sentInSecondHalf) / 600
+        #expect(perSecond > 0.5)
+        #expect(perSecond < 3)
     }
 
     @Test func rejectionProbabilityFollowsTheFormula() throws {
@@ -143,7 +184,7 @@ struct AdaptiveThrottleTests {
 
     @Test func aBreakersLocalRejectionIsNotCounted() async throws {
         let clock = TestClock()
-        let throttle = try self.makeThrottle(clock: clock)
+        let throttle = try self.makeThrottle(clock: clock, floor: 10)
         let breaker = try CircuitBreaker(name: "api", tripRule: .consecutiveFailures(1), clock: clock)
         _ = try? await throttle.execute { try await breaker.execute { throw HTTPResponseError(statusCode: 503) } }
         _ = try? await throttle.execute { try await breaker.execute {} }

@@ -1,0 +1,29 @@
+extension CircuitBreaker {
+    /// Runs `operation` as ``execute(operation:)`` does, asking `throttle` first.
+    ///
+    /// The throttle decides before the breaker, so a call it rejects takes no permit
+    /// and leaves the breaker's counts alone; a call the breaker rejects after the
+    /// throttle admitted it is not counted by the throttle (``AdaptiveThrottle/admit()``
+    /// counts nothing, and ``AdaptiveThrottle/record(_:)`` ignores a breaker's rejection).
+    @usableFromInline
+    nonisolated(nonsending) func execute<Value>(
+        throttledBy throttle: AdaptiveThrottle,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        guard throttle.admit() else {
+            throw AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)
+        }
+        let permit = try self.admit()
+        let value: Value
+        do {
+            value = try await operation()
+        } catch {
+            self.recordFailure(error, for: permit)
+            throttle.record(error)
+            throw error
+        }
+        self.recordSuccess(for: permit)
+        throttle.recordAccepted()
+        return value
+    }
+}
