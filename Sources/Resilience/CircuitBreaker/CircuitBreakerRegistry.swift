@@ -142,7 +142,11 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         }
         // The key's hash and `==` run outside the lock; under it, only integer work.
         let hash = key.hashValue
-        if let candidate = self.entries.withLock({ $0.useFirstCandidate(hash: hash) }), candidate.key == key {
+        if let candidate = self.entries.withLock({ $0.useFirstCandidate(hash: hash, slot: slot) }),
+            candidate.key == key
+        {
+            // Already remembered in this slot (another copy of an equal key): no second lock.
+            if candidate.isMarkedUsed, candidate.isRemembered { return candidate.breaker }
             let displaced = self.entries.withLock { entries in
                 if !candidate.isMarkedUsed { entries.use(index: candidate.index, ifHolding: candidate.breaker) }
                 return entries.remember(key, slot: slot, index: candidate.index, ifHolding: candidate.breaker)
@@ -254,13 +258,16 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         @usableFromInline var breaker: CircuitBreaker
         /// Whether the lookup already marked the node as the most recently used.
         @usableFromInline var isMarkedUsed: Bool
+        /// Whether the cache of recent keys already points the lookup's slot at this node.
+        @usableFromInline var isRemembered: Bool
 
         @inlinable
-        init(index: Int, key: Key, breaker: CircuitBreaker, isMarkedUsed: Bool = false) {
+        init(index: Int, key: Key, breaker: CircuitBreaker, isMarkedUsed: Bool = false, isRemembered: Bool = false) {
             self.index = index
             self.key = key
             self.breaker = breaker
             self.isMarkedUsed = isMarkedUsed
+            self.isRemembered = isRemembered
         }
     }
 
@@ -299,7 +306,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
 
     /// Remembers that `key` found the node at `index`, if the node still holds `breaker`;
     /// returns the key it displaced, for the caller to release outside the lock.
-    @usableFromInline
+    @inlinable
     mutating func remember(_ key: Key, slot: Int, index: Int, ifHolding breaker: CircuitBreaker) -> Key? {
         guard index < self.nodes.count, self.nodes[index].breaker === breaker else { return nil }
         var displaced: Key? = key
@@ -319,7 +326,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     /// costs that node nothing worse than counting as used). When the chain is longer, the
     /// caller's miss path marks the node that matched.
     @inlinable
-    mutating func useFirstCandidate(hash: Int) -> Candidate? {
+    mutating func useFirstCandidate(hash: Int, slot: Int) -> Candidate? {
         guard let index = self.firstByHash[hash] else { return nil }
         let isOnlyNode = self.nodes[index].nextWithSameHash == -1
         if index != self.newest, isOnlyNode {
@@ -328,7 +335,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         }
         return Candidate(
             index: index, key: self.nodes[index].key, breaker: self.nodes[index].breaker,
-            isMarkedUsed: isOnlyNode || index == self.newest)
+            isMarkedUsed: isOnlyNode || index == self.newest, isRemembered: self.recentIndices[slot] == index)
     }
 
     /// Every node with `hash`.
@@ -348,7 +355,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     }
 
     /// Marks the node at `index` as the most recently used, if it still holds `breaker`.
-    @usableFromInline
+    @inlinable
     mutating func use(index: Int, ifHolding breaker: CircuitBreaker) {
         guard index < self.nodes.count, self.nodes[index].breaker === breaker, index != self.newest else { return }
         self.unlink(index)
