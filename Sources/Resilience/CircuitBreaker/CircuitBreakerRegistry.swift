@@ -41,10 +41,11 @@
 ///
 /// Any other key is hashed and compared as usual: the lookup hashes it, takes the
 /// lock for one integer-keyed lookup, compares the key once, and takes the lock
-/// once more to remember it. Either way the lookup allocates nothing. The key's own
-/// `hash(into:)` and `==` always run outside the lock, so a key type may do
-/// anything in them. The lookup is inlinable, so it is specialized for your key
-/// type (`String`, `Int`, a host) in your module.
+/// once more to remember it (unless its slot already leads to the same breaker).
+/// Either way the lookup allocates nothing. The key's own `hash(into:)` and `==`
+/// always run outside the lock, so a key type may do anything in them. The lookup
+/// is inlinable, so it is specialized for your key type (`String`, `Int`, a host)
+/// in your module.
 public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// The most breakers the registry keeps.
     public let maximumCount: Int
