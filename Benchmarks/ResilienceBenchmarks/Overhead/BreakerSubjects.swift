@@ -64,6 +64,9 @@ struct BreakerSuccess: OverheadSubject {
 
 /// `registry.success`: looking a host's breaker up in a ``CircuitBreakerRegistry`` keyed by
 /// `String`, then a call through it, as a client that does not keep the breaker would.
+///
+/// The host is the same value on every call, so the registry finds it among the keys it
+/// remembers bit for bit; `registry.success.equal-key` measures equal hosts stored apart.
 struct RegistrySuccess: OverheadSubject {
     let registry: CircuitBreakerRegistry<String>
     let host = "host-42.example.com"
@@ -74,6 +77,36 @@ struct RegistrySuccess: OverheadSubject {
 
     @MainActor func callFromMainActor(_ input: Int) async -> Int {
         (try? await self.registry.breaker(for: self.host).execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `registry.success.equal-key`: the same lookup and call, with a host equal to a held one
+/// but with storage of its own, as a host read from each request's URL would be.
+///
+/// The subject cycles through 64 such copies of one host, made at setup (so the loop
+/// allocates nothing), more than the registry remembers bit for bit: each lookup hashes
+/// the host and compares it with `==`, the registry's path for a key it has not seen in
+/// that representation.
+struct RegistryEqualKeySuccess: OverheadSubject {
+    let registry: CircuitBreakerRegistry<String>
+    let hosts: [String]
+
+    /// A subject over `registry` with 64 separately stored copies of `host-42.example.com`.
+    init(registry: CircuitBreakerRegistry<String>) {
+        self.registry = registry
+        // Decoded from bytes at run time, so each copy has its own storage and its own bits.
+        let bytes = Array("host-42.example.com".utf8)
+        self.hosts = (0..<64).map { _ in String(decoding: bytes, as: UTF8.self) }
+    }
+
+    func call(_ input: Int) async -> Int {
+        let host = self.hosts[input & 63]
+        return (try? await self.registry.breaker(for: host).execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        let host = self.hosts[input & 63]
+        return (try? await self.registry.breaker(for: host).execute { try await Workload.operation(input) }) ?? input
     }
 }
 

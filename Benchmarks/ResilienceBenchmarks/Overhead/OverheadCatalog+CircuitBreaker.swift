@@ -4,7 +4,8 @@ extension OverheadCatalog {
     /// The library's circuit breaker rows: the success path under each trip rule, retry
     /// around breaker, and a rejection while open, from both callers; the consecutive
     /// rule also with 2 and 64 tasks through one breaker (contention), the time window with
-    /// 64; and a registry lookup by host followed by a call. The subjects and
+    /// 64; and a registry lookup by host followed by a call, with the same host value each
+    /// time and with equal hosts stored apart. The subjects and
     /// fixtures are in `BreakerSubjects.swift`.
     static let circuitBreaker: [OverheadBenchmark] = [
         OverheadBenchmark(
@@ -19,6 +20,9 @@ extension OverheadCatalog {
         },
         OverheadBenchmark("registry.success", OverheadConfiguration.bothCallers) {
             RegistrySuccess(registry: try BreakerFixtures.registry())
+        },
+        OverheadBenchmark("registry.success.equal-key", OverheadConfiguration.bothCallers) {
+            RegistryEqualKeySuccess(registry: try BreakerFixtures.registry())
         },
         OverheadBenchmark("retry+breaker.success", OverheadConfiguration.bothCallers) {
             RetryAroundBreakerSuccess(policy: try RetryPolicy(), breaker: try BreakerFixtures.consecutive())

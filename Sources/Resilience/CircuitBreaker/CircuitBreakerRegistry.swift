@@ -31,11 +31,21 @@
 /// its lock.
 ///
 /// ## Cost
-/// Looking up a key the registry holds hashes the key, takes the registry's lock
-/// for one integer-keyed lookup, and compares the key once; it allocates nothing.
-/// The key's own `hash(into:)` and `==` always run outside the lock, so a key type
-/// may do anything in them. The lookup is inlinable, so it is specialized for your
-/// key type (`String`, `Int`, a host) in your module.
+/// The registry remembers the last keys it was asked for, bit for bit, in a small
+/// cache of 16 entries. A key whose representation is the same as a remembered
+/// one (an `Int`, an enum, a string of up to 15 UTF-8 bytes, the same `String`
+/// value or literal passed again) is found without hashing or comparing it: one
+/// uncontended lock around a few integer operations. Two values with the same bits
+/// are the same value, so no `==` is needed to know it; as in a `Dictionary`, a
+/// key must not change its hash or equality while the registry holds it.
+///
+/// Any other key is hashed and compared as usual: the lookup hashes it, takes the
+/// lock for one integer-keyed lookup, compares the key once, and takes the lock
+/// once more to remember it (unless its slot already leads to the same breaker).
+/// Either way the lookup allocates nothing. The key's own `hash(into:)` and `==`
+/// always run outside the lock, so a key type may do anything in them. The lookup
+/// is inlinable, so it is specialized for your key type (`String`, `Int`, a host)
+/// in your module.
 public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// The most breakers the registry keeps.
     public let maximumCount: Int
@@ -126,20 +136,36 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// it (see the bound, above).
     @inlinable
     public func breaker(for key: Key) -> CircuitBreaker {
+        // A key remembered bit for bit: no hashing and no `==`, one lock.
+        let slot = RegistryKeyBits.slot(of: key)
+        if let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: true) }) {
+            return breaker
+        }
         // The key's hash and `==` run outside the lock; under it, only integer work.
         let hash = key.hashValue
-        if let candidate = self.entries.withLock({ $0.useFirstCandidate(hash: hash) }), candidate.key == key {
-            if !candidate.isMarkedUsed {
-                self.entries.withLock { $0.use(index: candidate.index, ifHolding: candidate.breaker) }
+        if let candidate = self.entries.withLock({ $0.useFirstCandidate(hash: hash, slot: slot) }),
+            candidate.key == key
+        {
+            // Already remembered in this slot (another copy of an equal key): no second lock.
+            if candidate.isMarkedUsed, candidate.isRemembered { return candidate.breaker }
+            let displaced = self.entries.withLock { entries in
+                if !candidate.isMarkedUsed { entries.use(index: candidate.index, ifHolding: candidate.breaker) }
+                return entries.remember(key, slot: slot, index: candidate.index, ifHolding: candidate.breaker)
             }
+            // Released here, outside the lock: a key's deinit may run user code.
+            _ = displaced
             return candidate.breaker
         }
-        return self.breakerAfterMiss(for: key, hash: hash)
+        return self.breakerAfterMiss(for: key, hash: hash, slot: slot)
     }
 
     /// The breaker for `key` if the registry holds one; never makes one, and
     /// does not count as a use.
     public func existingBreaker(for key: Key) -> CircuitBreaker? {
+        let slot = RegistryKeyBits.slot(of: key)
+        if let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: false) }) {
+            return breaker
+        }
         let hash = key.hashValue
         let candidates = self.entries.withLock { $0.candidates(hash: hash) }
         return candidates.first { $0.key == key }?.breaker
@@ -173,19 +199,26 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// that no entry was added or removed since it looked (a version number), so a key can
     /// never get two breakers; if one was, it looks again.
     @usableFromInline
-    func breakerAfterMiss(for key: Key, hash: Int) -> CircuitBreaker {
+    func breakerAfterMiss(for key: Key, hash: Int, slot: Int) -> CircuitBreaker {
         var made: CircuitBreaker?
         while true {
             let (candidates, version) = self.entries.withLock { ($0.candidates(hash: hash), $0.version) }
             if let found = candidates.first(where: { $0.key == key }) {
-                self.entries.withLock { $0.use(index: found.index, ifHolding: found.breaker) }
+                let displaced = self.entries.withLock { entries in
+                    entries.use(index: found.index, ifHolding: found.breaker)
+                    return entries.remember(key, slot: slot, index: found.index, ifHolding: found.breaker)
+                }
+                // Released here, outside the lock: a key's deinit may run user code.
+                _ = displaced
                 return found.breaker
             }
             let breaker = made ?? self.makeBreaker(key)
             made = breaker
-            let evicted: (key: Key, breaker: CircuitBreaker)?? = self.entries.withLock { entries in
+            let evicted: Evicted?? = self.entries.withLock { entries in
                 guard entries.version == version else { return nil }
-                return .some(entries.insert(key: key, hash: hash, breaker: breaker, maximumCount: self.maximumCount))
+                return .some(
+                    entries.insert(key: key, hash: hash, slot: slot, breaker: breaker, maximumCount: self.maximumCount)
+                )
             }
             // Released here, outside the lock: a key's or a breaker's deinit may run user code.
             if let evicted {
@@ -194,6 +227,9 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
             }
         }
     }
+
+    /// What an insertion released from the registry, for the caller to drop outside the lock.
+    typealias Evicted = (key: Key?, breaker: CircuitBreaker?, rememberedKey: Key?)
 }
 
 /// The registry's breakers in a table from hash values to nodes, threaded on a doubly
@@ -223,13 +259,16 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         @usableFromInline var breaker: CircuitBreaker
         /// Whether the lookup already marked the node as the most recently used.
         @usableFromInline var isMarkedUsed: Bool
+        /// Whether the cache of recent keys already points the lookup's slot at this node.
+        @usableFromInline var isRemembered: Bool
 
         @inlinable
-        init(index: Int, key: Key, breaker: CircuitBreaker, isMarkedUsed: Bool = false) {
+        init(index: Int, key: Key, breaker: CircuitBreaker, isMarkedUsed: Bool = false, isRemembered: Bool = false) {
             self.index = index
             self.key = key
             self.breaker = breaker
             self.isMarkedUsed = isMarkedUsed
+            self.isRemembered = isRemembered
         }
     }
 
@@ -240,8 +279,42 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     @usableFromInline var oldest = -1
     /// Bumped by every insertion and removal.
     @usableFromInline var version: UInt64 = 0
+    /// The keys last looked up, by ``RegistryKeyBits/slot(of:)``: a copy of each, so that
+    /// its bits stay those of a live value (a string's storage cannot be freed and reused).
+    @usableFromInline var recentKeys: [Key?]
+    /// The node each remembered key found, or -1 when none (never remembered, or evicted).
+    @usableFromInline var recentIndices: [Int]
 
-    @usableFromInline init() {}
+    @usableFromInline init() {
+        self.recentKeys = Array(repeating: nil, count: RegistryKeyBits.slotCount)
+        self.recentIndices = Array(repeating: -1, count: RegistryKeyBits.slotCount)
+    }
+
+    /// The breaker of the node remembered for a key with exactly `key`'s bits, if any;
+    /// marked as the most recently used when `markingUse` is set.
+    ///
+    /// Runs no user code: the key is compared as raw bytes, never through `==`.
+    @inlinable
+    mutating func recentBreaker(for key: Key, slot: Int, markingUse: Bool) -> CircuitBreaker? {
+        let index = self.recentIndices[slot]
+        guard index >= 0, RegistryKeyBits.areIdentical(self.recentKeys[slot], key) else { return nil }
+        if markingUse, index != self.newest {
+            self.unlink(index)
+            self.pushNewest(index)
+        }
+        return self.nodes[index].breaker
+    }
+
+    /// Remembers that `key` found the node at `index`, if the node still holds `breaker`;
+    /// returns the key it displaced, for the caller to release outside the lock.
+    @inlinable
+    mutating func remember(_ key: Key, slot: Int, index: Int, ifHolding breaker: CircuitBreaker) -> Key? {
+        guard index < self.nodes.count, self.nodes[index].breaker === breaker else { return nil }
+        var displaced: Key? = key
+        swap(&displaced, &self.recentKeys[slot])
+        self.recentIndices[slot] = index
+        return displaced
+    }
 
     /// How many breakers are held.
     var count: Int { self.nodes.count }
@@ -254,7 +327,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     /// costs that node nothing worse than counting as used). When the chain is longer, the
     /// caller's miss path marks the node that matched.
     @inlinable
-    mutating func useFirstCandidate(hash: Int) -> Candidate? {
+    mutating func useFirstCandidate(hash: Int, slot: Int) -> Candidate? {
         guard let index = self.firstByHash[hash] else { return nil }
         let isOnlyNode = self.nodes[index].nextWithSameHash == -1
         if index != self.newest, isOnlyNode {
@@ -263,7 +336,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         }
         return Candidate(
             index: index, key: self.nodes[index].key, breaker: self.nodes[index].breaker,
-            isMarkedUsed: isOnlyNode || index == self.newest)
+            isMarkedUsed: isOnlyNode || index == self.newest, isRemembered: self.recentIndices[slot] == index)
     }
 
     /// Every node with `hash`.
@@ -283,18 +356,19 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     }
 
     /// Marks the node at `index` as the most recently used, if it still holds `breaker`.
-    @usableFromInline
+    @inlinable
     mutating func use(index: Int, ifHolding breaker: CircuitBreaker) {
         guard index < self.nodes.count, self.nodes[index].breaker === breaker, index != self.newest else { return }
         self.unlink(index)
         self.pushNewest(index)
     }
 
-    /// Adds `breaker` for `key` as the most recently used; returns the entry forgotten to make
-    /// room, for the caller to release outside the lock.
-    mutating func insert(key: Key, hash: Int, breaker: CircuitBreaker, maximumCount: Int) -> (
-        key: Key, breaker: CircuitBreaker
-    )? {
+    /// Adds `breaker` for `key` as the most recently used and remembers `key` in `slot`;
+    /// returns what it released (the entry forgotten to make room, the key displaced from
+    /// `slot`), for the caller to release outside the lock.
+    mutating func insert(
+        key: Key, hash: Int, slot: Int, breaker: CircuitBreaker, maximumCount: Int
+    ) -> (key: Key?, breaker: CircuitBreaker?, rememberedKey: Key?) {
         self.version &+= 1
         if self.nodes.count < maximumCount {
             self.nodes.append(
@@ -304,7 +378,8 @@ struct RegistryEntries<Key: Hashable & Sendable> {
             let index = self.nodes.count - 1
             self.pushNewest(index)
             self.firstByHash[hash] = index
-            return nil
+            let displaced = self.remember(key, slot: slot, index: index, ifHolding: breaker)
+            return (nil, nil, displaced)
         }
         var victim = self.oldest
         var index = self.oldest
@@ -318,12 +393,18 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         let evicted = (key: self.nodes[victim].key, breaker: self.nodes[victim].breaker)
         self.removeFromHashChain(victim)
         self.unlink(victim)
+        // A remembered key must not find the evicted breaker again. Its copy stays until its
+        // slot is reused, so that it is released outside the lock like every other key.
+        for slot in self.recentIndices.indices where self.recentIndices[slot] == victim {
+            self.recentIndices[slot] = -1
+        }
         self.nodes[victim] = Node(
             key: key, hash: hash, breaker: breaker, nextWithSameHash: self.firstByHash[hash] ?? -1, newer: -1,
             older: -1)
         self.firstByHash[hash] = victim
         self.pushNewest(victim)
-        return evicted
+        let displaced = self.remember(key, slot: slot, index: victim, ifHolding: breaker)
+        return (evicted.key, evicted.breaker, displaced)
     }
 
     private mutating func removeFromHashChain(_ index: Int) {
@@ -360,5 +441,61 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         if self.newest != -1 { self.nodes[self.newest].newer = index }
         self.newest = index
         if self.oldest == -1 { self.oldest = index }
+    }
+}
+
+/// Reads a key as raw bytes, for the registry's cache of recent keys.
+///
+/// Two values with the same bits are the same value, whatever their type's `==`
+/// says, so a key found here needs no comparison through user code. Equal values
+/// with different bits (two `String`s with separate storage) simply miss.
+@usableFromInline
+enum RegistryKeyBits {
+    /// How many keys the cache remembers; a power of two.
+    @usableFromInline static var slotCount: Int { 16 }
+
+    /// The cache slot of `key`: a multiplicative hash of its bytes (not the key's `hash(into:)`).
+    @inlinable
+    static func slot<Key>(of key: Key) -> Int {
+        withUnsafeBytes(of: key) { bytes in
+            var hash: UInt64 = 0x9E37_79B9_7F4A_7C15
+            var offset = 0
+            while offset + 8 <= bytes.count {
+                hash = (hash ^ bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+                offset += 8
+            }
+            while offset < bytes.count {
+                hash = (hash ^ UInt64(bytes[offset])) &* 0x0000_0100_0000_01B3
+                offset += 1
+            }
+            return Int(truncatingIfNeeded: (hash ^ (hash >> 29)) & UInt64(Self.slotCount - 1))
+        }
+    }
+
+    /// Whether `stored` holds a value whose bytes are exactly `key`'s.
+    ///
+    /// An optional's payload is laid out at its start, so the first
+    /// `MemoryLayout<Key>.size` bytes of a non-`nil` `stored` are the key's.
+    @inlinable
+    static func areIdentical<Key>(_ stored: Key?, _ key: Key) -> Bool {
+        guard stored != nil else { return false }
+        return withUnsafeBytes(of: stored) { storedBytes in
+            withUnsafeBytes(of: key) { keyBytes in
+                var offset = 0
+                while offset + 8 <= keyBytes.count {
+                    if storedBytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        != keyBytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    {
+                        return false
+                    }
+                    offset += 8
+                }
+                while offset < keyBytes.count {
+                    if storedBytes[offset] != keyBytes[offset] { return false }
+                    offset += 1
+                }
+                return true
+            }
+        }
     }
 }
