@@ -8,12 +8,12 @@ struct RecordingStage: ResilienceStrategy {
     let name: String
     let log: Recorder<String>
 
-    nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
+    nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
         self.log.record("\(self.name)>")
         defer { self.log.record("<\(self.name)") }
-        return try await operation()
+        return try await operation.run()
     }
 }
 
