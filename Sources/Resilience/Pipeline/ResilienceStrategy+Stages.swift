@@ -81,16 +81,26 @@ extension RetryPolicy: ResilienceStrategy {
         _ operation: Operation
     ) async throws -> Operation.Value {
         guard self.canTakeFastPath else {
-            return try await self.retry(isolation: #isolation, firstFailure: nil) { try await operation.run() }
+            return try await self.retryStage(operation, firstFailure: nil, isolation: #isolation)
         }
         let value: Operation.Value
         do {
             value = try await operation.run()
         } catch {
-            return try await self.retry(isolation: #isolation, firstFailure: error) { try await operation.run() }
+            return try await self.retryStage(operation, firstFailure: error, isolation: #isolation)
         }
         self.budget?.recordSuccess()
         return value
+    }
+
+    /// The slow path, out of line: the closure it makes would otherwise cost the fast path an allocation.
+    @inlinable @inline(never)
+    func retryStage<Operation: PipelineOperation>(
+        _ operation: Operation,
+        firstFailure: (any Error)?,
+        isolation: isolated (any Actor)?
+    ) async throws -> Operation.Value {
+        try await self.retry(isolation: isolation, firstFailure: firstFailure) { try await operation.run() }
     }
 }
 

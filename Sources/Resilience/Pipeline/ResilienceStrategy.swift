@@ -112,21 +112,194 @@ public struct NestedStrategies<Outer: ResilienceStrategy, Inner: ResilienceStrat
     }
 }
 
-/// Composes a pipeline's stages, outermost first.
+/// Composes a pipeline's stages, outermost first, up to ten.
+///
+/// The stages nest to the right, `NestedStrategies<First, NestedStrategies<Second, ...>>`,
+/// so that as the call goes in, each ``NestedStrategies`` hands a smaller
+/// composition the same operation type. (Nested to the left, each level would
+/// hand the level above it a larger operation type, and the compiler stops
+/// specializing a function that calls itself with ever larger types: the
+/// pipeline would then run as unspecialized generic code.)
 @resultBuilder
 public enum ResiliencePipelineBuilder {
-    /// The first (outermost) stage.
+    /// One stage.
     @inlinable
-    public static func buildPartialBlock<First: ResilienceStrategy>(first: First) -> First {
-        first
+    public static func buildBlock<S0: ResilienceStrategy>(_ s0: S0) -> S0 {
+        s0
     }
 
-    /// The stages so far, with `next` nested inside them.
+    /// 2 stages, the first outermost.
     @inlinable
-    public static func buildPartialBlock<Outer: ResilienceStrategy, Inner: ResilienceStrategy>(
-        accumulated: Outer,
-        next: Inner
-    ) -> NestedStrategies<Outer, Inner> {
-        NestedStrategies(outer: accumulated, inner: next)
+    public static func buildBlock<S0: ResilienceStrategy, S1: ResilienceStrategy>(_ s0: S0, _ s1: S1)
+        -> NestedStrategies<S0, S1>
+    {
+        NestedStrategies(outer: s0, inner: s1)
+    }
+
+    /// 3 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy>(
+        _ s0: S0, _ s1: S1, _ s2: S2
+    ) -> NestedStrategies<S0, NestedStrategies<S1, S2>> {
+        NestedStrategies(outer: s0, inner: NestedStrategies(outer: s1, inner: s2))
+    }
+
+    /// 4 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3) -> NestedStrategies<S0, NestedStrategies<S1, NestedStrategies<S2, S3>>> {
+        NestedStrategies(outer: s0, inner: NestedStrategies(outer: s1, inner: NestedStrategies(outer: s2, inner: s3)))
+    }
+
+    /// 5 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4) -> NestedStrategies<
+        S0, NestedStrategies<S1, NestedStrategies<S2, NestedStrategies<S3, S4>>>
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1, inner: NestedStrategies(outer: s2, inner: NestedStrategies(outer: s3, inner: s4))))
+    }
+
+    /// 6 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5) -> NestedStrategies<
+        S0, NestedStrategies<S1, NestedStrategies<S2, NestedStrategies<S3, NestedStrategies<S4, S5>>>>
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2, inner: NestedStrategies(outer: s3, inner: NestedStrategies(outer: s4, inner: s5)))))
+    }
+
+    /// 7 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6) -> NestedStrategies<
+        S0,
+        NestedStrategies<S1, NestedStrategies<S2, NestedStrategies<S3, NestedStrategies<S4, NestedStrategies<S5, S6>>>>>
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3, inner: NestedStrategies(outer: s4, inner: NestedStrategies(outer: s5, inner: s6))))))
+    }
+
+    /// 8 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy, S7: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6, _ s7: S7) -> NestedStrategies<
+        S0,
+        NestedStrategies<
+            S1,
+            NestedStrategies<
+                S2, NestedStrategies<S3, NestedStrategies<S4, NestedStrategies<S5, NestedStrategies<S6, S7>>>>
+            >
+        >
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3,
+                        inner: NestedStrategies(
+                            outer: s4, inner: NestedStrategies(outer: s5, inner: NestedStrategies(outer: s6, inner: s7))
+                        )))))
+    }
+
+    /// 9 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy, S7: ResilienceStrategy,
+        S8: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6, _ s7: S7, _ s8: S8) -> NestedStrategies<
+        S0,
+        NestedStrategies<
+            S1,
+            NestedStrategies<
+                S2,
+                NestedStrategies<
+                    S3, NestedStrategies<S4, NestedStrategies<S5, NestedStrategies<S6, NestedStrategies<S7, S8>>>>
+                >
+            >
+        >
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3,
+                        inner: NestedStrategies(
+                            outer: s4,
+                            inner: NestedStrategies(
+                                outer: s5,
+                                inner: NestedStrategies(outer: s6, inner: NestedStrategies(outer: s7, inner: s8))))))))
+    }
+
+    /// 10 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy, S7: ResilienceStrategy,
+        S8: ResilienceStrategy, S9: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6, _ s7: S7, _ s8: S8, _ s9: S9)
+        -> NestedStrategies<
+            S0,
+            NestedStrategies<
+                S1,
+                NestedStrategies<
+                    S2,
+                    NestedStrategies<
+                        S3,
+                        NestedStrategies<
+                            S4,
+                            NestedStrategies<S5, NestedStrategies<S6, NestedStrategies<S7, NestedStrategies<S8, S9>>>>
+                        >
+                    >
+                >
+            >
+        >
+    {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3,
+                        inner: NestedStrategies(
+                            outer: s4,
+                            inner: NestedStrategies(
+                                outer: s5,
+                                inner: NestedStrategies(
+                                    outer: s6,
+                                    inner: NestedStrategies(outer: s7, inner: NestedStrategies(outer: s8, inner: s9)))))
+                    ))))
     }
 }

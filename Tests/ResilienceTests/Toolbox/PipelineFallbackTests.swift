@@ -171,11 +171,14 @@ struct InlinePipelineIsolationTests {
     /// Every inline stage, in the order the benchmark's `pipeline.inline.success` row uses.
     static func inlinePipeline(clock: TestClock) throws -> ResiliencePipeline<
         NestedStrategies<
+            Fallback<Int>,
             NestedStrategies<
+                RetryPolicy,
                 NestedStrategies<
-                    NestedStrategies<NestedStrategies<Fallback<Int>, RetryPolicy>, CircuitBreaker>, ConcurrencyLimiter
-                >, RateLimiter
-            >, AdaptiveThrottle
+                    CircuitBreaker,
+                    NestedStrategies<ConcurrencyLimiter, NestedStrategies<RateLimiter, AdaptiveThrottle>>
+                >
+            >
         >
     > {
         try ResiliencePipeline {
