@@ -1,6 +1,6 @@
 extension OverheadCatalog {
-    /// The toolbox rows: the success path of each strategy and of the standard HTTP
-    /// pipeline, from both callers, and the `taskgroup.child` reference. The subjects
+    /// The toolbox rows: the success path of each strategy, of the standard HTTP
+    /// pipeline and of a pipeline of every inline strategy, from both callers, and the `taskgroup.child` reference. The subjects
     /// are in `ToolboxSubjects.swift`.
     static let toolbox: [OverheadBenchmark] = [
         OverheadBenchmark("taskgroup.child", OverheadConfiguration.bothCallers) { TaskGroupChild() },
@@ -19,6 +19,9 @@ extension OverheadCatalog {
         },
         OverheadBenchmark("pipeline.standard.success", OverheadConfiguration.bothCallers) {
             StandardPipelineSuccess(pipeline: try ToolboxFixtures.standardPipeline())
+        },
+        OverheadBenchmark("pipeline.inline.success", OverheadConfiguration.bothCallers) {
+            InlinePipelineSuccess(pipeline: try ToolboxFixtures.inlinePipeline())
         },
     ]
 }

@@ -13,7 +13,23 @@ enum ToolboxFixtures {
     static func standardPipeline() throws -> ResiliencePipeline<StandardHTTPStrategies> {
         try ResiliencePipeline.standardHTTP(name: "benchmark")
     }
+    static func inlinePipeline() throws -> ResiliencePipeline<InlineStrategies> {
+        try ResiliencePipeline {
+            Fallback<Int>.value(0)
+            try RetryPolicy(maximumAttempts: 3)
+            try CircuitBreaker(name: "benchmark")
+            try bulkhead()
+            try rateLimiter()
+        }
+    }
 }
+
+/// The stages of `pipeline.inline.success`, outermost first: every strategy that runs the
+/// operation inline, and no timeout.
+typealias InlineStrategies = NestedStrategies<
+    Fallback<Int>,
+    NestedStrategies<RetryPolicy, NestedStrategies<CircuitBreaker, NestedStrategies<ConcurrencyLimiter, RateLimiter>>>
+>
 
 /// `taskgroup.child`: the operation run in one child task of a task group, the least a
 /// strategy that watches a clock while the operation runs can cost.
@@ -102,6 +118,20 @@ struct HedgingSuccess: OverheadSubject {
 /// breaker, attempt timeout) around an operation that succeeds.
 struct StandardPipelineSuccess: OverheadSubject {
     let pipeline: ResiliencePipeline<StandardHTTPStrategies>
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.pipeline.execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.pipeline.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `pipeline.inline.success`: fallback, retry policy, breaker, concurrency limiter and
+/// token-bucket rate limiter, outermost first, around an operation that succeeds; no timeout.
+struct InlinePipelineSuccess: OverheadSubject {
+    let pipeline: ResiliencePipeline<InlineStrategies>
 
     func call(_ input: Int) async -> Int {
         (try? await self.pipeline.execute { try await Workload.operation(input) }) ?? input

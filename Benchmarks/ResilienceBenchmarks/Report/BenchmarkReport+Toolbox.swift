@@ -105,6 +105,18 @@ extension BenchmarkReport {
                     comparedWith: "timeout.success", measured: ratio.map { Format.decimal($0, 2) + "x" },
                     isMet: ratio.map { $0 <= 2.5 },
                     gap: ratio.map { "+" + Format.decimal(Swift.max(0, $0 - 2.5), 2) + "x over 2.5x" }))
+            let inline = self.overheadRow("pipeline.inline.success", caller)
+            let allocations = inline?.allocationsPerOperation
+            checks.append(
+                TargetCheck(
+                    description: "pipeline.inline.success (\(caller.rawValue)): no heap allocation per call",
+                    comparedWith: "0 allocations",
+                    measured: inline.map { row in
+                        (allocations.map { Format.decimal($0, 3) } ?? "n/a") + " allocations, "
+                            + Format.decimal(row.ratio, 2) + "x the direct call"
+                    },
+                    isMet: inline.map { _ in (allocations ?? 0) < 0.01 },
+                    gap: allocations.map { "+" + Format.decimal($0, 3) + " allocations" }))
         }
         let plain = self.simulations.toolbox.hedging.first { !$0.hedged }
         let hedged = self.simulations.toolbox.hedging.first { $0.hedged }

@@ -1,7 +1,8 @@
 /// Lets at most a fixed number of calls run at once (a bulkhead), with an optional bounded FIFO queue.
 ///
-/// A call that finds a free slot runs at once, in the caller's isolation, for the
-/// price of one uncontended lock. When every slot is taken, the caller waits in
+/// A call that finds a free slot while no one waits runs at once, in the caller's
+/// isolation, for two atomic instructions (one to take the slot, one to give it
+/// back) and no lock. When every slot is taken, the caller waits in
 /// the queue, first come first served, if there is room; a caller that waits
 /// longer than ``queueTimeout``, or finds the queue full, is refused with
 /// ``LimiterRejectionError``, which says how many were queued. A queued caller

@@ -1,6 +1,10 @@
-/// The pure state of a ``ConcurrencyLimiter``: slots in use and the FIFO queue of waiting callers.
+/// The pure state of a ``ConcurrencyLimiter``'s FIFO queue of waiting callers, and its decisions.
 ///
-/// No locks, no awaits: each method returns what the caller must do after unlocking.
+/// No locks, no awaits, no atomics: each method returns what the caller must do
+/// after unlocking. The slots in use are counted outside it, in the storage's
+/// atomic word, so that a call that finds a free slot while no one waits takes it
+/// without the lock; the machine is asked only when a caller found no free slot,
+/// or a slot is given back while callers wait.
 struct ConcurrencyLimiterStateMachine: Sendable {
     /// What an admission request ended in.
     enum Admission: Equatable {
@@ -14,7 +18,6 @@ struct ConcurrencyLimiterStateMachine: Sendable {
 
     let limit: Int
     let queueLimit: Int
-    private(set) var inFlight = 0
     /// Tickets in arrival order; entries before `head`, and entries no longer in `waiting`, are gone.
     private var order: [UInt64] = []
     private var head = 0
@@ -29,16 +32,17 @@ struct ConcurrencyLimiterStateMachine: Sendable {
     /// How many callers wait in the queue.
     var queuedCount: Int { self.waiting.count }
 
-    /// Takes a slot if one is free and no one waits before the caller.
-    mutating func tryAdmit() -> Bool {
-        guard self.inFlight < self.limit, self.waiting.isEmpty else { return false }
-        self.inFlight += 1
-        return true
+    /// Whether no caller waits.
+    var isQueueEmpty: Bool { self.waiting.isEmpty }
+
+    /// Whether a caller may take a slot now, with `inFlight` slots in use: only
+    /// when one is free and no one waits before it.
+    func mayAdmit(inFlight: Int) -> Bool {
+        inFlight < self.limit && self.waiting.isEmpty
     }
 
-    /// Takes a slot, or a place in the queue, or refuses.
-    mutating func admit() -> Admission {
-        if self.tryAdmit() { return .admitted }
+    /// Takes a place in the queue for a caller that found no free slot, or refuses it.
+    mutating func enqueue() -> Admission {
         guard self.waiting.count < self.queueLimit else { return .rejected(queued: self.waiting.count) }
         let ticket = self.nextTicket
         self.nextTicket += 1
@@ -47,18 +51,17 @@ struct ConcurrencyLimiterStateMachine: Sendable {
         return .queued(ticket: ticket)
     }
 
-    /// Gives a slot back; returns the ticket of the queued caller it passes to, if any.
-    mutating func release() -> UInt64? {
+    /// A slot was given back: the ticket of the queued caller it passes to, or `nil` when none waits.
+    mutating func dequeue() -> UInt64? {
         while self.head < self.order.count {
             let ticket = self.order[self.head]
             self.head += 1
             if self.waiting.remove(ticket) != nil {
                 self.compactIfNeeded()
-                return ticket  // the slot passes on: `inFlight` is unchanged
+                return ticket
             }
         }
         self.compactIfNeeded()
-        self.inFlight -= 1
         return nil
     }
 

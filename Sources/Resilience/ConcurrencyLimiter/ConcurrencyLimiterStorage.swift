@@ -1,26 +1,71 @@
-/// The lock-guarded state of a ``ConcurrencyLimiter``: the state machine and the queued callers' waiters.
+import Synchronization
+
+/// The shared state of a ``ConcurrencyLimiter``: an atomic word counting the slots in
+/// use, and, behind a lock, the queue's state machine and the queued callers' waiters.
+///
+/// The word holds the number of slots in use, plus ``queuedFlag`` while anyone
+/// waits. With the flag clear, a call takes a slot and gives it back with one
+/// atomic instruction each and no lock; a word at or above the limit (the flag
+/// makes it huge) sends the caller to the lock. The flag is raised and lowered
+/// only under the lock, with the queue: under the lock, the flag is set exactly
+/// when the queue is not empty. A slot given back while the flag is set is
+/// handed, under the lock, to the first queued caller, so no newcomer overtakes
+/// the queue.
 final class ConcurrencyLimiterStorage: Sendable {
     struct State {
         var machine: ConcurrencyLimiterStateMachine
         var waiters: [UInt64: QueuedCaller] = [:]
     }
 
+    /// Set in ``word`` while callers wait; far above any limit.
+    static let queuedFlag = 1 << 62
+
+    let word: Atomic<Int>
+    let limit: Int
     let state: Lock<State>
 
     init(limit: Int, queueLimit: Int) {
+        self.limit = limit
+        self.word = Atomic(0)
         self.state = Lock(State(machine: ConcurrencyLimiterStateMachine(limit: limit, queueLimit: queueLimit)))
     }
 
-    /// The fast path: a slot if one is free and no one waits.
+    /// The fast path: a slot if one is free and no one waits, with no lock.
     @inline(__always)
     func tryAdmit() -> Bool {
-        self.state.withLock { $0.machine.tryAdmit() }
+        var word = self.word.load(ordering: .relaxed)
+        while word < self.limit {
+            let (exchanged, original) = self.word.compareExchange(
+                expected: word, desired: word &+ 1, ordering: .acquiring)
+            if exchanged { return true }
+            word = original
+        }
+        return false
     }
 
     /// A slot, a place in the queue with `caller` registered, or a refusal.
     func admit(registering caller: QueuedCaller) -> ConcurrencyLimiterStateMachine.Admission {
         self.state.withLock { state in
-            let admission = state.machine.admit()
+            if state.machine.isQueueEmpty {
+                // The flag is clear: only the lock-free paths move the word now.
+                var word = self.word.load(ordering: .relaxed)
+                while true {
+                    if state.machine.mayAdmit(inFlight: word) {
+                        let (exchanged, original) = self.word.compareExchange(
+                            expected: word, desired: word &+ 1, ordering: .acquiring)
+                        if exchanged { return .admitted }
+                        word = original
+                        continue
+                    }
+                    guard state.machine.queueLimit > 0 else { return .rejected(queued: 0) }
+                    // Raise the flag before queueing; a slot given back meanwhile fails the exchange.
+                    let (exchanged, original) = self.word.compareExchange(
+                        expected: word, desired: word | Self.queuedFlag, ordering: .acquiringAndReleasing)
+                    if exchanged { break }
+                    word = original
+                }
+            }
+            let admission = state.machine.enqueue()
             if case .queued(let ticket) = admission {
                 state.waiters[ticket] = caller
             }
@@ -28,10 +73,22 @@ final class ConcurrencyLimiterStorage: Sendable {
         }
     }
 
-    /// Gives a slot back and hands it to the first queued caller, if any, after unlocking.
+    /// Gives a slot back: one atomic instruction, and the lock only when callers wait.
+    @inline(__always)
     func release() {
+        let (old, _) = self.word.wrappingSubtract(1, ordering: .releasing)
+        if old & Self.queuedFlag != 0 {
+            self.handOver()
+        }
+    }
+
+    /// Passes the slot just given back to the first queued caller, if one is still there.
+    private func handOver() {
         let next: QueuedCaller? = self.state.withLock { state in
-            state.machine.release().flatMap { state.waiters.removeValue(forKey: $0) }
+            guard let ticket = state.machine.dequeue() else { return nil }  // everyone left: the slot is free
+            self.word.wrappingAdd(1, ordering: .relaxed)  // the slot passes on
+            self.lowerFlagIfQueueEmpty(state.machine)
+            return state.waiters.removeValue(forKey: ticket)
         }
         next?.resolve(.success(()))
     }
@@ -39,13 +96,24 @@ final class ConcurrencyLimiterStorage: Sendable {
     /// Takes a queued caller out; its waiter, when it was still queued.
     func remove(_ ticket: UInt64) -> QueuedCaller? {
         self.state.withLock { state in
-            state.machine.removeFromQueue(ticket) ? state.waiters.removeValue(forKey: ticket) : nil
+            guard state.machine.removeFromQueue(ticket) else { return nil }
+            self.lowerFlagIfQueueEmpty(state.machine)
+            return state.waiters.removeValue(forKey: ticket)
         }
     }
 
-    /// Slots in use and callers queued, read together.
+    /// Called under the lock after the queue shrank.
+    private func lowerFlagIfQueueEmpty(_ machine: ConcurrencyLimiterStateMachine) {
+        if machine.isQueueEmpty {
+            self.word.bitwiseAnd(~Self.queuedFlag, ordering: .acquiringAndReleasing)
+        }
+    }
+
+    /// Slots in use and callers queued, read together under the lock.
     var counts: (inFlight: Int, queued: Int) {
-        self.state.withLock { ($0.machine.inFlight, $0.machine.queuedCount) }
+        self.state.withLock { state in
+            (self.word.load(ordering: .relaxed) & ~Self.queuedFlag, state.machine.queuedCount)
+        }
     }
 }
 

@@ -61,6 +61,13 @@ public struct Fallback<Value: Sendable>: Sendable {
         }
     }
 
+    /// The failure path of a pipeline stage: the answer when the call's value is this fallback's, else the failure.
+    @usableFromInline
+    nonisolated(nonsending) func recover<Other>(from error: any Error, as _: Other.Type) async throws -> Other {
+        guard Other.self == Value.self else { throw error }
+        return try await self.recover(from: error) as! Other  // the same type: the cast cannot fail
+    }
+
     /// The failure path: the rules first, then `handles`, then the answer.
     @usableFromInline
     nonisolated(nonsending) func recover(from error: any Error) async throws -> Value {

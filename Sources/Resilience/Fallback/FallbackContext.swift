@@ -11,9 +11,11 @@ public struct FallbackContext: Sendable {
         self.analysis = analysis
     }
 
-    /// Whether the call was refused before it ran: a breaker open, a limiter full
-    /// (the request provably never left, ``RequestDelivery/notSent``).
+    /// Whether the call was refused before it ran: a breaker open, a limiter full,
+    /// an adaptive throttle shedding load (the request provably never left,
+    /// ``RequestDelivery/notSent``).
     public var isRejection: Bool {
         self.error is CircuitBreakerOpenError || self.error is LimiterRejectionError
+            || self.error is AdaptiveThrottleRejection
     }
 }

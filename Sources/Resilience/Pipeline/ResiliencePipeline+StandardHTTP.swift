@@ -1,8 +1,8 @@
 /// The stages of ``ResiliencePipeline/standardHTTP(name:concurrencyLimit:totalTimeout:maximumAttempts:breakerConfiguration:attemptTimeout:clock:)``,
 /// outermost first: a concurrency limiter, a total timeout, a retry policy, a circuit breaker and an attempt timeout.
 public typealias StandardHTTPStrategies = NestedStrategies<
-    NestedStrategies<NestedStrategies<NestedStrategies<ConcurrencyLimiter, Timeout>, RetryPolicy>, CircuitBreaker>,
-    Timeout
+    ConcurrencyLimiter,
+    NestedStrategies<Timeout, NestedStrategies<RetryPolicy, NestedStrategies<CircuitBreaker, Timeout>>>
 >
 
 extension ResiliencePipeline where Strategies == StandardHTTPStrategies {

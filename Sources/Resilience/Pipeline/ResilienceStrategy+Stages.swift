@@ -1,67 +1,146 @@
 extension Timeout: ResilienceStrategy {
     /// Runs `operation` under this time limit, as ``execute(idempotency:operation:)`` does.
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        try await self.execute(operation: operation)
+    ///
+    /// The operation is copied into the timeout's task: one closure per call, the
+    /// price of running it where a timer can race it.
+    @inlinable
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        try await self.execute { try await operation.run() }
     }
 }
 
 extension ConcurrencyLimiter: ResilienceStrategy {
     /// Runs `operation` in a slot, as ``execute(operation:)`` does.
+    ///
+    /// Each inline stage calls ``PipelineOperation/run()`` itself rather than
+    /// through a closure handed to its `execute(operation:)`: a closure made in a
+    /// `nonisolated(nonsending)` function is not isolated to the caller, so calling
+    /// it would leave a `@MainActor` caller's actor and come back.
     @inlinable
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        try await self.execute { try await operation() }
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        if !self.tryAcquire() {
+            try await self.acquireSlowly()
+        }
+        defer { self.release() }
+        return try await operation.run()
     }
 }
 
 extension RateLimiter: ResilienceStrategy {
     /// Runs `operation` with a permit, as ``execute(operation:)`` does.
     @inlinable
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        try await self.execute { try await operation() }
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        if let retryAfter = self.tryAcquire() {
+            try await self.acquireSlowly(retryAfter: retryAfter)
+        }
+        return try await operation.run()
     }
 }
 
 extension Hedging: ResilienceStrategy {
     /// Runs `operation`, hedged, as ``execute(idempotency:operation:)`` does.
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        try await self.execute(operation: operation)
+    ///
+    /// The operation is copied into each attempt's task.
+    @inlinable
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        try await self.execute { try await operation.run() }
     }
 }
 
 extension CircuitBreaker: ResilienceStrategy {
     /// Runs `operation` if the breaker allows it, as `execute(operation:)` does.
     @inlinable
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        try await self.execute { try await operation() }
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        let permit = try self.admit()
+        let value: Operation.Value
+        do {
+            value = try await operation.run()
+        } catch {
+            self.recordFailure(error, for: permit)
+            throw error
+        }
+        self.recordSuccess(for: permit)
+        return value
     }
 }
 
 extension RetryPolicy: ResilienceStrategy {
     /// Runs `operation`, retrying as the policy allows, as `execute(operation:)` does.
     @inlinable
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        try await self.execute { try await operation() }
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        guard self.canTakeFastPath else {
+            return try await self.retryStage(operation, firstFailure: nil, isolation: #isolation)
+        }
+        let value: Operation.Value
+        do {
+            value = try await operation.run()
+        } catch {
+            return try await self.retryStage(operation, firstFailure: error, isolation: #isolation)
+        }
+        self.budget?.recordSuccess()
+        return value
+    }
+
+    /// The slow path, out of line: the closure it makes would otherwise cost the fast path an allocation.
+    @inlinable @inline(never)
+    func retryStage<Operation: PipelineOperation>(
+        _ operation: Operation,
+        firstFailure: (any Error)?,
+        isolation: isolated (any Actor)?
+    ) async throws -> Operation.Value {
+        try await self.retry(isolation: isolation, firstFailure: firstFailure) { try await operation.run() }
     }
 }
 
 extension AdaptiveThrottle: ResilienceStrategy {
     /// Runs `operation` if the throttle admits it, as ``execute(operation:)`` does, so a
     /// pipeline can reject locally while its dependency is failing.
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        try await self.execute { try await operation() }
+    @inlinable
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        guard self.admit() else {
+            throw AdaptiveThrottleRejection(rejectionProbability: self.rejectionProbability)
+        }
+        let value: Operation.Value
+        do {
+            value = try await operation.run()
+        } catch {
+            self.record(error)
+            throw error
+        }
+        self.recordAccepted()
+        return value
+    }
+}
+
+extension Fallback: ResilienceStrategy {
+    /// Runs `operation`, and answers for its failure or rejection, as ``execute(operation:)`` does.
+    ///
+    /// Put it outermost, so that it answers for what every stage inside finally
+    /// gives up with. It answers only calls whose value is its own `Value`; a call
+    /// of another type through the same pipeline gets its failure unchanged. Like
+    /// ``execute(operation:)``, it never answers for the caller's cancellation.
+    @inlinable
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        do {
+            return try await operation.run()
+        } catch {
+            return try await self.recover(from: error, as: Operation.Value.self)
+        }
     }
 }

@@ -1,10 +1,27 @@
 /// A stage of a ``ResiliencePipeline``: something that runs an operation its own way.
 ///
 /// ``Timeout``, ``ConcurrencyLimiter``, ``RateLimiter``, ``Hedging``,
-/// ``CircuitBreaker`` and ``RetryPolicy`` adopt it, so each can be a stage. A
-/// stage's operation is `@Sendable` and escaping because some stages
-/// (``Timeout``, ``Hedging``) run it in a task of their own; the stages that run
-/// it inline call it in the caller's isolation.
+/// ``CircuitBreaker``, ``RetryPolicy``, ``AdaptiveThrottle`` and ``Fallback``
+/// adopt it, so each can be a stage. A stage receives the rest of the pipeline as
+/// a value of a generic ``PipelineOperation`` type, never as a closure made for
+/// the call: a pipeline of stages that run the operation inline (all but
+/// ``Timeout`` and ``Hedging``) is specialized by the compiler into straight-line
+/// code, with no existential and no heap allocation per call on its success path.
+/// A stage that runs the operation in a task of its own copies the operation
+/// into it; operations are `Sendable` for that reason.
+///
+/// A stage of your own calls ``PipelineOperation/run()`` once per attempt:
+///
+/// ```swift
+/// struct Logged: ResilienceStrategy {
+///     nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+///         _ operation: Operation
+///     ) async throws -> Operation.Value {
+///         print("calling")
+///         return try await operation.run()
+///     }
+/// }
+/// ```
 ///
 /// Call a strategy's own `execute(operation:)` when you use it alone; this
 /// entry point is what a pipeline calls.
@@ -13,9 +30,63 @@ public protocol ResilienceStrategy: Sendable {
     ///
     /// - Parameter operation: The rest of the pipeline, or the user's operation for the innermost stage.
     /// - Returns: The operation's value.
-    nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value
+    nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value
+}
+
+/// What a pipeline hands each stage: the stages inside it and, innermost, the user's operation.
+///
+/// A value of a concrete generic type rather than a closure, so passing it down
+/// allocates nothing and the compiler sees the whole composition. ``run()`` is
+/// `nonisolated(nonsending)`: the stages run on their caller's executor, and the
+/// user's operation, innermost, runs in the isolation it was written in (a closure
+/// written on the main actor runs on the main actor).
+public protocol PipelineOperation<Value>: Sendable {
+    /// What the operation returns.
+    associatedtype Value: Sendable
+
+    /// Runs the operation once: the next stage, or the user's call for the innermost one.
+    nonisolated(nonsending) func run() async throws -> Value
+}
+
+/// The user's operation at the centre of a pipeline: a closure that runs in the isolation it was written in.
+public struct IsolatedOperation<Value: Sendable>: PipelineOperation {
+    /// The closure, isolated to the actor it was written on, if any.
+    public let body: @Sendable @isolated(any) () async throws -> Value
+
+    /// Wraps `body`.
+    @inlinable
+    public init(_ body: @escaping @Sendable @isolated(any) () async throws -> Value) {
+        self.body = body
+    }
+
+    /// Calls the closure in its own isolation; no hop when the caller is already there.
+    @inlinable
+    public nonisolated(nonsending) func run() async throws -> Value {
+        try await self.body()
+    }
+}
+
+/// One stage with the rest of the pipeline inside it, as one operation for the stage outside.
+public struct StagedOperation<Stage: ResilienceStrategy, Rest: PipelineOperation>: PipelineOperation {
+    /// The stage that runs `rest`.
+    public let stage: Stage
+    /// What the stage runs.
+    public let rest: Rest
+
+    /// Puts `rest` inside `stage`.
+    @inlinable
+    public init(stage: Stage, rest: Rest) {
+        self.stage = stage
+        self.rest = rest
+    }
+
+    /// Runs ``rest`` through ``stage``.
+    @inlinable
+    public nonisolated(nonsending) func run() async throws -> Rest.Value {
+        try await self.stage.executeInPipeline(self.rest)
+    }
 }
 
 /// Two stages, one inside the other: what a pipeline's builder makes of consecutive stages.
@@ -26,34 +97,209 @@ public struct NestedStrategies<Outer: ResilienceStrategy, Inner: ResilienceStrat
     public let inner: Inner
 
     /// Nests `inner` inside `outer`.
+    @inlinable
     public init(outer: Outer, inner: Inner) {
         self.outer = outer
         self.inner = inner
     }
 
-    /// Runs `operation` through ``inner``, inside ``outer``.
+    /// Runs `operation` through ``inner``, inside ``outer``; the pair is a plain value, not a closure.
     @inlinable
-    public nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
-        let inner = self.inner
-        return try await self.outer.executeInPipeline { try await inner.executeInPipeline(operation) }
+    public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        try await self.outer.executeInPipeline(StagedOperation(stage: self.inner, rest: operation))
     }
 }
 
-/// Composes a pipeline's stages, outermost first.
+/// Composes a pipeline's stages, outermost first, up to ten.
+///
+/// The stages nest to the right, `NestedStrategies<First, NestedStrategies<Second, ...>>`,
+/// so that as the call goes in, each ``NestedStrategies`` hands a smaller
+/// composition the same operation type. (Nested to the left, each level would
+/// hand the level above it a larger operation type, and the compiler stops
+/// specializing a function that calls itself with ever larger types: the
+/// pipeline would then run as unspecialized generic code.)
 @resultBuilder
 public enum ResiliencePipelineBuilder {
-    /// The first (outermost) stage.
-    public static func buildPartialBlock<First: ResilienceStrategy>(first: First) -> First {
-        first
+    /// One stage.
+    @inlinable
+    public static func buildBlock<S0: ResilienceStrategy>(_ s0: S0) -> S0 {
+        s0
     }
 
-    /// The stages so far, with `next` nested inside them.
-    public static func buildPartialBlock<Outer: ResilienceStrategy, Inner: ResilienceStrategy>(
-        accumulated: Outer,
-        next: Inner
-    ) -> NestedStrategies<Outer, Inner> {
-        NestedStrategies(outer: accumulated, inner: next)
+    /// 2 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<S0: ResilienceStrategy, S1: ResilienceStrategy>(_ s0: S0, _ s1: S1)
+        -> NestedStrategies<S0, S1>
+    {
+        NestedStrategies(outer: s0, inner: s1)
+    }
+
+    /// 3 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy>(
+        _ s0: S0, _ s1: S1, _ s2: S2
+    ) -> NestedStrategies<S0, NestedStrategies<S1, S2>> {
+        NestedStrategies(outer: s0, inner: NestedStrategies(outer: s1, inner: s2))
+    }
+
+    /// 4 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3) -> NestedStrategies<S0, NestedStrategies<S1, NestedStrategies<S2, S3>>> {
+        NestedStrategies(outer: s0, inner: NestedStrategies(outer: s1, inner: NestedStrategies(outer: s2, inner: s3)))
+    }
+
+    /// 5 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4) -> NestedStrategies<
+        S0, NestedStrategies<S1, NestedStrategies<S2, NestedStrategies<S3, S4>>>
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1, inner: NestedStrategies(outer: s2, inner: NestedStrategies(outer: s3, inner: s4))))
+    }
+
+    /// 6 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5) -> NestedStrategies<
+        S0, NestedStrategies<S1, NestedStrategies<S2, NestedStrategies<S3, NestedStrategies<S4, S5>>>>
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2, inner: NestedStrategies(outer: s3, inner: NestedStrategies(outer: s4, inner: s5)))))
+    }
+
+    /// 7 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6) -> NestedStrategies<
+        S0,
+        NestedStrategies<S1, NestedStrategies<S2, NestedStrategies<S3, NestedStrategies<S4, NestedStrategies<S5, S6>>>>>
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3, inner: NestedStrategies(outer: s4, inner: NestedStrategies(outer: s5, inner: s6))))))
+    }
+
+    /// 8 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy, S7: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6, _ s7: S7) -> NestedStrategies<
+        S0,
+        NestedStrategies<
+            S1,
+            NestedStrategies<
+                S2, NestedStrategies<S3, NestedStrategies<S4, NestedStrategies<S5, NestedStrategies<S6, S7>>>>
+            >
+        >
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3,
+                        inner: NestedStrategies(
+                            outer: s4, inner: NestedStrategies(outer: s5, inner: NestedStrategies(outer: s6, inner: s7))
+                        )))))
+    }
+
+    /// 9 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy, S7: ResilienceStrategy,
+        S8: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6, _ s7: S7, _ s8: S8) -> NestedStrategies<
+        S0,
+        NestedStrategies<
+            S1,
+            NestedStrategies<
+                S2,
+                NestedStrategies<
+                    S3, NestedStrategies<S4, NestedStrategies<S5, NestedStrategies<S6, NestedStrategies<S7, S8>>>>
+                >
+            >
+        >
+    > {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3,
+                        inner: NestedStrategies(
+                            outer: s4,
+                            inner: NestedStrategies(
+                                outer: s5,
+                                inner: NestedStrategies(outer: s6, inner: NestedStrategies(outer: s7, inner: s8))))))))
+    }
+
+    /// 10 stages, the first outermost.
+    @inlinable
+    public static func buildBlock<
+        S0: ResilienceStrategy, S1: ResilienceStrategy, S2: ResilienceStrategy, S3: ResilienceStrategy,
+        S4: ResilienceStrategy, S5: ResilienceStrategy, S6: ResilienceStrategy, S7: ResilienceStrategy,
+        S8: ResilienceStrategy, S9: ResilienceStrategy
+    >(_ s0: S0, _ s1: S1, _ s2: S2, _ s3: S3, _ s4: S4, _ s5: S5, _ s6: S6, _ s7: S7, _ s8: S8, _ s9: S9)
+        -> NestedStrategies<
+            S0,
+            NestedStrategies<
+                S1,
+                NestedStrategies<
+                    S2,
+                    NestedStrategies<
+                        S3,
+                        NestedStrategies<
+                            S4,
+                            NestedStrategies<S5, NestedStrategies<S6, NestedStrategies<S7, NestedStrategies<S8, S9>>>>
+                        >
+                    >
+                >
+            >
+        >
+    {
+        NestedStrategies(
+            outer: s0,
+            inner: NestedStrategies(
+                outer: s1,
+                inner: NestedStrategies(
+                    outer: s2,
+                    inner: NestedStrategies(
+                        outer: s3,
+                        inner: NestedStrategies(
+                            outer: s4,
+                            inner: NestedStrategies(
+                                outer: s5,
+                                inner: NestedStrategies(
+                                    outer: s6,
+                                    inner: NestedStrategies(outer: s7, inner: NestedStrategies(outer: s8, inner: s9)))))
+                    ))))
     }
 }

@@ -7,6 +7,10 @@
 /// ``RetryPolicy`` reads like a server's hint. Waiting callers are not served
 /// in strict arrival order: each takes the first permit free when it wakes.
 ///
+/// A token bucket with a token left grants it with one clock read and one atomic
+/// instruction, without a lock; the lock is taken when a refill is due, when the
+/// bucket looks empty, and for every call to a sliding window.
+///
 /// ```swift
 /// let limiter = try RateLimiter(.tokenBucket(capacity: 20, tokensPerPeriod: 10, period: .seconds(1)))
 /// let page = try await limiter.execute { try await api.page(2) }
@@ -19,7 +23,7 @@ public final class RateLimiter: Sendable {
     /// The longest a caller waits for a permit; zero to refuse at once.
     public let maximumWait: Duration
 
-    let state: Lock<RateLimiterStateMachine>
+    let storage: RateLimiterStorage
     let clock: ElapsedClock
     let observer: (any StrategyObserver)?
 
@@ -59,13 +63,13 @@ public final class RateLimiter: Sendable {
         self.maximumWait = maximumWait
         self.observer = observer
         self.clock = elapsedClock
-        self.state = Lock(RateLimiterStateMachine(algorithm, at: elapsedClock.now()))
+        self.storage = RateLimiterStorage(RateLimiterStateMachine(algorithm, at: elapsedClock.now()))
     }
 
     /// The permits free now.
     public var availablePermits: Int {
         let now = self.clock.now()
-        return self.state.withLock { $0.available(at: now) }
+        return self.storage.step { $0.available(at: now) }
     }
 
     /// Runs `operation` once a permit is taken.
@@ -86,8 +90,9 @@ public final class RateLimiter: Sendable {
     /// Takes a permit now; `nil` when taken, or the time until one frees.
     @usableFromInline
     func tryAcquire() -> Duration? {
+        if self.storage.tryTakeLentToken(now: self.clock.now) { return nil }
         let now = self.clock.now()
-        switch self.state.withLock({ $0.acquire(at: now) }) {
+        switch self.storage.step({ $0.acquire(at: now) }) {
         case .granted: return nil
         case .denied(let retryAfter): return retryAfter
         }

@@ -48,6 +48,29 @@ struct RateLimiterStateMachine: Sendable {
         }
     }
 
+    /// Hands out every token a token bucket holds, with the span of time they are
+    /// taken in without a refill: from the period's start to the next refill.
+    ///
+    /// The storage lends them to its lock-free path, which takes them one by one
+    /// while the clock reads within that span, and gives back what is left with
+    /// ``returnTokens(_:)`` before the machine is asked anything else. Taking a lent
+    /// token within the span is exactly what ``acquire(at:)`` does there: nothing
+    /// refills before the span ends. A sliding window lends nothing (`nil`).
+    mutating func lendTokens() -> (tokens: Int, periodStart: Duration, refillDue: Duration)? {
+        guard case .tokenBucket(var bucket) = self.state else { return nil }
+        let lent = bucket.tokens
+        bucket.tokens = 0
+        self.state = .tokenBucket(bucket)
+        return (lent, bucket.periodStart, bucket.periodStart + bucket.period)
+    }
+
+    /// Takes back the lent tokens that were not taken.
+    mutating func returnTokens(_ count: Int) {
+        guard count > 0, case .tokenBucket(var bucket) = self.state else { return }
+        bucket.tokens = Swift.min(bucket.capacity, bucket.tokens + count)
+        self.state = .tokenBucket(bucket)
+    }
+
     /// The permits free at `now`, without taking one.
     mutating func available(at now: Duration) -> Int {
         switch self.state {

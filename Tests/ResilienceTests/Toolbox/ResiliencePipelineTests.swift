@@ -8,12 +8,12 @@ struct RecordingStage: ResilienceStrategy {
     let name: String
     let log: Recorder<String>
 
-    nonisolated(nonsending) func executeInPipeline<Value: Sendable>(
-        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
-    ) async throws -> Value {
+    nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
         self.log.record("\(self.name)>")
         defer { self.log.record("<\(self.name)") }
-        return try await operation()
+        return try await operation.run()
     }
 }
 
@@ -112,11 +112,11 @@ struct ResiliencePipelineTests {
     @Test func theStandardHTTPPresetHasTheDocumentedStagesInOrder() throws {
         let pipeline = try ResiliencePipeline.standardHTTP(name: "api")
         let stages = pipeline.strategies
-        #expect(stages.outer.outer.outer.outer.limit == 1_000)
-        #expect(stages.outer.outer.outer.inner.duration == .seconds(30))
-        #expect(stages.outer.outer.inner.maximumAttempts == 4)
-        #expect(stages.outer.inner.name == "api.breaker")
-        #expect(stages.inner.duration == .seconds(10))
+        #expect(stages.outer.limit == 1_000)
+        #expect(stages.inner.outer.duration == .seconds(30))
+        #expect(stages.inner.inner.outer.maximumAttempts == 4)
+        #expect(stages.inner.inner.inner.outer.name == "api.breaker")
+        #expect(stages.inner.inner.inner.inner.duration == .seconds(10))
     }
 
     @Test func theRegistryGivesEachHostItsOwnPipelineWithinItsBound() throws {
@@ -124,7 +124,7 @@ struct ResiliencePipelineTests {
             try! ResiliencePipeline.standardHTTP(name: host)
         }
         let a = registry.pipeline(for: "a")
-        #expect(registry.pipeline(for: "a").strategies.outer.inner === a.strategies.outer.inner)
+        #expect(registry.pipeline(for: "a").strategies.inner.inner.inner.outer === a.strategies.inner.inner.inner.outer)
         _ = registry.pipeline(for: "b")
         _ = registry.pipeline(for: "c")
         #expect(registry.count == 2)
