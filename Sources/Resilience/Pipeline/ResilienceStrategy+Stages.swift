@@ -61,15 +61,22 @@ extension CircuitBreaker: ResilienceStrategy {
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {
+        // The breaker's own throttle, if it has one, decides first, as in `execute(operation:)`.
+        let throttle = self.throttle
+        if let throttle, !throttle.admit() {
+            throw AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)
+        }
         let permit = try self.admit()
         let value: Operation.Value
         do {
             value = try await operation.run()
         } catch {
             self.recordFailure(error, for: permit)
+            throttle?.record(error)
             throw error
         }
         self.recordSuccess(for: permit)
+        throttle?.recordAccepted()
         return value
     }
 }

@@ -186,6 +186,30 @@ struct ThrottleOptionTests {
         #expect(throttle.counts == (5, 4))
     }
 
+    @Test func aBreakerAsAPipelineStageAsksAndFeedsItsThrottle() async throws {
+        let clock = TestClock()
+        let throttle = try self.throttle(clock: clock, floor: 10)
+        let breaker = CircuitBreaker(name: "api", configuration: .default, throttle: throttle, clock: clock)
+        let pipeline = ResiliencePipeline { breaker }
+        for _ in 0..<3 { _ = try await pipeline.execute { 1 } }
+        _ = try? await pipeline.execute { () async throws -> Int in throw HTTPResponseError(statusCode: 502) }
+        #expect(throttle.counts == (4, 3))
+        let shut = try self.throttle(clock: clock, multiplier: 1, seed: 11)
+        for _ in 0..<10_000 { shut.recordRejected() }
+        let throttled = CircuitBreaker(name: "shut", configuration: .default, throttle: shut, clock: clock)
+        let ran = Counter()
+        var rejected = 0
+        for _ in 0..<20 {
+            do {
+                _ = try await ResiliencePipeline { throttled }.execute { ran.increment() }
+            } catch is AdaptiveThrottleRejection {
+                rejected += 1
+            }
+        }
+        #expect(rejected >= 18)
+        #expect(ran.value + rejected == 20)
+    }
+
     @Test func aBreakerAroundAThrottledPolicyDoesNotCountTheThrottlesRejection() async throws {
         let clock = TestClock()
         let throttle = try self.throttle(clock: clock, multiplier: 1)
