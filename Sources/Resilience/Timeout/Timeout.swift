@@ -1,8 +1,10 @@
 /// Ends an operation that takes longer than a limit, total or per attempt, at any nesting.
 ///
 /// The operation runs in a task of its own, started on the caller's actor, so a
-/// `@MainActor` caller keeps its closure as it is; a timer on the injected clock
-/// races it. When the timer wins, the timeout first records that its own limit,
+/// `@MainActor` caller keeps its closure as it is. Its deadline is watched on the
+/// injected clock by one watcher task that all calls through this timeout (and
+/// its copies) share, not by a timer task per call. When the deadline passes
+/// first, the timeout first records that its own limit,
 /// not the caller, ends the operation (so a ``CircuitBreaker`` inside counts it
 /// as a failure, and a caller's cancellation as nothing), then cancels the
 /// operation and throws ``TimeoutError``, which reports the request as
