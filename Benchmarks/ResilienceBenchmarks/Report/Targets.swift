@@ -218,10 +218,11 @@ extension BenchmarkReport {
         }
         if let allocations, allocations > allowedAllocations {
             let excess = allocations - allowedAllocations
+            let shown = Self.visibleDigits(excess, from: 2)
             parts.append(
-                "+" + Format.decimal(excess, Self.visibleDigits(excess, from: 2)) + " allocations over "
-                    + allowedName + " (" + Format.decimal(allocations, 2) + " against "
-                    + Format.decimal(allowedAllocations, 2) + ")")
+                "+" + Format.decimal(excess, shown) + " allocations over " + allowedName + " ("
+                    + Format.decimal(allocations, shown) + " against " + Format.decimal(allowedAllocations, shown) + ")"
+            )
         }
         return parts.isEmpty ? "an unknown margin" : parts.joined(separator: "; ")
     }
