@@ -93,19 +93,14 @@ public final class Hedging: Sendable {
         var mayHedge = true
         var callerCancelled = false
 
-        func start() {
+        func start() async {
             let index = hedges.count + (first == nil ? 0 : 1)
             let signal = TimeLimitSignal()
             var attemptScope = scope
             attemptScope.supersessions.insert(signal, at: 0)
             // Bound around the creation, so the attempt inherits it with the caller's other task-local values.
-            let task = CallScope.$current.withValue(attemptScope) {
-                Task { [self] () async throws -> Timed<Value> in
-                    defer { self.post(.finished(index), to: id) }  // the caller then awaits the task's result
-                    let started = self.watcher.now()
-                    let value = try await operation()
-                    return Timed(value: value, latency: self.watcher.now() - started)
-                }
+            let task = await CallScope.$current.withValue(attemptScope) {
+                await self.startAttempt(on: operation.isolation, index: index, of: id, operation: operation)
             }
             let attempt = HedgedAttempt(task: task, signal: signal)
             if first == nil { first = attempt } else { hedges.append(attempt) }
@@ -119,7 +114,7 @@ public final class Hedging: Sendable {
             self.watcher.register(self.watcher.now() + delay, HedgeDue(hedging: self, call: id))
         }
 
-        start()
+        await start()
         var timer: UInt64? = armTimer()
         var winner: Int?
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
@@ -140,7 +135,7 @@ public final class Hedging: Sendable {
                             return .failure(error)
                         }
                         hedgesLeft -= 1
-                        start()
+                        await start()
                     }
                 case .hedgeDue:
                     timer = nil
@@ -149,7 +144,7 @@ public final class Hedging: Sendable {
                     }
                     hedgesLeft -= 1
                     self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .hedged))
-                    start()
+                    await start()
                     if hedgesLeft > 0 { timer = armTimer() }
                 case .callerCancelled:
                     // The caller gave up: no more hedges, and the running attempts are cancelled
@@ -173,6 +168,24 @@ public final class Hedging: Sendable {
         }
         self.calls.withLock { $0.close(id) }
         return try outcome.get()
+    }
+
+    /// Starts attempt `index` of the call `id` as a task on the operation's own actor,
+    /// so that a main-actor operation starts on the main actor without a hop; the
+    /// task tells the call when it ends.
+    private func startAttempt<Value: Sendable>(
+        on isolation: isolated (any Actor)?,
+        index: Int,
+        of id: UInt64,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) -> Task<Timed<Value>, any Error> {
+        Task { [self] () async throws -> Timed<Value> in
+            _ = isolation  // captured, so the task starts on the operation's actor
+            defer { self.post(.finished(index), to: id) }  // the caller then awaits the task's result
+            let started = self.watcher.now()
+            let value = try await operation()
+            return Timed(value: value, latency: self.watcher.now() - started)
+        }
     }
 
     /// Tells the call `id` about `event`, waking it if it waits.

@@ -60,6 +60,15 @@ struct HedgingTests {
         #expect(hedging.calls.withLock { $0.count } == 0)
     }
 
+    @Test @MainActor func aMainActorAttemptRunsOnTheMainActor() async throws {
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: TestClock())
+        let value = try await hedging.execute { @MainActor in
+            MainActor.assertIsolated()
+            return 5
+        }
+        #expect(value == 5)
+    }
+
     @Test func aCallThatMayNotRunTwiceIsNeverHedged() async throws {
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
