@@ -79,7 +79,11 @@ extension BenchmarkReport {
                         comparedWith: "direct call",
                         measured: row.map { Format.decimal($0.ratio, 2) + "x, \(allocations) allocations" },
                         isMet: row.map { $0.ratio <= 1.5 && ($0.allocationsPerOperation ?? 0) == 0 },
-                        gap: row.map { "+" + Format.decimal(Swift.max(0, $0.ratio - 1.5), 2) + "x over 1.5x" }))
+                        gap: row.map {
+                            Self.timeAndAllocationGap(
+                                ratio: $0.ratio, limit: 1.5, allocations: $0.allocationsPerOperation,
+                                allowedAllocations: 0, allowedName: "zero")
+                        }))
             }
             let reference = self.overheadRow("taskgroup.child", caller)
             for name in ["timeout.success", "hedging.success"] {
@@ -89,12 +93,22 @@ extension BenchmarkReport {
                     TargetCheck(
                         description: "\(name) (\(caller.rawValue)): at most 1.2x taskgroup.child, no more allocations",
                         comparedWith: "taskgroup.child",
-                        measured: ratio.map { Format.decimal($0, 2) + "x" },
+                        measured: ratio.map {
+                            Format.decimal($0, 2) + "x, "
+                                + (row?.allocationsPerOperation.map { Format.decimal($0, 2) } ?? "n/a") + " against "
+                                + (reference?.allocationsPerOperation.map { Format.decimal($0, 2) } ?? "n/a")
+                                + " allocations"
+                        },
                         isMet: ratio.map { ratio in
                             ratio <= 1.2
                                 && (row?.allocationsPerOperation ?? 0) <= (reference?.allocationsPerOperation ?? 0)
                         },
-                        gap: ratio.map { "+" + Format.decimal(Swift.max(0, $0 - 1.2), 2) + "x over 1.2x" }))
+                        gap: ratio.map {
+                            Self.timeAndAllocationGap(
+                                ratio: $0, limit: 1.2, allocations: row?.allocationsPerOperation,
+                                allowedAllocations: reference?.allocationsPerOperation ?? 0,
+                                allowedName: "taskgroup.child")
+                        }))
             }
             let timeout = self.overheadRow("timeout.success", caller)
             let pipeline = self.overheadRow("pipeline.standard.success", caller)

@@ -203,6 +203,30 @@ extension BenchmarkReport {
             })
     }
 
+    /// The gap of a goal on both time and allocations: each part that is missed, and only those.
+    ///
+    /// A row can meet the time and miss the allocations (or the other way round); the
+    /// gap names what was missed, instead of printing a zero time gap.
+    static func timeAndAllocationGap(
+        ratio: Double, limit: Double, allocations: Double?, allowedAllocations: Double, allowedName: String
+    ) -> String {
+        var parts: [String] = []
+        if ratio > limit {
+            parts.append(
+                "+" + Format.decimal(ratio - limit, Self.visibleDigits(ratio - limit, from: 2))
+                    + "x over \(Self.trimmed(limit))x")
+        }
+        if let allocations, allocations > allowedAllocations {
+            let excess = allocations - allowedAllocations
+            let shown = Self.visibleDigits(excess, from: 2)
+            parts.append(
+                "+" + Format.decimal(excess, shown) + " allocations over " + allowedName + " ("
+                    + Format.decimal(allocations, shown) + " against " + Format.decimal(allowedAllocations, shown) + ")"
+            )
+        }
+        return parts.isEmpty ? "an unknown margin" : parts.joined(separator: "; ")
+    }
+
     /// A goal met when `measured >= limit`.
     private static func atLeast(
         _ description: String, comparedWith: String, measured: Double?, limit: Double, digits: Int, unit: String

@@ -29,7 +29,9 @@ public final class Hedging: Sendable {
     public let budget: RetryBudget?
 
     let state: Lock<HedgingStateMachine>
-    let clock: ElapsedClock
+    let watcher: DeadlineWatcher
+    /// The calls in flight, by number: what each has to hear about, and where it waits.
+    let calls = Lock(HedgedCalls())
     let observer: (any StrategyObserver)?
 
     /// Creates a hedging strategy.
@@ -55,7 +57,7 @@ public final class Hedging: Sendable {
         self.maximumHedges = maximumHedges
         self.budget = budget
         self.observer = observer
-        self.clock = ElapsedClock(clock)
+        self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
         self.state = Lock(HedgingStateMachine(delay))
     }
 
@@ -81,76 +83,122 @@ public final class Hedging: Sendable {
         let delay = self.state.withLock { $0.currentDelay }
         var scope = CallScope.current
         scope.idempotency = declared
-        return try await withThrowingTaskGroup(of: HedgingEvent<Value>.self) { group in
-            var signals: [TimeLimitSignal] = []
-            var running = 0
-            var hedgesLeft = self.maximumHedges
-            var lastFailure: (any Error)?
-            var mayHedge = true
+        let id = self.calls.withLock { $0.open() }
+        // The first attempt is kept apart from the hedges, so that a call that starts no
+        // hedge allocates no array.
+        var first: HedgedAttempt<Value>?
+        var hedges: [HedgedAttempt<Value>] = []
+        var running = 0
+        var hedgesLeft = self.maximumHedges
+        var mayHedge = true
+        var callerCancelled = false
 
-            func start() {
-                let signal = TimeLimitSignal()
-                signals.append(signal)
-                running += 1
-                let attempt = signals.count - 1
-                var attemptScope = scope
-                attemptScope.supersessions.insert(signal, at: 0)
-                group.addTask { [clock, attemptScope] in
-                    let started = clock.now()
-                    let result: Result<Value, any Error>
-                    do {
-                        result = .success(
-                            try await CallScope.$current.withValue(attemptScope) { try await operation() })
-                    } catch {
-                        result = .failure(error)
-                    }
-                    return .finished(attempt: attempt, result, latency: clock.now() - started)
-                }
+        func start() async {
+            let index = hedges.count + (first == nil ? 0 : 1)
+            let signal = TimeLimitSignal()
+            var attemptScope = scope
+            attemptScope.supersessions.insert(signal, at: 0)
+            // Bound around the creation, so the attempt inherits it with the caller's other task-local values.
+            let task = await CallScope.$current.withValue(attemptScope) {
+                await self.startAttempt(on: operation.isolation, index: index, of: id, operation: operation)
             }
-            func armTimer() {
-                group.addTask { [clock] in
-                    do {
-                        try await clock.sleepUntil(clock.now() + delay)
-                        return .hedgeDue
-                    } catch {
-                        return .timerStopped
-                    }
-                }
-            }
+            let attempt = HedgedAttempt(task: task, signal: signal)
+            if first == nil { first = attempt } else { hedges.append(attempt) }
+            running += 1
+        }
+        func attempt(_ index: Int) -> HedgedAttempt<Value> {
+            index == 0 ? first! : hedges[index - 1]
+        }
+        func armTimer() -> UInt64 {
+            // No timer task per call: the shared watcher posts the hedge when the delay passes.
+            self.watcher.register(self.watcher.now() + delay, HedgeDue(hedging: self, call: id))
+        }
 
-            start()
-            armTimer()
-            while let event = try await group.next() {
-                switch event {
-                case .finished(let attempt, .success(let value), let latency):
-                    for (index, signal) in signals.enumerated() where index != attempt { signal.fire() }
-                    group.cancelAll()
-                    self.state.withLock { $0.record(latency) }
-                    return value
-                case .finished(_, .failure(let error), _):
-                    running -= 1
-                    lastFailure = error
-                    let analysis = FailureAnalysis(error)
-                    if Rulebook.stopReason(for: analysis, idempotency: declared) != nil { mayHedge = false }
-                    if running == 0 {
-                        guard mayHedge, hedgesLeft > 0, self.spendHedge() else {
-                            group.cancelAll()
-                            throw error
+        await start()
+        var timer: UInt64? = armTimer()
+        var winner: Int?
+        let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
+            while true {
+                switch await self.nextEvent(of: id) {
+                case .finished(let index):
+                    switch await attempt(index).task.result {
+                    case .success(let timed):
+                        winner = index
+                        self.state.withLock { $0.record(timed.latency) }
+                        return .success(timed.value)
+                    case .failure(let error):
+                        running -= 1
+                        let analysis = FailureAnalysis(error)
+                        if Rulebook.stopReason(for: analysis, idempotency: declared) != nil { mayHedge = false }
+                        guard running == 0 else { continue }
+                        guard mayHedge, !callerCancelled, hedgesLeft > 0, self.spendHedge() else {
+                            return .failure(error)
                         }
                         hedgesLeft -= 1
-                        start()
+                        await start()
                     }
                 case .hedgeDue:
-                    guard mayHedge, hedgesLeft > 0, !Task.isCancelled, self.spendHedge() else { continue }
+                    timer = nil
+                    guard mayHedge, !callerCancelled, hedgesLeft > 0, !Task.isCancelled, self.spendHedge() else {
+                        continue
+                    }
                     hedgesLeft -= 1
                     self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .hedged))
-                    start()
-                    if hedgesLeft > 0 { armTimer() }
-                case .timerStopped:
-                    continue
+                    await start()
+                    if hedgesLeft > 0 { timer = armTimer() }
+                case .callerCancelled:
+                    // The caller gave up: no more hedges, and the running attempts are cancelled
+                    // without a signal, so a breaker inside counts nothing.
+                    callerCancelled = true
+                    first?.task.cancel()
+                    for hedge in hedges { hedge.task.cancel() }
                 }
             }
-            throw lastFailure ?? CancellationError()
+        } onCancel: {
+            self.post(.callerCancelled, to: id)
+        }
+        if let timer { self.watcher.withdraw(timer) }
+        if let winner, !hedges.isEmpty {
+            // The losers were superseded: each records it before its cancellation, so a
+            // breaker inside counts it as nothing; the call waits for them, as a task group would.
+            let attempts = (first.map { [$0] } ?? []) + hedges
+            for (index, loser) in attempts.enumerated() where index != winner { loser.signal.fire() }
+            for (index, loser) in attempts.enumerated() where index != winner { loser.task.cancel() }
+            for (index, loser) in attempts.enumerated() where index != winner { _ = await loser.task.result }
+        }
+        self.calls.withLock { $0.close(id) }
+        return try outcome.get()
+    }
+
+    /// Starts attempt `index` of the call `id` as a task on the operation's own actor,
+    /// so that a main-actor operation starts on the main actor without a hop; the
+    /// task tells the call when it ends.
+    private func startAttempt<Value: Sendable>(
+        on isolation: isolated (any Actor)?,
+        index: Int,
+        of id: UInt64,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) -> Task<Timed<Value>, any Error> {
+        Task { [self] () async throws -> Timed<Value> in
+            _ = isolation  // captured, so the task starts on the operation's actor
+            defer { self.post(.finished(index), to: id) }  // the caller then awaits the task's result
+            let started = self.watcher.now()
+            let value = try await operation()
+            return Timed(value: value, latency: self.watcher.now() - started)
+        }
+    }
+
+    /// Tells the call `id` about `event`, waking it if it waits.
+    fileprivate func post(_ event: HedgedCallEvent, to id: UInt64) {
+        let wake = self.calls.withLock { $0.post(event, to: id) }
+        if let (parked, event) = wake { parked.resume(returning: event) }
+    }
+
+    /// Waits for the next event of the call `id`.
+    private nonisolated(nonsending) func nextEvent(of id: UInt64) async -> HedgedCallEvent {
+        await withUnsafeContinuation { (parked: UnsafeContinuation<HedgedCallEvent, Never>) in
+            let ready = self.calls.withLock { $0.next(of: id, parking: parked) }
+            if let ready { parked.resume(returning: ready) }
         }
     }
 
@@ -163,9 +211,24 @@ public final class Hedging: Sendable {
     }
 }
 
-/// What a hedged call's child tasks report.
-private enum HedgingEvent<Value: Sendable>: Sendable {
-    case finished(attempt: Int, Result<Value, any Error>, latency: Duration)
-    case hedgeDue
-    case timerStopped
+/// One attempt of a hedged call: its task and the signal it is superseded by.
+private struct HedgedAttempt<Value: Sendable> {
+    var task: Task<Timed<Value>, any Error>
+    var signal: TimeLimitSignal
+}
+
+/// An attempt's value and how long it took.
+private struct Timed<Value: Sendable>: Sendable {
+    var value: Value
+    var latency: Duration
+}
+
+/// What the watcher does when a hedged call's delay passes: tell the call.
+private struct HedgeDue: DeadlineExpiry {
+    let hedging: Hedging
+    let call: UInt64
+
+    func deadlineReached() {
+        self.hedging.post(.hedgeDue, to: self.call)
+    }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The facts one call hands down to the calls nested inside it, explicitly set
 /// by the library, never inferred.
 ///
@@ -63,18 +65,23 @@ struct CallScope: Sendable {
 
 /// Set once by the library when one of its time limits ends an attempt, before
 /// the attempt's task is cancelled.
+///
+/// One allocation: the flag is an atomic stored in the object itself (a `Lock`
+/// would add an object and a mutex), because every ``Timeout`` and hedged attempt
+/// makes one. Firing releases and reading acquires, so whatever the firing task
+/// did before is visible to the task that reads the flag.
 final class TimeLimitSignal: Sendable {
-    private let fired = Lock(false)
+    private let fired = Atomic(false)
 
     init() {}
 
     /// Records that the time limit, not the caller, is about to cancel the attempt.
     func fire() {
-        self.fired.withLock { $0 = true }
+        self.fired.store(true, ordering: .releasing)
     }
 
     /// Whether ``fire()`` was called.
     var hasFired: Bool {
-        self.fired.withLock { $0 }
+        self.fired.load(ordering: .acquiring)
     }
 }

@@ -1,8 +1,10 @@
 /// Ends an operation that takes longer than a limit, total or per attempt, at any nesting.
 ///
 /// The operation runs in a task of its own, started on the caller's actor, so a
-/// `@MainActor` caller keeps its closure as it is; a timer on the injected clock
-/// races it. When the timer wins, the timeout first records that its own limit,
+/// `@MainActor` caller keeps its closure as it is. Its deadline is watched on the
+/// injected clock by one watcher task that all calls through this timeout (and
+/// its copies) share, not by a timer task per call. When the deadline passes
+/// first, the timeout first records that its own limit,
 /// not the caller, ends the operation (so a ``CircuitBreaker`` inside counts it
 /// as a failure, and a caller's cancellation as nothing), then cancels the
 /// operation and throws ``TimeoutError``, which reports the request as
@@ -27,7 +29,7 @@ public struct Timeout: Sendable {
     /// The time an operation is allowed.
     public let duration: Duration
 
-    let clock: ElapsedClock
+    let watcher: DeadlineWatcher
     let observer: (any StrategyObserver)?
 
     /// Creates a timeout.
@@ -50,7 +52,7 @@ public struct Timeout: Sendable {
         self.duration = duration
         self.name = name
         self.observer = observer
-        self.clock = ElapsedClock(clock)
+        self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
     }
 
     /// Runs `operation`, ending it with ``TimeoutError`` if it outlives ``duration``.
@@ -73,23 +75,22 @@ public struct Timeout: Sendable {
         var scope = CallScope.limited(by: signal)
         if let idempotency { scope.idempotency = idempotency }
         let declared = scope.idempotency
-        let deadline = self.clock.now() + self.duration
-        // The task starts on the caller's actor or none; calling the operation hops to
-        // the operation's own isolation, so a main-actor closure runs on the main actor.
-        let task = Task { [scope] in
-            try await CallScope.$current.withValue(scope) { try await operation() }
-        }
-        let timer = Task.detached { [clock] in
-            try await clock.sleepUntil(deadline)
-            signal.fire()  // before the cancellation, so a breaker inside counts a time-out
-            task.cancel()
-        }
+        let deadline = self.watcher.now() + self.duration
+        // The operation is the task's own closure, so it starts on its own actor (the
+        // main actor for a main-actor closure) without a hop, and the task inherits
+        // the scope from the binding around its creation.
+        // The parameter is `sending` and is sent exactly once, to the task; the compiler
+        // cannot follow it through the synchronous binding closure, hence the unsafe local.
+        nonisolated(unsafe) let operation = operation
+        let task = CallScope.$current.withValue(scope) { Task(operation: operation) }
+        // No timer task per call: the shared watcher fires the signal, then cancels the task.
+        let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
         let result = await withTaskCancellationHandler {
             await task.result
         } onCancel: {
             task.cancel()
         }
-        timer.cancel()
+        self.watcher.withdraw(registration)
         switch result {
         case .success(let value):
             return value
@@ -99,5 +100,17 @@ public struct Timeout: Sendable {
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
             throw timeout
         }
+    }
+}
+
+/// What the watcher does when a ``Timeout``'s limit passes: record that the limit,
+/// not the caller, ends the operation, then cancel it.
+private struct TimeoutExpiry<Value: Sendable>: DeadlineExpiry {
+    let signal: TimeLimitSignal
+    let task: Task<Value, any Error>
+
+    func deadlineReached() {
+        self.signal.fire()  // before the cancellation, so a breaker inside counts a time-out
+        self.task.cancel()
     }
 }

@@ -38,6 +38,37 @@ struct HedgingTests {
         #expect(clock.sleeperCount == 0)  // the loser was cancelled
     }
 
+    @Test func aCallerCancellationEndsEveryAttemptStartsNoHedgeAndLeavesNoTimer() async throws {
+        let clock = TestClock()
+        let breaker = try CircuitBreaker(name: "inner", tripRule: .consecutiveFailures(1), clock: clock)
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 3, clock: clock)
+        let attempts = Counter()
+        let call = Task {
+            try await hedging.execute {
+                try await breaker.execute {
+                    attempts.increment()
+                    try await clock.sleep(for: .seconds(10))
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the first attempt and the hedge timer
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(attempts.value == 1)
+        #expect(clock.sleeperCount == 0)
+        #expect(breaker.snapshot().state == .closed)  // the caller gave up: not a failure
+        #expect(hedging.calls.withLock { $0.count } == 0)
+    }
+
+    @Test @MainActor func aMainActorAttemptRunsOnTheMainActor() async throws {
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: TestClock())
+        let value = try await hedging.execute { @MainActor in
+            MainActor.assertIsolated()
+            return 5
+        }
+        #expect(value == 5)
+    }
+
     @Test func aCallThatMayNotRunTwiceIsNeverHedged() async throws {
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)

@@ -1,0 +1,94 @@
+/// What a hedged call hears about while it waits.
+enum HedgedCallEvent: Sendable, Equatable {
+    /// The attempt with this index finished; its task holds the result.
+    case finished(Int)
+    /// The hedge delay passed.
+    case hedgeDue
+    /// The caller cancelled the call.
+    case callerCancelled
+}
+
+/// The pure state of the hedged calls in flight on one ``Hedging``: for each, the
+/// events not yet taken and the continuation it waits on, if it waits.
+///
+/// One table per strategy, under one lock, so that a call allocates no object of
+/// its own for it. Events wait in flags, not in a queue: at most eleven attempts
+/// finish per call, and the timer and the caller's cancellation each matter once.
+struct HedgedCalls {
+    private struct Call {
+        /// One bit per attempt that finished and was not yet taken.
+        var finished: UInt16 = 0
+        var hedgeDue = false
+        var callerCancelled = false
+        var parked: UnsafeContinuation<HedgedCallEvent, Never>?
+
+        /// Takes the most urgent pending event: a finished attempt, the caller's cancellation, the hedge.
+        mutating func take() -> HedgedCallEvent? {
+            if self.finished != 0 {
+                let index = self.finished.trailingZeroBitCount
+                self.finished &= self.finished &- 1
+                return .finished(index)
+            }
+            if self.callerCancelled {
+                self.callerCancelled = false
+                return .callerCancelled
+            }
+            if self.hedgeDue {
+                self.hedgeDue = false
+                return .hedgeDue
+            }
+            return nil
+        }
+    }
+
+    private var calls: [UInt64: Call] = [:]
+    private var nextID: UInt64 = 0
+
+    /// The number of calls in flight.
+    var count: Int { self.calls.count }
+
+    /// Opens a call and returns its number.
+    mutating func open() -> UInt64 {
+        self.nextID &+= 1
+        self.calls[self.nextID] = Call()
+        return self.nextID
+    }
+
+    /// Forgets the call `id`.
+    mutating func close(_ id: UInt64) {
+        self.calls[id] = nil
+    }
+
+    /// Records `event` for the call `id`; returns the continuation to resume, with the event, when it waits.
+    mutating func post(
+        _ event: HedgedCallEvent, to id: UInt64
+    ) -> (UnsafeContinuation<HedgedCallEvent, Never>, HedgedCallEvent)? {
+        guard var call = self.calls[id] else { return nil }
+        switch event {
+        case .finished(let index): call.finished |= 1 << UInt16(index)
+        case .hedgeDue: call.hedgeDue = true
+        case .callerCancelled: call.callerCancelled = true
+        }
+        var wake: (UnsafeContinuation<HedgedCallEvent, Never>, HedgedCallEvent)?
+        if let parked = call.parked, let next = call.take() {
+            call.parked = nil
+            wake = (parked, next)
+        }
+        self.calls[id] = call
+        return wake
+    }
+
+    /// The next pending event of the call `id`, or `nil` after parking `parked` to wait for one.
+    mutating func next(
+        of id: UInt64, parking parked: UnsafeContinuation<HedgedCallEvent, Never>
+    ) -> HedgedCallEvent? {
+        guard var call = self.calls[id] else { return .callerCancelled }
+        if let event = call.take() {
+            self.calls[id] = call
+            return event
+        }
+        call.parked = parked
+        self.calls[id] = call
+        return nil
+    }
+}
