@@ -81,11 +81,15 @@ public final class CircuitBreaker: Sendable {
     public let observer: (any CircuitBreakerObserver)?
 
     let clock: ElapsedClock
-    let storage: CircuitBreakerStorage
+    @usableFromInline let storage: CircuitBreakerStorage
     /// Whether a closed-state success with no failures pending needs no lock (the consecutive rule).
     let successNeedsNoLock: Bool
+    /// Whether a closed-state success with no failures pending needs neither the lock nor the
+    /// clock (the consecutive rule with no slow-call rule): the inlined part of ``execute(operation:)``
+    /// settles it.
+    @usableFromInline let successIsFree: Bool
     /// Whether calls read the clock when they start (a slow-call rule).
-    let readsClockOnAdmission: Bool
+    @usableFromInline let readsClockOnAdmission: Bool
     /// Whether a success reads the clock (a slow-call rule or a time window).
     let readsClockOnSuccess: Bool
     /// Whether a closed-state success may be counted in the time window without the lock.
@@ -170,6 +174,7 @@ public final class CircuitBreaker: Sendable {
         case .count, nil: hasTimeWindow = false
         }
         self.successNeedsNoLock = configuration.tripRule.window == nil
+        self.successIsFree = configuration.tripRule.window == nil && configuration.slowCallRule == nil
         self.readsClockOnAdmission = configuration.slowCallRule != nil
         self.readsClockOnSuccess = configuration.slowCallRule != nil || hasTimeWindow
         self.countsSuccessesInTimeWindow = hasTimeWindow

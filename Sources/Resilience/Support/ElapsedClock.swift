@@ -1,21 +1,113 @@
+#if canImport(Glibc)
+    import Glibc
+    // `timespec`'s fields are declared in the toolchain's shim module on Linux; member import
+    // visibility asks for it by name.
+    import SwiftOverlayShims
+#endif
+
 /// A type-erased clock that measures time as a `Duration` since its creation.
 ///
 /// The public API takes `some Clock<Duration>`; the types that remember
 /// instants store this instead, so they need no generic parameter. An instant
 /// becomes the duration elapsed since the clock's origin, which makes deadline
 /// arithmetic plain `Duration` arithmetic.
+///
+/// On Linux, when the wrapped clock is the system's `ContinuousClock`, the
+/// clock is read with `clock_gettime(CLOCK_BOOTTIME)` directly (the clock
+/// `ContinuousClock` reads there) in whole nanoseconds: no closure, no generic
+/// witnesses and no 128-bit arithmetic on the way. Every other clock, a test
+/// clock included, is read through its own `now`, exactly.
 package struct ElapsedClock: Sendable {
-    /// The time elapsed since the origin, on the wrapped clock.
-    package let now: @Sendable () -> Duration
+    /// The wrapped clock's reading, for clocks other than the system's continuous clock.
+    private let read: @Sendable () -> Duration
     /// Sleeps until the given elapsed time; throws `CancellationError` when cancelled.
     package let sleepUntil: @Sendable (Duration) async throws -> Void
+    /// The system clock's origin in nanoseconds of `CLOCK_BOOTTIME`, when the wrapped clock is
+    /// the system's `ContinuousClock` on Linux; `nil` otherwise.
+    private let systemOrigin: Int64?
 
     /// Wraps `clock`, taking its current instant as the origin.
     package init<C: Clock<Duration>>(_ clock: C) {
         let origin = clock.now
-        self.now = { origin.duration(to: clock.now) }
+        self.read = { origin.duration(to: clock.now) }
         self.sleepUntil = { elapsed in
             try await clock.sleep(until: origin.advanced(by: elapsed), tolerance: nil)
         }
+        #if canImport(Glibc)
+            self.systemOrigin = C.self == ContinuousClock.self ? Self.systemNanoseconds() : nil
+        #else
+            self.systemOrigin = nil
+        #endif
     }
+
+    /// The time elapsed since the origin, on the wrapped clock.
+    @inline(__always)
+    package func now() -> Duration {
+        if let origin = self.systemOrigin {
+            return Duration(attoseconds: Int128(Self.systemNanoseconds() &- origin) &* 1_000_000_000)
+        }
+        return self.read()
+    }
+
+    /// The time elapsed since the origin in whole nanoseconds, or `nil` when it is not a whole
+    /// number of nanoseconds within `Int64` (a test clock may say so); the caller then reads ``now()``.
+    @inline(__always)
+    package func nanoseconds() -> Int64? {
+        if let origin = self.systemOrigin {
+            return Self.systemNanoseconds() &- origin
+        }
+        let (quotient, remainder) = self.read().attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        guard remainder == 0 else { return nil }
+        return Int64(exactly: quotient)
+    }
+
+    /// A time no earlier than the time elapsed now, in whole nanoseconds, and cheaper to read
+    /// than ``nanoseconds()``; `nil` as for ``nanoseconds()``.
+    ///
+    /// For the system's continuous clock on Linux this is the coarse monotonic clock (updated
+    /// once per kernel tick, read without a hardware timer) plus one tick: an upper bound of
+    /// the precise reading, since the coarse clock trails it by less than a tick. It is
+    /// measured against the boot-time clock's offset at the origin; after the system has
+    /// been suspended, it trails the precise reading by the time spent suspended, and a caller
+    /// comparing it against a span of precise times then finds it before the span and falls back
+    /// to a precise reading. Every other clock gives its precise reading.
+    @inline(__always)
+    package func upperBoundNanoseconds() -> Int64? {
+        #if canImport(Glibc)
+            if let origin = self.systemOrigin {
+                var time = timespec()
+                clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+                return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec) &+ Self.coarseMargin &- origin
+            }
+        #endif
+        return self.nanoseconds()
+    }
+
+    #if canImport(Glibc)
+        /// `CLOCK_BOOTTIME` in nanoseconds.
+        @inline(__always)
+        private static func systemNanoseconds() -> Int64 {
+            var time = timespec()
+            clock_gettime(CLOCK_BOOTTIME, &time)
+            return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+        }
+
+        /// What turns a coarse monotonic reading into an upper bound of the boot-time clock: the
+        /// coarse clock's resolution (one tick), plus how far the boot-time clock was ahead of the
+        /// monotonic one when first asked (the time the system spent suspended before then).
+        private static let coarseMargin: Int64 = {
+            var resolution = timespec()
+            clock_getres(CLOCK_MONOTONIC_COARSE, &resolution)
+            var boot = timespec()
+            var monotonic = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &monotonic)
+            clock_gettime(CLOCK_BOOTTIME, &boot)
+            let suspended =
+                (Int64(boot.tv_sec) - Int64(monotonic.tv_sec)) * 1_000_000_000
+                + (Int64(boot.tv_nsec) - Int64(monotonic.tv_nsec))
+            return Int64(resolution.tv_sec) * 1_000_000_000 + Int64(resolution.tv_nsec) + Swift.max(0, suspended)
+        }()
+    #else
+        private static func systemNanoseconds() -> Int64 { 0 }
+    #endif
 }
