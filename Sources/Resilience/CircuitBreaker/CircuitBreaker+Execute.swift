@@ -58,7 +58,7 @@ extension CircuitBreaker {
         if mark != CircuitBreakerStorage.notOpenMark, let now = self.clock.nanoseconds(),
             now >= self.storage.latestSeenMark, now < mark
         {
-            throw self.rejection(state: .open, retryAfter: Duration(attoseconds: Int128(mark &- now) &* 1_000_000_000))
+            throw self.rejection(state: .open, retryAfter: Self.duration(nanoseconds: mark &- now))
         }
         let now = self.clock.now()
         let (admission, transition) = self.storage.update { $0.admit(at: now) }
@@ -113,10 +113,14 @@ extension CircuitBreaker {
                 } else if self.countsSuccessesInTimeWindow {
                     if self.configuration.slowCallRule == nil {
                         // No slow-call rule: a cheap reading that is never early decides the bucket.
-                        if let upperBound = self.clock.upperBoundNanoseconds(),
-                            self.storage.countSuccessWithoutLock(atNanoseconds: upperBound)
-                        {
-                            return
+                        if let upperBound = self.clock.upperBoundNanoseconds() {
+                            if self.storage.countSuccessWithoutLock(atNanoseconds: upperBound) { return }
+                            let finished = self.clock.now()
+                            let bound = Self.duration(nanoseconds: upperBound)
+                            if finished > bound {
+                                self.clock.recalibrateUpperBound()  // the bound trailed: a suspension since
+                            }
+                            now = finished
                         }
                     } else {
                         let finished = self.clock.now()
@@ -136,6 +140,13 @@ extension CircuitBreaker {
         if now == nil, self.readsClockOnSuccess || permit.isProbe { now = self.clock.now() }
         let transition = self.storage.update { [now] in $0.record(.success, for: permit, at: now) }
         self.report(transition, error: nil)
+    }
+
+    /// `nanoseconds` as a `Duration`, with the standard library's 128-bit integer (inlined)
+    /// rather than `Duration.nanoseconds(_:)`.
+    private static func duration(nanoseconds: Int64) -> Duration {
+        let attoseconds: Int128 = Int128(nanoseconds) &* 1_000_000_000
+        return Duration(attoseconds: attoseconds)
     }
 
     /// `duration` in nanoseconds, if it is a whole number of them within `Int64`.

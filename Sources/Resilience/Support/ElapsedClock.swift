@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
     // `timespec`'s fields are declared in the toolchain's shim module on Linux; member import
@@ -65,22 +67,35 @@ package struct ElapsedClock: Sendable {
     /// than ``nanoseconds()``; `nil` as for ``nanoseconds()``.
     ///
     /// For the system's continuous clock on Linux this is the coarse monotonic clock (updated
-    /// once per kernel tick, read without a hardware timer) plus one tick: an upper bound of
-    /// the precise reading, since the coarse clock trails it by less than a tick. It is
-    /// measured against the boot-time clock's offset at the origin; after the system has
-    /// been suspended, it trails the precise reading by the time spent suspended, and a caller
-    /// comparing it against a span of precise times then finds it before the span and falls back
-    /// to a precise reading. Every other clock gives its precise reading.
+    /// once per kernel tick, read without a hardware timer) plus a margin: one tick, since the
+    /// coarse clock trails the precise one by less than a tick, plus the time the system had
+    /// spent suspended when the margin was measured (the boot-time clock counts it, the
+    /// monotonic one does not). After a further suspension the bound may trail the precise
+    /// reading until ``recalibrateUpperBound()`` measures the margin again; a caller that finds
+    /// the bound below a precise reading calls it. Every other clock gives its precise reading.
     @inline(__always)
     package func upperBoundNanoseconds() -> Int64? {
         #if canImport(Glibc)
             if let origin = self.systemOrigin {
                 var time = timespec()
                 clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-                return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec) &+ Self.coarseMargin &- origin
+                let seconds: Int64 = Int64(time.tv_sec)
+                let coarse: Int64 = seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
+                let margin: Int64 = Self.coarseMargin.load(ordering: .relaxed)
+                return coarse &+ margin &- origin
             }
         #endif
         return self.nanoseconds()
+    }
+
+    /// Measures again the margin that makes ``upperBoundNanoseconds()`` an upper bound, after
+    /// a caller found it below a precise reading (the system was suspended since).
+    package func recalibrateUpperBound() {
+        #if canImport(Glibc)
+            if self.systemOrigin != nil {
+                Self.coarseMargin.store(Self.measureCoarseMargin(), ordering: .relaxed)
+            }
+        #endif
     }
 
     #if canImport(Glibc)
@@ -89,24 +104,29 @@ package struct ElapsedClock: Sendable {
         private static func systemNanoseconds() -> Int64 {
             var time = timespec()
             clock_gettime(CLOCK_BOOTTIME, &time)
-            return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+            let seconds: Int64 = Int64(time.tv_sec)
+            return seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
         }
 
-        /// What turns a coarse monotonic reading into an upper bound of the boot-time clock: the
-        /// coarse clock's resolution (one tick), plus how far the boot-time clock was ahead of the
-        /// monotonic one when first asked (the time the system spent suspended before then).
-        private static let coarseMargin: Int64 = {
+        /// What turns a coarse monotonic reading into an upper bound of the boot-time clock.
+        private static let coarseMargin = Atomic<Int64>(measureCoarseMargin())
+
+        /// The coarse clock's resolution (one tick), plus how far the boot-time clock is ahead
+        /// of the monotonic one (the time the system has spent suspended).
+        private static func measureCoarseMargin() -> Int64 {
             var resolution = timespec()
             clock_getres(CLOCK_MONOTONIC_COARSE, &resolution)
             var boot = timespec()
             var monotonic = timespec()
             clock_gettime(CLOCK_MONOTONIC, &monotonic)
             clock_gettime(CLOCK_BOOTTIME, &boot)
-            let suspended =
-                (Int64(boot.tv_sec) - Int64(monotonic.tv_sec)) * 1_000_000_000
-                + (Int64(boot.tv_nsec) - Int64(monotonic.tv_nsec))
-            return Int64(resolution.tv_sec) * 1_000_000_000 + Int64(resolution.tv_nsec) + Swift.max(0, suspended)
-        }()
+            let seconds: Int64 = Int64(boot.tv_sec) - Int64(monotonic.tv_sec)
+            let nanoseconds: Int64 = Int64(boot.tv_nsec) - Int64(monotonic.tv_nsec)
+            let suspended: Int64 = seconds * 1_000_000_000 + nanoseconds
+            let tickSeconds: Int64 = Int64(resolution.tv_sec)
+            let tick: Int64 = tickSeconds * 1_000_000_000 + Int64(resolution.tv_nsec)
+            return tick + Swift.max(0, suspended)
+        }
     #else
         private static func systemNanoseconds() -> Int64 { 0 }
     #endif
