@@ -48,9 +48,11 @@
 /// to another executor. While closed under the consecutive-failures rule with
 /// no failure pending, a call that succeeds reads one atomic word before and
 /// one after the operation: no lock, no clock, no allocation (a slow-call rule
-/// adds two clock reads). Under a time-window rule, a success reads the clock
-/// and counts itself in the current bucket with one compare-and-exchange, no
-/// lock, unless it is the first call of a new bucket. A rejection while open or
+/// adds two clock reads). Under a time-window rule, a success reads a cheap
+/// reading of the clock that is never early (with the system's continuous clock on
+/// Linux, the coarse monotonic clock plus one tick) and counts itself in the
+/// current bucket with one compare-and-exchange, no lock, unless it is the first
+/// call of a new bucket. A rejection while open or
 /// isolated takes no lock either. Failures, count-window rules (which record
 /// every call), probes and the other states take the breaker's lock briefly,
 /// never across the operation, an observer call or an await.
