@@ -67,8 +67,10 @@ package struct ElapsedClock: Sendable {
     /// than ``nanoseconds()``; `nil` as for ``nanoseconds()``.
     ///
     /// For the system's continuous clock on Linux this is the coarse monotonic clock (updated
-    /// once per kernel tick, read without a hardware timer) plus a margin: one tick, since the
-    /// coarse clock trails the precise one by less than a tick, plus the time the system had
+    /// once per kernel tick, read without a hardware timer) plus a margin: two ticks (the coarse
+    /// clock trails the precise one by a tick, a little more when the tick interrupt comes late
+    /// on a loaded machine; one tick was measured to fall short by a few hundred
+    /// nanoseconds), plus the time the system had
     /// spent suspended when the margin was measured (the boot-time clock counts it, the
     /// monotonic one does not). After a further suspension the bound may trail the precise
     /// reading until ``recalibrateUpperBound()`` measures the margin again; a caller that finds
@@ -111,7 +113,7 @@ package struct ElapsedClock: Sendable {
         /// What turns a coarse monotonic reading into an upper bound of the boot-time clock.
         private static let coarseMargin = Atomic<Int64>(measureCoarseMargin())
 
-        /// The coarse clock's resolution (one tick), plus how far the boot-time clock is ahead
+        /// Two of the coarse clock's ticks, plus how far the boot-time clock is ahead
         /// of the monotonic one (the time the system has spent suspended).
         private static func measureCoarseMargin() -> Int64 {
             var resolution = timespec()
@@ -125,7 +127,7 @@ package struct ElapsedClock: Sendable {
             let suspended: Int64 = seconds * 1_000_000_000 + nanoseconds
             let tickSeconds: Int64 = Int64(resolution.tv_sec)
             let tick: Int64 = tickSeconds * 1_000_000_000 + Int64(resolution.tv_nsec)
-            return tick + Swift.max(0, suspended)
+            return 2 * tick + Swift.max(0, suspended)
         }
     #else
         private static func systemNanoseconds() -> Int64 { 0 }
