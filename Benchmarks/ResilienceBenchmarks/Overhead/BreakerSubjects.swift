@@ -8,7 +8,8 @@ enum BreakerFixtures {
     }
 
     /// A failure-rate rule over a time window: half the calls of the last 30 s (10 buckets),
-    /// once the window holds 20 calls. Every call is recorded under the lock and reads the clock.
+    /// once the window holds 20 calls. A success is counted in the current bucket with one
+    /// compare-and-exchange, without the lock, after a cheap reading of the clock.
     static func timeWindow() throws -> CircuitBreaker {
         try CircuitBreaker(
             name: "benchmark",

@@ -33,31 +33,36 @@ extension CircuitBreaker {
         return value
     }
 
-    /// Takes a permit, or throws the rejection; lock-free while closed.
-    @usableFromInline
+    /// Takes a permit, or throws the rejection; inlined, and lock-free while closed.
+    @inlinable @inline(__always)
     func admit() throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
         let word = self.storage.fastPathWord
-        if word & CircuitBreakerStateMachine.closedBit != 0 {
-            return CircuitBreakerPermit(
-                generation: word >> 2, ticket: 0, start: self.readsClockOnAdmission ? self.clock.now() : nil)
+        if word & CircuitBreakerStorage.closedBit != 0, !self.readsClockOnAdmission {
+            return CircuitBreakerPermit(generation: word >> 2, ticket: 0, start: nil)
         }
-        return try self.admitThroughLock()
+        return try self.admitSlowly(word)
     }
 
-    private func admitThroughLock() throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+    /// Takes a permit when the inlined check could not: a slow-call rule's start time, or a
+    /// breaker that is not closed.
+    @usableFromInline
+    func admitSlowly(_ word: UInt64) throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+        if word & CircuitBreakerStorage.closedBit != 0 {
+            return CircuitBreakerPermit(generation: word >> 2, ticket: 0, start: self.clock.now())
+        }
         // While open with time left, or isolated, the rejection needs no lock: the open time's
-        // end is published in an atomic word of its own.
+        // end is published in an atomic word of its own, in whole nanoseconds, and compared
+        // with the clock's reading in whole nanoseconds.
         let mark = self.storage.openUntilMark
         if mark == CircuitBreakerStorage.isolatedMark {
             throw self.rejection(state: .isolated, retryAfter: nil)
         }
-        let now = self.clock.now()
-        if mark != CircuitBreakerStorage.notOpenMark, now >= .nanoseconds(self.storage.latestSeenMark) {
-            let until = Duration.nanoseconds(mark)
-            if now < until {
-                throw self.rejection(state: .open, retryAfter: until - now)
-            }
+        if mark != CircuitBreakerStorage.notOpenMark, let now = self.clock.nanoseconds(),
+            now >= self.storage.latestSeenMark, now < mark
+        {
+            throw self.rejection(state: .open, retryAfter: Self.duration(nanoseconds: mark &- now))
         }
+        let now = self.clock.now()
         let (admission, transition) = self.storage.update { $0.admit(at: now) }
         self.report(transition, error: nil)
         switch admission {
@@ -75,31 +80,82 @@ extension CircuitBreaker {
         return CircuitBreakerOpenError(breakerName: self.name, state: state, retryAfter: retryAfter)
     }
 
-    /// Counts a success; lock-free while closed with nothing to reset.
-    @usableFromInline
+    /// Counts a success; inlined, and free (one atomic load) while closed under the consecutive
+    /// rule with nothing to reset.
+    @inlinable @inline(__always)
     func recordSuccess(for permit: CircuitBreakerPermit) {
-        // A probe reads the clock too: its success counts only within its lease.
-        let now = self.readsClockOnSuccess || permit.isProbe ? self.clock.now() : nil
+        if self.successIsFree, !permit.isProbe {
+            let word = self.storage.fastPathWord
+            // A result from an earlier generation is ignored; no need to ask the machine.
+            if word >> 2 != permit.generation || word & CircuitBreakerStorage.pendingFailuresBit == 0 {
+                return
+            }
+        }
+        self.recordSuccessSlowly(for: permit)
+    }
+
+    /// Counts a success the inlined check could not settle; lock-free while closed with
+    /// nothing to reset, under a slow-call rule or a time window too.
+    @usableFromInline
+    func recordSuccessSlowly(for permit: CircuitBreakerPermit) {
+        var now: Duration?
         if !permit.isProbe {
             let word = self.storage.fastPathWord
             // A result from an earlier generation is ignored; no need to ask the machine.
             if word >> 2 != permit.generation { return }
-            if self.successNeedsNoLock, word & CircuitBreakerStateMachine.pendingFailuresBit == 0 {
-                let isSlow =
-                    now.map {
-                        CircuitBreakerStateMachine.isSlow(permit, at: $0, rule: self.configuration.slowCallRule)
-                    } ?? false
-                if !isSlow { return }
-            } else if self.countsSuccessesInTimeWindow, let now,
-                word & CircuitBreakerStateMachine.pendingFailuresBit == 0,
-                !CircuitBreakerStateMachine.isSlow(permit, at: now, rule: self.configuration.slowCallRule),
-                self.storage.countSuccessWithoutLock(at: now)
-            {
-                return  // counted in the time window's current bucket, without the lock
+            if word & CircuitBreakerStorage.pendingFailuresBit == 0 {
+                if self.successNeedsNoLock {
+                    let finished = self.readsClockOnSuccess ? self.clock.now() : nil
+                    let isSlow =
+                        finished.map {
+                            CircuitBreakerStateMachine.isSlow(permit, at: $0, rule: self.configuration.slowCallRule)
+                        } ?? false
+                    if !isSlow { return }
+                    now = finished
+                } else if self.countsSuccessesInTimeWindow {
+                    if self.configuration.slowCallRule == nil {
+                        // No slow-call rule: a cheap reading that is never early decides the bucket.
+                        if let upperBound = self.clock.upperBoundNanoseconds() {
+                            if self.storage.countSuccessWithoutLock(atNanoseconds: upperBound) { return }
+                            let finished = self.clock.now()
+                            let bound = Self.duration(nanoseconds: upperBound)
+                            if finished > bound {
+                                self.clock.recalibrateUpperBound()  // the bound trailed: a suspension since
+                            }
+                            now = finished
+                        }
+                    } else {
+                        let finished = self.clock.now()
+                        if !CircuitBreakerStateMachine.isSlow(
+                            permit, at: finished, rule: self.configuration.slowCallRule),
+                            let nanoseconds = Self.wholeNanoseconds(finished),
+                            self.storage.countSuccessWithoutLock(atNanoseconds: nanoseconds)
+                        {
+                            return
+                        }
+                        now = finished
+                    }
+                }
             }
         }
-        let transition = self.storage.update { $0.record(.success, for: permit, at: now) }
+        // A probe reads the clock too: its success counts only within its lease.
+        if now == nil, self.readsClockOnSuccess || permit.isProbe { now = self.clock.now() }
+        let transition = self.storage.update { [now] in $0.record(.success, for: permit, at: now) }
         self.report(transition, error: nil)
+    }
+
+    /// `nanoseconds` as a `Duration`, with the standard library's 128-bit integer (inlined)
+    /// rather than `Duration.nanoseconds(_:)`.
+    private static func duration(nanoseconds: Int64) -> Duration {
+        let attoseconds: Int128 = Int128(nanoseconds) &* 1_000_000_000
+        return Duration(attoseconds: attoseconds)
+    }
+
+    /// `duration` in nanoseconds, if it is a whole number of them within `Int64`.
+    private static func wholeNanoseconds(_ duration: Duration) -> Int64? {
+        let (quotient, remainder) = duration.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        guard remainder == 0 else { return nil }
+        return Int64(exactly: quotient)
     }
 
     /// Classifies a failure and counts it, or frees a probe slot when it does not count.

@@ -48,9 +48,11 @@
 /// to another executor. While closed under the consecutive-failures rule with
 /// no failure pending, a call that succeeds reads one atomic word before and
 /// one after the operation: no lock, no clock, no allocation (a slow-call rule
-/// adds two clock reads). Under a time-window rule, a success reads the clock
-/// and counts itself in the current bucket with one compare-and-exchange, no
-/// lock, unless it is the first call of a new bucket. A rejection while open or
+/// adds two clock reads). Under a time-window rule, a success reads a cheap
+/// reading of the clock that is never early (with the system's continuous clock on
+/// Linux, the coarse monotonic clock plus two ticks) and counts itself in the
+/// current bucket with one compare-and-exchange, no lock, unless it is the first
+/// call of a new bucket. A rejection while open or
 /// isolated takes no lock either. Failures, count-window rules (which record
 /// every call), probes and the other states take the breaker's lock briefly,
 /// never across the operation, an observer call or an await.
@@ -92,11 +94,15 @@ public final class CircuitBreaker: Sendable {
     public let throttle: AdaptiveThrottle?
 
     let clock: ElapsedClock
-    let storage: CircuitBreakerStorage
+    @usableFromInline let storage: CircuitBreakerStorage
     /// Whether a closed-state success with no failures pending needs no lock (the consecutive rule).
     let successNeedsNoLock: Bool
+    /// Whether a closed-state success with no failures pending needs neither the lock nor the
+    /// clock (the consecutive rule with no slow-call rule): the inlined part of ``execute(operation:)``
+    /// settles it.
+    @usableFromInline let successIsFree: Bool
     /// Whether calls read the clock when they start (a slow-call rule).
-    let readsClockOnAdmission: Bool
+    @usableFromInline let readsClockOnAdmission: Bool
     /// Whether a success reads the clock (a slow-call rule or a time window).
     let readsClockOnSuccess: Bool
     /// Whether a closed-state success may be counted in the time window without the lock.
@@ -191,6 +197,7 @@ public final class CircuitBreaker: Sendable {
         case .count, nil: hasTimeWindow = false
         }
         self.successNeedsNoLock = configuration.tripRule.window == nil
+        self.successIsFree = configuration.tripRule.window == nil && configuration.slowCallRule == nil
         self.readsClockOnAdmission = configuration.slowCallRule != nil
         self.readsClockOnSuccess = configuration.slowCallRule != nil || hasTimeWindow
         self.countsSuccessesInTimeWindow = hasTimeWindow

@@ -6,20 +6,20 @@
 @usableFromInline
 package struct CircuitBreakerPermit: Sendable, Hashable {
     /// The breaker's generation when the permit was granted.
-    package let generation: UInt64
+    @usableFromInline package let generation: UInt64
     /// The probe ticket, or 0 for a call admitted while closed.
-    package let ticket: UInt64
+    @usableFromInline package let ticket: UInt64
     /// When the call started, on the breaker's clock; kept only when a slow-call rule needs it.
-    package let start: Duration?
+    @usableFromInline package let start: Duration?
 
-    package init(generation: UInt64, ticket: UInt64, start: Duration?) {
+    @inlinable package init(generation: UInt64, ticket: UInt64, start: Duration?) {
         self.generation = generation
         self.ticket = ticket
         self.start = start
     }
 
     /// Whether the permit holds a half-open probe slot.
-    package var isProbe: Bool {
+    @inlinable package var isProbe: Bool {
         self.ticket != 0
     }
 }

@@ -58,9 +58,9 @@ package struct CircuitBreakerStateMachine: Sendable {
     }
 
     /// Bit 0 of ``fastPathWord``: the breaker is closed.
-    package static let closedBit: UInt64 = 1
+    package static let closedBit: UInt64 = CircuitBreakerStorage.closedBit
     /// Bit 1 of ``fastPathWord``: a closed-state success must be recorded (there is a run of failures to reset).
-    package static let pendingFailuresBit: UInt64 = 2
+    package static let pendingFailuresBit: UInt64 = CircuitBreakerStorage.pendingFailuresBit
     /// Generations wrap within 62 bits, so they fit in ``fastPathWord`` above the two flag bits.
     private static let generationMask: UInt64 = (1 << 62) - 1
 

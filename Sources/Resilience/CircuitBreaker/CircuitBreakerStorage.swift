@@ -1,4 +1,5 @@
-import Synchronization
+// Public: the fast-path word is read by code inlined into callers' modules.
+public import Synchronization
 
 /// The shared, mutable part of a ``CircuitBreaker``: its state machine behind
 /// the package's lock, an atomic word that publishes the state the
@@ -18,6 +19,7 @@ import Synchronization
 /// compare-and-exchange. The next locked update hands the count to the window
 /// before anything reads it, then publishes afresh (a new tag), so a success
 /// counted against an old publication fails its exchange and tries again.
+@usableFromInline
 struct CircuitBreakerStorage: ~Copyable, Sendable {
     /// The machine, and the epoch of the bucket whose successes the pending word counts.
     private struct Locked {
@@ -27,7 +29,7 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     }
 
     private let machine: Lock<Locked>
-    private let word: Atomic<UInt64>
+    @usableFromInline let word: Atomic<UInt64>
     /// Successes counted without the lock: bit 63 set while a bucket is published, bits
     /// 32...62 the publication's tag, bits 0...31 the count.
     private let pendingSuccesses: Atomic<UInt64>
@@ -39,6 +41,11 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     private static let countMask: UInt64 = 0xFFFF_FFFF
     private let openUntil: Atomic<Int64>
     private let latestSeen: Atomic<Int64>
+
+    /// Bit 0 of the fast-path word: the breaker is closed.
+    @inlinable static var closedBit: UInt64 { 1 }
+    /// Bit 1 of the fast-path word: a closed-state success must be recorded (there is a run of failures to reset).
+    @inlinable static var pendingFailuresBit: UInt64 { 2 }
 
     /// ``openUntilMark`` while the breaker is neither open nor isolated.
     static let notOpenMark = Int64.min
@@ -102,16 +109,17 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
         self.pendingSuccesses.store(Self.publishedBit | locked.tag << 32, ordering: .releasing)
     }
 
-    /// Counts a closed-state success that finished at `now` without the lock, if `now` falls
-    /// within the published bucket; returns `false` when the caller must take the lock.
+    /// Counts a closed-state success that finished at `now` (whole nanoseconds of elapsed time)
+    /// without the lock, if `now` falls within the published bucket; returns `false` when the
+    /// caller must take the lock.
     @inline(__always)
-    func countSuccessWithoutLock(at now: Duration) -> Bool {
+    func countSuccessWithoutLock(atNanoseconds now: Int64) -> Bool {
         var pending = self.pendingSuccesses.load(ordering: .acquiring)
         while true {
             guard pending & Self.publishedBit != 0, pending & Self.countMask != Self.countMask else { return false }
             let start = self.bucketStart.load(ordering: .acquiring)
             let end = self.bucketEnd.load(ordering: .acquiring)
-            guard now >= .nanoseconds(start), now < .nanoseconds(end) else { return false }
+            guard now >= start, now < end else { return false }
             let (exchanged, original) = self.pendingSuccesses.compareExchange(
                 expected: pending, desired: pending + 1, successOrdering: .acquiringAndReleasing,
                 failureOrdering: .acquiring)
@@ -121,7 +129,7 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     }
 
     /// The published ``CircuitBreakerStateMachine/fastPathWord``, read without the lock.
-    @inline(__always)
+    @inlinable @inline(__always)
     var fastPathWord: UInt64 {
         self.word.load(ordering: .relaxed)
     }

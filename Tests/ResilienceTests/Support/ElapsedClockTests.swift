@@ -1,0 +1,37 @@
+import Resilience
+import ResilienceTesting
+import Testing
+
+/// The package's type-erased clock: the system clock's fast readings, and a test clock's exact ones.
+@Suite struct ElapsedClockTests {
+    @Test func theSystemClocksCheapBoundIsNeverEarlierThanAPreciseReadingBeforeIt() throws {
+        let clock = ElapsedClock(ContinuousClock())
+        for _ in 0..<10_000 {
+            let precise = try #require(clock.nanoseconds())
+            let bound = try #require(clock.upperBoundNanoseconds())
+            #expect(bound >= precise)
+        }
+    }
+
+    @Test func theSystemClocksReadingStaysWithinTheContinuousClocksElapsedTime() {
+        let continuous = ContinuousClock()
+        let start = continuous.now
+        let clock = ElapsedClock(continuous)
+        let elapsed = clock.now()
+        let outer = start.duration(to: continuous.now)
+        #expect(elapsed >= .zero)
+        #expect(elapsed <= outer)
+    }
+
+    @Test func aTestClockIsReadExactlyAndAFractionOfANanosecondIsNotWhole() {
+        let testClock = TestClock()
+        let clock = ElapsedClock(testClock)
+        testClock.advance(by: .nanoseconds(5))
+        #expect(clock.now() == .nanoseconds(5))
+        #expect(clock.nanoseconds() == 5)
+        #expect(clock.upperBoundNanoseconds() == 5)
+        testClock.advance(by: Duration(attoseconds: 1))
+        #expect(clock.nanoseconds() == nil)
+        #expect(clock.upperBoundNanoseconds() == nil)
+    }
+}
