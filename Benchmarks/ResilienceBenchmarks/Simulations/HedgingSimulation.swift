@@ -61,7 +61,8 @@ struct HedgingSimulation {
                         try await attempt()
                     }
                 } catch {
-                    return  // the clock stopped; cannot happen before the last request
+                    // The server never fails and the clock runs until nothing is left to run.
+                    preconditionFailure("a simulated hedging request failed: \(error)")
                 }
                 let latency = start.duration(to: clock.now)
                 tally.withLock { $0.latencies.append(latency.simulatedMilliseconds) }
