@@ -20,7 +20,9 @@ import Resilience
 /// The hook is the runtime's testing hook for replacing the global executor (the
 /// one `withMainSerialExecutor` of the swift-concurrency-extras package uses); it
 /// is installed only for the length of a run, and simulations run one at a time.
-/// Nothing here runs on the main actor.
+/// Jobs run on ``SerialSimulationExecutor``, so a job re-enqueued on its current
+/// executor comes back to the queue too. A job bound for the main actor or an
+/// actor with an executor of its own is not caught: simulated code must not use them.
 final class SerialSimulation: Sendable {
     /// The clock the simulated code and the strategies under test sleep on.
     let clock = SerialSimulationClock()
