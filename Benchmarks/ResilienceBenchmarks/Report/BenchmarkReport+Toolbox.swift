@@ -78,7 +78,9 @@ extension BenchmarkReport {
                         description: "\(name) (\(caller.rawValue)): at most 1.5x the direct call, zero allocations",
                         comparedWith: "direct call",
                         measured: row.map { Format.decimal($0.ratio, 2) + "x, \(allocations) allocations" },
-                        isMet: row.map { $0.ratio <= 1.5 && ($0.allocationsPerOperation ?? 0) == 0 },
+                        isMet: row.map {
+                            $0.ratio <= 1.5 && ($0.allocationsPerOperation ?? 0) < Self.allocationTolerance
+                        },
                         gap: row.map {
                             Self.timeAndAllocationGap(
                                 ratio: $0.ratio, limit: 1.5, allocations: $0.allocationsPerOperation,
@@ -101,7 +103,8 @@ extension BenchmarkReport {
                         },
                         isMet: ratio.map { ratio in
                             ratio <= 1.2
-                                && (row?.allocationsPerOperation ?? 0) <= (reference?.allocationsPerOperation ?? 0)
+                                && (row?.allocationsPerOperation ?? 0)
+                                    < (reference?.allocationsPerOperation ?? 0) + Self.allocationTolerance
                         },
                         gap: ratio.map {
                             Self.timeAndAllocationGap(
@@ -129,7 +132,7 @@ extension BenchmarkReport {
                         (allocations.map { Format.decimal($0, 3) } ?? "n/a") + " allocations, "
                             + Format.decimal(row.ratio, 2) + "x the direct call"
                     },
-                    isMet: inline.map { _ in (allocations ?? 0) < 0.01 },
+                    isMet: inline.map { _ in (allocations ?? 0) < Self.allocationTolerance },
                     gap: allocations.map { "+" + Format.decimal($0, 3) + " allocations" }))
         }
         let plain = self.simulations.toolbox.hedging.first { !$0.hedged }
