@@ -76,15 +76,28 @@ final class ConcurrencyLimiterStorage: Sendable {
     /// Gives a slot back: one atomic instruction, and the lock only when callers wait.
     @inline(__always)
     func release() {
-        let (old, _) = self.word.wrappingSubtract(1, ordering: .releasing)
-        if old & Self.queuedFlag != 0 {
+        if self.giveBack() {
             self.handOver()
         }
     }
 
-    /// Passes the slot just given back to the first queued caller, if one is still there.
-    private func handOver() {
+    /// Gives a slot back, lock-free; whether callers were queued, so the slot must be handed over.
+    @inline(__always)
+    func giveBack() -> Bool {
+        let (old, _) = self.word.wrappingSubtract(1, ordering: .releasing)
+        return old & Self.queuedFlag != 0
+    }
+
+    /// Passes a slot given back to the first queued caller, if one is still there and a slot is still free.
+    ///
+    /// Between a lock-free give-back and this hand-over, another hand-over or a
+    /// queued caller leaving can empty the queue and lower the flag; a newcomer may
+    /// then take the free slot lock-free, and someone may queue again. The slot is
+    /// then no longer free, and handing it over would put one call more in flight
+    /// than the limit; whoever holds it hands it over when they give it back.
+    func handOver() {
         let next: QueuedCaller? = self.state.withLock { state in
+            guard self.word.load(ordering: .relaxed) & ~Self.queuedFlag < self.limit else { return nil }
             guard let ticket = state.machine.dequeue() else { return nil }  // everyone left: the slot is free
             self.word.wrappingAdd(1, ordering: .relaxed)  // the slot passes on
             self.lowerFlagIfQueueEmpty(state.machine)
