@@ -32,9 +32,10 @@
 ///
 /// ## Cost
 /// The registry remembers the last keys it was asked for, bit for bit, in a small
-/// cache of 16 entries. A key whose representation is the same as a remembered
-/// one (an `Int`, an enum, a string of up to 15 UTF-8 bytes, the same `String`
-/// value or literal passed again) is found without hashing or comparing it: one
+/// cache of 16 entries, when the key type is one whose every bit is meaningful
+/// (`String` and the fixed-width integers). A key whose representation is the
+/// same as a remembered one (an integer, a string of up to 15 UTF-8 bytes, the same
+/// `String` value or literal passed again) is found without hashing or comparing it: one
 /// uncontended lock around a few integer operations. Two values with the same bits
 /// are the same value, so no `==` is needed to know it; as in a `Dictionary`, a
 /// key must not change its hash or equality while the registry holds it.
@@ -138,7 +139,9 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     public func breaker(for key: Key) -> CircuitBreaker {
         // A key remembered bit for bit: no hashing and no `==`, one lock.
         let slot = RegistryKeyBits.slot(of: key)
-        if let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: true) }) {
+        if RegistryKeyBits.isBitComparable(Key.self),
+            let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: true) })
+        {
             return breaker
         }
         // The key's hash and `==` run outside the lock; under it, only integer work.
@@ -163,7 +166,9 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// does not count as a use.
     public func existingBreaker(for key: Key) -> CircuitBreaker? {
         let slot = RegistryKeyBits.slot(of: key)
-        if let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: false) }) {
+        if RegistryKeyBits.isBitComparable(Key.self),
+            let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: false) })
+        {
             return breaker
         }
         let hash = key.hashValue
@@ -454,10 +459,23 @@ enum RegistryKeyBits {
     /// How many keys the cache remembers; a power of two.
     @usableFromInline static var slotCount: Int { 16 }
 
-    /// The cache slot of `key`: a multiplicative hash of its bytes (not the key's `hash(into:)`).
+    /// Whether every bit of a `Key` value is meaningful, so that its bytes may be read and compared.
+    ///
+    /// A struct with padding, or an enum whose cases leave payload bytes unused, has
+    /// bytes nobody initialized; reading them is undefined, so such keys skip the cache.
+    @inlinable
+    static func isBitComparable<Key>(_: Key.Type) -> Bool {
+        Key.self == String.self || Key.self == Int.self || Key.self == Int64.self || Key.self == Int32.self
+            || Key.self == Int16.self || Key.self == Int8.self || Key.self == UInt.self || Key.self == UInt64.self
+            || Key.self == UInt32.self || Key.self == UInt16.self || Key.self == UInt8.self
+    }
+
+    /// The cache slot of `key`: a multiplicative hash of its bytes (not the key's `hash(into:)`);
+    /// slot 0 for a key type that is not ``isBitComparable(_:)``.
     @inlinable
     static func slot<Key>(of key: Key) -> Int {
-        withUnsafeBytes(of: key) { bytes in
+        guard Self.isBitComparable(Key.self) else { return 0 }
+        return withUnsafeBytes(of: key) { bytes in
             var hash: UInt64 = 0x9E37_79B9_7F4A_7C15
             var offset = 0
             while offset + 8 <= bytes.count {
@@ -478,7 +496,7 @@ enum RegistryKeyBits {
     /// `MemoryLayout<Key>.size` bytes of a non-`nil` `stored` are the key's.
     @inlinable
     static func areIdentical<Key>(_ stored: Key?, _ key: Key) -> Bool {
-        guard stored != nil else { return false }
+        guard Self.isBitComparable(Key.self), stored != nil else { return false }
         return withUnsafeBytes(of: stored) { storedBytes in
             withUnsafeBytes(of: key) { keyBytes in
                 var offset = 0
