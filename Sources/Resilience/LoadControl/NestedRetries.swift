@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// Whether a ``RetryPolicy`` retries a failure that a policy nested inside its
 /// operation already retried to exhaustion.
 ///
@@ -43,11 +45,13 @@
 ///   an error that merely looks the same; a record whose error is gone (its memory
 ///   reused by a new error); many tasks failing at once. No record is ever dropped
 ///   while its error lives, and none outlives it.
-/// - Errs towards sending less: an operation that throws the same stored error
-///   value (an `any Error` or, on Apple platforms, an `NSError` kept in a property
-///   and thrown again) that another policy already retried to exhaustion; the
-///   policy then stops after one attempt, as for a nested one. A policy never takes
-///   its own record, so calling one policy again with a stored error still retries.
+/// - Shared error values: some libraries throw one stored value again and again
+///   (a `static let` error). A record is taken only if it was written after the
+///   taker's attempt began, so a stored error that some policy exhausted earlier
+///   never stops a later call. Errs towards sending less in one case: another task
+///   exhausting the same stored value while this attempt runs; the policy then
+///   stops after one attempt, as for a nested one. A policy never takes its own
+///   record.
 public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
     /// Whether this layer retries what a layer below already retried to exhaustion.
     public let retriesExhaustedFailures: Bool
@@ -80,10 +84,20 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// dead one was never matches), and records whose errors are gone are swept out
 /// as new ones are written. Nothing is dropped for lack of room, so many tasks
 /// failing at once cannot push out a record in transit.
+@usableFromInline
 enum NestedRetryLedger {
+    /// Counts the records written, so that a record can be told from one written before an attempt began.
+    @usableFromInline static let written = Atomic<UInt64>(0)
+
+    /// The count of records written so far: read when an attempt starts, one relaxed load.
+    @inlinable static var mark: UInt64 { Self.written.load(ordering: .relaxed) }
+
     struct Record {
         /// The error box; `nil` once the error is gone.
         weak var error: AnyObject?
+        /// When it was written, in ``written``'s count: a record is an inner policy's word
+        /// about an attempt only if it was written after the attempt began.
+        var sequence: UInt64
         /// The policies that passed the word on, innermost first. A policy never takes a
         /// record it is part of: its operation threw a stored error it had already
         /// retried to exhaustion in an earlier call.
@@ -106,13 +120,15 @@ enum NestedRetryLedger {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         let writers = inner + [ObjectIdentifier(writer)]
+        let sequence = self.written.wrappingAdd(1, ordering: .relaxed).newValue
         self.records.withLock { records in
             if let existing = records.byError[key], existing.error === box {
                 // Another policy already recorded this error: keep every writer it named.
                 records.byError[key]?.writers = existing.writers + writers.filter { !existing.writers.contains($0) }
+                records.byError[key]?.sequence = sequence
                 return
             }
-            records.byError[key] = Record(error: box, writers: writers)
+            records.byError[key] = Record(error: box, sequence: sequence, writers: writers)
             if records.byError.count >= records.sweepThreshold {
                 records.byError = records.byError.filter { $0.value.error != nil }
                 records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
@@ -123,7 +139,9 @@ enum NestedRetryLedger {
     /// The writers of the record another policy left for this very `error`, or `nil` for none.
     ///
     /// A record `taker` is part of is not taken (see ``Record/writers``).
-    static func takeExhausted(_ error: any Error, by taker: ObjectIdentifier) -> [ObjectIdentifier]? {
+    static func takeExhausted(
+        _ error: any Error, by taker: ObjectIdentifier, writtenAfter mark: UInt64
+    ) -> [ObjectIdentifier]? {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         return self.records.withLock { records in
@@ -132,6 +150,8 @@ enum NestedRetryLedger {
                 records.byError[key] = nil  // its error is gone; this is a new one at the same address
                 return nil
             }
+            // Written before the taker's attempt began: word about an earlier call, not this one.
+            guard record.sequence > mark else { return nil }
             return record.writers.contains(taker) ? nil : record.writers
         }
     }

@@ -22,8 +22,11 @@ extension RetryPolicy {
     /// policy retried to exhaustion is not retried again here, unless this policy opted out.
     nonisolated func nestedStop(after error: any Error, call: inout CallState) -> RetryStopReason? {
         if error is AdaptiveThrottleRejection { return .throttled }
-        guard let writers = NestedRetryLedger.takeExhausted(error, by: ObjectIdentifier(self)) else { return nil }
         guard !self.nestedRetries.retriesExhaustedFailures else { return nil }
+        guard
+            let writers = NestedRetryLedger.takeExhausted(
+                error, by: ObjectIdentifier(self), writtenAfter: call.ledgerMark)
+        else { return nil }
         call.innerWriters = writers
         return .retriedByInnerPolicy
     }

@@ -90,11 +90,13 @@ extension RetryPolicy: ResilienceStrategy {
         guard self.canTakeFastPath else {
             return try await self.retryStage(operation, firstFailure: nil, isolation: #isolation)
         }
+        let mark = NestedRetryLedger.mark
         let value: Operation.Value
         do {
             value = try await operation.run()
         } catch {
-            return try await self.retryStage(operation, firstFailure: error, isolation: #isolation)
+            return try await self.retryStage(
+                operation, firstFailure: FirstAttemptFailure(error, ledgerMark: mark), isolation: #isolation)
         }
         self.budget?.recordSuccess()
         return value
@@ -104,7 +106,7 @@ extension RetryPolicy: ResilienceStrategy {
     @inlinable @inline(never)
     func retryStage<Operation: PipelineOperation>(
         _ operation: Operation,
-        firstFailure: (any Error)?,
+        firstFailure: FirstAttemptFailure?,
         isolation: isolated (any Actor)?
     ) async throws -> Operation.Value {
         try await self.retry(isolation: isolation, firstFailure: firstFailure) { try await operation.run() }

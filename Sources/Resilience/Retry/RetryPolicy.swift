@@ -229,11 +229,13 @@ public final actor RetryPolicy {
         guard self.canTakeFastPath else {
             return try await self.retry(isolation: #isolation, firstFailure: nil, operation: operation)
         }
+        let mark = NestedRetryLedger.mark
         let value: Value
         do {
             value = try await operation()
         } catch {
-            return try await self.retry(isolation: #isolation, firstFailure: error, operation: operation)
+            return try await self.retry(
+                isolation: #isolation, firstFailure: FirstAttemptFailure(error, ledgerMark: mark), operation: operation)
         }
         self.budget?.recordSuccess()
         return value
@@ -352,7 +354,7 @@ public final actor RetryPolicy {
     @usableFromInline
     func retry<Value>(
         isolation: isolated (any Actor)?,
-        firstFailure: (any Error)?,
+        firstFailure: FirstAttemptFailure?,
         operation: () async throws -> Value
     ) async throws -> Value {
         try await self.run(isolation: isolation, firstFailure: firstFailure, options: CallOptions()) { _ in
@@ -365,12 +367,12 @@ public final actor RetryPolicy {
     /// The whole retry loop, in the caller's isolation.
     ///
     /// - Parameters:
-    ///   - firstFailure: The error of a first attempt the fast path already ran, if any.
+    ///   - firstFailure: The failure of a first attempt the fast path already ran, if any.
     ///   - options: What the caller declared about this call.
     ///   - attempt: Runs one attempt; its argument is the time left before the deadline, if any.
     package func run<Value>(
         isolation: isolated (any Actor)?,
-        firstFailure: (any Error)?,
+        firstFailure: FirstAttemptFailure?,
         options: CallOptions,
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
@@ -389,13 +391,14 @@ public final actor RetryPolicy {
 
     private func loop<Value>(
         isolation: isolated (any Actor)?,
-        firstFailure: (any Error)?,
+        firstFailure: FirstAttemptFailure?,
         options: CallOptions,
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
         let start = self.clock.now()
         var call = CallState(attempts: firstFailure == nil ? 0 : 1)
-        var pendingFailure = firstFailure
+        call.ledgerMark = firstFailure?.ledgerMark ?? 0
+        var pendingFailure = firstFailure?.error
 
         while true {
             let error: any Error
@@ -415,6 +418,7 @@ public final actor RetryPolicy {
                         isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
                 }
                 call.attempts += 1
+                call.ledgerMark = NestedRetryLedger.mark
                 do {
                     let value = try await self.attempt(isolation: isolation, remaining: remaining, attempt)
                     self.budget?.recordSuccess()
@@ -469,6 +473,9 @@ public final actor RetryPolicy {
         var hasRecovered = false
         /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
         var innerWriters: [ObjectIdentifier] = []
+        /// The nested-retry ledger's mark when the last attempt started: only records
+        /// written after it are an inner policy's word about that attempt.
+        var ledgerMark: UInt64 = 0
     }
 
     enum Plan {
@@ -621,5 +628,20 @@ extension RetryPolicy.CallOptions {
     /// Options that declare `idempotency` and nothing else, for the package's other modules.
     package static func declaring(_ idempotency: Idempotency?) -> Self {
         Self(idempotency: idempotency)
+    }
+}
+
+/// The failure of a first attempt that ``RetryPolicy``'s fast path ran before the loop.
+@usableFromInline
+package struct FirstAttemptFailure {
+    /// The attempt's error.
+    @usableFromInline let error: any Error
+    /// The nested-retry ledger's mark when the attempt started.
+    @usableFromInline let ledgerMark: UInt64
+
+    @inlinable
+    init(_ error: any Error, ledgerMark: UInt64) {
+        self.error = error
+        self.ledgerMark = ledgerMark
     }
 }

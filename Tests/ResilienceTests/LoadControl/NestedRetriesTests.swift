@@ -24,28 +24,11 @@ struct NestedRetriesTests {
             nestedRetries: nested, clock: clock)
     }
 
-    /// Runs `body` while advancing `clock` through every wait it makes.
-    private func drive<T: Sendable>(
-        _ clock: TestClock, _ body: @escaping @Sendable () async -> T
-    ) async -> T {
-        let task = Task { await body() }
-        let driver = Task {
-            while !Task.isCancelled {
-                await clock.waitForSleepers(count: 1)
-                clock.advance(by: .milliseconds(10))
-            }
-        }
-        let value = await task.value
-        driver.cancel()
-        clock.advance(by: .seconds(1))
-        return value
-    }
-
     @Test func threeNestedLayersSendThreeAttemptsNotTwentySeven() async throws {
         let clock = TestClock()
         let layers = try (0..<3).map { _ in try self.policy(clock: clock) }
         let attempts = Counter()
-        let outcome = await self.drive(clock) {
+        let outcome = await driveThroughEveryWait(clock) {
             await layers[0].outcome {
                 try await layers[1].execute {
                     try await layers[2].execute {
@@ -65,7 +48,7 @@ struct NestedRetriesTests {
         let clock = TestClock()
         let layers = try (0..<3).map { _ in try self.policy(nested: .everyLayer, clock: clock) }
         let attempts = Counter()
-        _ = await self.drive(clock) {
+        _ = await driveThroughEveryWait(clock) {
             await layers[0].outcome {
                 try await layers[1].execute {
                     try await layers[2].execute {
@@ -83,7 +66,7 @@ struct NestedRetriesTests {
         let inner = try self.policy(clock: clock)
         let outer = try self.policy(clock: clock)
         let attempts = Counter()
-        let counts = await self.drive(clock) { () -> [Int] in
+        let counts = await driveThroughEveryWait(clock) { () -> [Int] in
             var counts: [Int] = []
             for _ in 0..<3 {
                 let before = attempts.value
@@ -103,7 +86,7 @@ struct NestedRetriesTests {
     @Test func aRecordLeftByAPolicyThatIsGoneIsNotTaken() async throws {
         let clock = TestClock()
         let attempts = Counter()
-        let counts = await self.drive(clock) { () -> [Int] in
+        let counts = await driveThroughEveryWait(clock) { () -> [Int] in
             do {
                 // A policy used once and released, leaving its record behind in this task.
                 let gone = try? self.policy(clock: clock)
@@ -129,7 +112,7 @@ struct NestedRetriesTests {
             maximumAttempts: 3, classifier: ClosureRetryClassifier { @Sendable _, _ in .doNotRetry }, clock: clock)
         let outer = try self.policy(clock: clock)
         let attempts = Counter()
-        let outcome = await self.drive(clock) {
+        let outcome = await driveThroughEveryWait(clock) {
             await outer.outcome {
                 try await inner.execute {
                     attempts.increment()
@@ -246,7 +229,7 @@ struct NestedRetriesTests {
         let first = try self.policy(clock: clock)
         let second = try self.policy(clock: clock)
         let attempts = Counter()
-        let counts = await self.drive(clock) { () -> [Int] in
+        let counts = await driveThroughEveryWait(clock) { () -> [Int] in
             _ = await first.outcome {
                 attempts.increment()
                 throw ServerDown(test: #function)
@@ -261,13 +244,50 @@ struct NestedRetriesTests {
         #expect(counts == [3, 3, 1])
     }
 
+    /// Some libraries throw one stored error value every time. A policy that exhausted it
+    /// earlier leaves a record that lives as long as the value, for ever for a `static let`;
+    /// a later call of another policy, plain or through a pipeline, failing with the same
+    /// value must still retry fully.
+    @Test func aStoredErrorAnotherPolicyExhaustedEarlierDoesNotStopALaterCall() async throws {
+        let clock = TestClock()
+        let stored: any Error = ServerDown(test: #function)
+        let first = try self.policy(clock: clock)
+        let second = try self.policy(clock: clock)
+        let third = try self.policy(clock: clock)
+        let fourth = try self.policy(clock: clock)
+        let attempts = Counter()
+        let counts = await driveThroughEveryWait(clock) { () -> [Int] in
+            _ = await first.outcome {
+                attempts.increment()
+                throw stored
+            }
+            var counts = [attempts.value]
+            let outcome = await second.outcome {
+                attempts.increment()
+                throw stored
+            }
+            counts += [attempts.value - counts[0], outcome.stopReason == .exhausted ? 1 : 0]
+            let before = attempts.value
+            _ = try? await third.execute { () async throws -> Int in
+                attempts.increment()
+                throw stored
+            }
+            _ = try? await ResiliencePipeline { fourth }.execute { () async throws -> Int in
+                attempts.increment()
+                throw stored
+            }
+            return counts + [attempts.value - before]
+        }
+        #expect(counts == [3, 3, 1, 6])
+    }
+
     @Test func anErrorWrappedBetweenTheLayersIsANewFailureTheOuterRetries() async throws {
         struct SDKError: Error { var underlying: any Error }
         let clock = TestClock()
         let inner = try self.policy(clock: clock)
         let outer = try self.policy(clock: clock)
         let attempts = Counter()
-        let outcome = await self.drive(clock) {
+        let outcome = await driveThroughEveryWait(clock) {
             await outer.outcome {
                 do {
                     try await inner.execute {
@@ -288,7 +308,7 @@ struct NestedRetriesTests {
         let inner = try self.policy(clock: clock)
         let outer = try self.policy(clock: clock)
         let attempts = Counter()
-        let outcome = await self.drive(clock) {
+        let outcome = await driveThroughEveryWait(clock) {
             await outer.outcome {
                 do {
                     try await inner.execute {
