@@ -22,28 +22,13 @@ struct ThrottleOptionTests {
             throttle: throttle, clock: clock)
     }
 
-    /// Runs `body` while advancing `clock` through every wait it makes.
-    private func drive<T: Sendable>(_ clock: TestClock, _ body: @escaping @Sendable () async -> T) async -> T {
-        let task = Task { await body() }
-        let driver = Task {
-            while !Task.isCancelled {
-                await clock.waitForSleepers(count: 1)
-                clock.advance(by: .milliseconds(10))
-            }
-        }
-        let value = await task.value
-        driver.cancel()
-        clock.advance(by: .seconds(1))
-        return value
-    }
-
     // MARK: - RetryPolicy
 
     @Test func aPolicyCountsEveryAttemptItSendsAndEverySuccess() async throws {
         let clock = TestClock()
         let throttle = try self.throttle(clock: clock, floor: 10)
         let policy = try self.policy(throttle: throttle, clock: clock)
-        let outcome = await self.drive(clock) {
+        let outcome = await driveThroughEveryWait(clock) {
             await policy.outcome { throw HTTPResponseError(statusCode: 503) }
         }
         #expect(outcome.attempts == 3)
@@ -58,7 +43,7 @@ struct ThrottleOptionTests {
         let clock = TestClock()
         let throttle = try self.throttle(clock: clock)
         let policy = try self.policy(throttle: nil, clock: clock)
-        _ = await self.drive(clock) { await policy.outcome { throw HTTPResponseError(statusCode: 503) } }
+        _ = await driveThroughEveryWait(clock) { await policy.outcome { throw HTTPResponseError(statusCode: 503) } }
         _ = try await policy.execute { 1 }
         #expect(policy.throttle == nil)
         #expect(throttle.counts == (0, 0))
@@ -91,7 +76,7 @@ struct ThrottleOptionTests {
         let throttle = try self.throttle(clock: clock, seed: 3)
         let policy = try self.policy(throttle: throttle, attempts: 5, clock: clock)
         let ran = Counter()
-        let outcome = await self.drive(clock) {
+        let outcome = await driveThroughEveryWait(clock) {
             await policy.outcome {
                 _ = ran.increment()
                 // Meanwhile the rest of the client, sharing the throttle, sees the server fail everything.

@@ -59,3 +59,21 @@ func advanceThroughSleeps(_ clock: TestClock, count: Int) async {
         clock.advance(by: pending)
     }
 }
+
+/// Runs `body` while advancing `clock` by 10 ms each time a sleeper parks on it, so
+/// every wait `body` makes passes; then lets a stray sleeper go by advancing a second.
+func driveThroughEveryWait<T: Sendable>(
+    _ clock: TestClock, _ body: @escaping @Sendable () async -> T
+) async -> T {
+    let task = Task { await body() }
+    let driver = Task {
+        while !Task.isCancelled {
+            await clock.waitForSleepers(count: 1)
+            clock.advance(by: .milliseconds(10))
+        }
+    }
+    let value = await task.value
+    driver.cancel()
+    clock.advance(by: .seconds(1))
+    return value
+}
