@@ -471,7 +471,7 @@ enum RegistryKeyBits {
     }
 
     /// The cache slot of `key`: a multiplicative hash of its bytes (not the key's `hash(into:)`);
-    /// slot 0 for a key type that is not ``isBitComparable(_:)``.
+    /// slot 0 for a key type that is not `isBitComparable(_:)`.
     @inlinable
     static func slot<Key>(of key: Key) -> Int {
         guard Self.isBitComparable(Key.self) else { return 0 }

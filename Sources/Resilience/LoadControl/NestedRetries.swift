@@ -78,7 +78,7 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// task or a task group hands on the same box. A policy that exhausts its attempts
 /// records the box here, holding it weakly; the policy around it, on its failure
 /// path, finds the box it caught and stops, if the record was written after its
-/// attempt began (``mark``, one relaxed load per attempt, is all the success path pays).
+/// attempt began (`mark`, one relaxed load per attempt, is all the success path pays).
 ///
 /// A record lives exactly as long as its error: it is found only while the weak
 /// reference still answers with the very box (so a new error allocated where a
