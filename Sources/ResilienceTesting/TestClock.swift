@@ -49,33 +49,18 @@ public final class TestClock: Clock, Sendable {
         var continuation: CheckedContinuation<Void, any Error>
     }
 
-    private struct Waiter {
-        var id: UInt64
-        /// The number of parked sleepers, or of sleep requests ever made, that wakes this waiter.
-        var count: Int
-        var countsRequests: Bool
-        var continuation: CheckedContinuation<Void, Never>
-    }
-
-    private struct State {
+    private struct State: CountWaiting {
         var now = Instant(offset: .zero)
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
         /// Sleepers and waiters cancelled before they parked, by ID.
         var cancelledBeforeSleeping: Set<UInt64> = []
-        var waiters: [Waiter] = []
+        var countWaiters = CountWaiters()
         var sleepRequests: [Duration] = []
 
         /// Removes and returns the waiters whose count the parked sleepers now meet.
-        mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
-            var ready: [CheckedContinuation<Void, Never>] = []
-            self.waiters.removeAll { waiter in
-                let reached = waiter.countsRequests ? self.sleepRequests.count : self.sleepers.count
-                guard reached >= waiter.count else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
+        func count(_ measure: CountWaiters.Measure) -> Int {
+            measure == .current ? self.sleepers.count : self.sleepRequests.count
         }
     }
 
@@ -191,7 +176,7 @@ public final class TestClock: Clock, Sendable {
     /// so a test whose code never sleeps fails instead of hanging; check
     /// ``sleeperCount`` after it when that matters.
     public func waitForSleepers(count: Int = 1) async {
-        await self.wait(until: count, countsRequests: false)
+        await self.state.wait(until: count, measuring: .current)
     }
 
     /// Suspends until at least `count` sleeps have been requested since the clock was made,
@@ -202,34 +187,6 @@ public final class TestClock: Clock, Sendable {
     /// Advancing the clock as soon as this returns is safe: a sleep whose deadline
     /// has already passed when it parks returns at once.
     public func waitForSleepRequests(count: Int) async {
-        await self.wait(until: count, countsRequests: true)
-    }
-
-    private func wait(until count: Int, countsRequests: Bool) async {
-        let id = self.state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready: Bool = self.state.withLock { state in
-                    let reached = countsRequests ? state.sleepRequests.count : state.sleepers.count
-                    if reached >= count || state.cancelledBeforeSleeping.remove(id) != nil { return true }
-                    state.waiters.append(
-                        Waiter(id: id, count: count, countsRequests: countsRequests, continuation: continuation))
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter: Waiter? = self.state.withLock { state in
-                if let index = state.waiters.firstIndex(where: { $0.id == id }) {
-                    return state.waiters.remove(at: index)
-                }
-                state.cancelledBeforeSleeping.insert(id)
-                return nil
-            }
-            waiter?.continuation.resume()
-        }
+        await self.state.wait(until: count, measuring: .total)
     }
 }

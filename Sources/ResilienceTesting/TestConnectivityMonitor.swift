@@ -20,31 +20,15 @@ public import Resilience
 /// network.set(.online)                      // the second attempt runs now
 /// ```
 public final class TestConnectivityMonitor: ConnectivityMonitor {
-    private struct Waiter {
-        var id: UInt64
-        var count: Int
-        var countsRequests: Bool
-        var continuation: CheckedContinuation<Void, Never>
-    }
-
-    private struct State {
+    private struct State: CountWaiting {
         var connectivity: Connectivity
         var nextID: UInt64 = 0
         var observers: [UInt64: AsyncStream<Connectivity>.Continuation] = [:]
         var observersEver = 0
-        var waiters: [Waiter] = []
-        /// Waiters cancelled before they parked, by ID.
-        var cancelledWaiters: Set<UInt64> = []
+        var countWaiters = CountWaiters()
 
-        mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
-            var ready: [CheckedContinuation<Void, Never>] = []
-            self.waiters.removeAll { waiter in
-                let reached = waiter.countsRequests ? self.observersEver : self.observers.count
-                guard reached >= waiter.count else { return false }
-                ready.append(waiter.continuation)
-                return true
-            }
-            return ready
+        func count(_ measure: CountWaiters.Measure) -> Int {
+            measure == .current ? self.observers.count : self.observersEver
         }
     }
 
@@ -104,7 +88,7 @@ public final class TestConnectivityMonitor: ConnectivityMonitor {
     /// A call through a policy opens one stream when it starts to wait for the
     /// network and closes it when the wait ends.
     public func waitForObservers(count: Int = 1) async {
-        await self.wait(until: count, countsRequests: false)
+        await self.state.wait(until: count, measuring: .current)
     }
 
     /// Suspends until at least `count` streams have been requested since the monitor was made,
@@ -113,34 +97,6 @@ public final class TestConnectivityMonitor: ConnectivityMonitor {
     /// Use it when a stream from an earlier wait may still be open, so that the
     /// count of open streams cannot tell the waits apart.
     public func waitForUpdateRequests(count: Int) async {
-        await self.wait(until: count, countsRequests: true)
-    }
-
-    private func wait(until count: Int, countsRequests: Bool) async {
-        let id = self.state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = self.state.withLock { state in
-                    let reached = countsRequests ? state.observersEver : state.observers.count
-                    if state.cancelledWaiters.remove(id) != nil || reached >= count { return true }
-                    state.waiters.append(
-                        Waiter(id: id, count: count, countsRequests: countsRequests, continuation: continuation))
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter: Waiter? = self.state.withLock { state in
-                if let index = state.waiters.firstIndex(where: { $0.id == id }) {
-                    return state.waiters.remove(at: index)
-                }
-                state.cancelledWaiters.insert(id)
-                return nil
-            }
-            waiter?.continuation.resume()
-        }
+        await self.state.wait(until: count, measuring: .total)
     }
 }
