@@ -149,7 +149,7 @@ extension Fallback: ResilienceStrategy {
         do {
             return try await operation.run()
         } catch {
-            return try await self.recover(from: error, as: Operation.Value.self)
+            return try await self.recovered(from: error, as: Operation.Value.self)
         }
     }
 }
