@@ -109,6 +109,20 @@ final class SimulatedSystemClocks: Sendable {
         #expect(breaker.state == .closed)
     }
 
+    @Test func aRejectionsWaitIsNeverShorterThanTheOpenTimeLeftNorLongerThanATickMore() async throws {
+        let clocks = SimulatedSystemClocks()
+        let breaker = try Self.breaker(on: clocks, tripRule: .consecutiveFailures(1))
+        await breaker.fail()
+        for step in [Duration.milliseconds(1), .microseconds(2_500), .nanoseconds(12_345_678), .seconds(20)] {
+            clocks.advance(by: step)
+            let error = try #require(await Self.rejection(breaker))
+            let retryAfter = try #require(error.retryAfter)
+            #expect(retryAfter >= breaker.openTimeLeft(clocks), "after a further \(step)")
+            #expect(retryAfter <= breaker.openTimeLeft(clocks) + .nanoseconds(2 * clocks.tick) + .milliseconds(1))
+            #expect(retryAfter.attoseconds % 1_000_000_000_000_000 == 0, "whole milliseconds")
+        }
+    }
+
     @Test func theCoarseBoundsEncloseTheBootTimeClockAcrossSuspensionsAndSteps() throws {
         let clocks = SimulatedSystemClocks()
         let clock = ElapsedClock(simulating: clocks.source())
@@ -134,5 +148,13 @@ final class SimulatedSystemClocks: Sendable {
         } catch {
             return error as? CircuitBreakerOpenError
         }
+    }
+}
+
+extension CircuitBreaker {
+    /// The open time left on the simulated clocks, for a breaker opened at their
+    /// start (boot time 1,000 s) for 30 s.
+    fileprivate func openTimeLeft(_ clocks: SimulatedSystemClocks) -> Duration {
+        .nanoseconds(1_000_000_000_000 + 30_000_000_000 - clocks.boot)
     }
 }
