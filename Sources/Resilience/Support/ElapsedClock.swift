@@ -19,7 +19,12 @@ package struct ElapsedClock: Sendable {
     /// The system's clocks and the origin in nanoseconds of their boot-time clock, when the
     /// wrapped clock is the system's `ContinuousClock` on Linux (or a simulation of it);
     /// `nil` otherwise.
-    private let system: (source: SystemClockSource, origin: Int64)?
+    ///
+    /// The source is unmanaged so that a reading takes no reference count: `sourceOwner` holds
+    /// the reference that keeps it alive.
+    private let system: (source: Unmanaged<SystemClockSource>, origin: Int64)?
+    /// The source of ``system``.
+    private let sourceOwner: SystemClockSource?
 
     /// Wraps `clock`, taking its current instant as the origin.
     package init<C: Clock<Duration>>(_ clock: C) {
@@ -31,12 +36,15 @@ package struct ElapsedClock: Sendable {
         #if canImport(Glibc)
             if C.self == ContinuousClock.self {
                 let source = SystemClockSource.system
-                self.system = (source, source.boot())
+                self.system = (Unmanaged.passUnretained(source), source.boot())
+                self.sourceOwner = source
             } else {
                 self.system = nil
+                self.sourceOwner = nil
             }
         #else
             self.system = nil
+            self.sourceOwner = nil
         #endif
     }
 
@@ -47,14 +55,16 @@ package struct ElapsedClock: Sendable {
         let origin = source.boot()
         self.read = { Duration(attoseconds: Int128(source.boot() &- origin) &* 1_000_000_000) }
         self.sleepUntil = { _ in throw CancellationError() }
-        self.system = (source, origin)
+        self.system = (Unmanaged.passUnretained(source), origin)
+        self.sourceOwner = source
     }
 
     /// The time elapsed since the origin, on the wrapped clock.
     @inline(__always)
     package func now() -> Duration {
         if let system = self.system {
-            return Duration(attoseconds: Int128(system.source.boot() &- system.origin) &* 1_000_000_000)
+            let boot = system.source._withUnsafeGuaranteedRef { $0.boot() }
+            return Duration(attoseconds: Int128(boot &- system.origin) &* 1_000_000_000)
         }
         return self.read()
     }
@@ -64,7 +74,7 @@ package struct ElapsedClock: Sendable {
     @inline(__always)
     package func nanoseconds() -> Int64? {
         if let system = self.system {
-            return system.source.boot() &- system.origin
+            return system.source._withUnsafeGuaranteedRef { $0.boot() } &- system.origin
         }
         let (quotient, remainder) = self.read().attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         guard remainder == 0 else { return nil }
@@ -87,7 +97,7 @@ package struct ElapsedClock: Sendable {
     @inline(__always)
     package func upperBoundNanoseconds() -> Int64? {
         if let system = self.system {
-            return system.source.upperBound() &- system.origin
+            return system.source._withUnsafeGuaranteedRef { $0.upperBound() } &- system.origin
         }
         return self.nanoseconds()
     }
@@ -98,13 +108,13 @@ package struct ElapsedClock: Sendable {
     @inline(__always)
     package func coarseBoundsNanoseconds() -> (lower: Int64, upper: Int64)? {
         guard let system = self.system else { return nil }
-        let (lower, upper) = system.source.bounds()
+        let (lower, upper) = system.source._withUnsafeGuaranteedRef { $0.bounds() }
         return (lower &- system.origin, upper &- system.origin)
     }
 
     /// Measures again the margins that make ``upperBoundNanoseconds()`` an upper bound, after
     /// a caller found it below a precise reading.
     package func recalibrateUpperBound() {
-        self.system?.source.recalibrate()
+        self.sourceOwner?.recalibrate()
     }
 }
