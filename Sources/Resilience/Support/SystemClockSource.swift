@@ -127,16 +127,17 @@ package final class SystemClockSource: Sendable {
     }
 
     /// ``upperBound()`` and a reading no later than ``boot()`` now (the coarse monotonic
-    /// clock plus the suspended time as last measured, which only grows).
+    /// clock plus the suspended time as last measured, which only grows). When the margins
+    /// are measured again, the lower bound takes the new measure, so that it does not trail
+    /// by a suspension it has just seen.
     @inline(__always)
     package func bounds() -> (lower: Int64, upper: Int64) {
         let coarse = self.monotonicCoarse()
-        let lower = coarse &+ self.monotonicFloor.load(ordering: .relaxed)
         let monotonic = coarse &+ self.monotonicMargin.load(ordering: .relaxed)
         let realtime = self.realtimeCoarse() &+ self.realtimeMargin.load(ordering: .relaxed)
         let gap = monotonic &- realtime
         if gap > self.slack || gap < -self.slack { self.recalibrate() }
-        return (lower, Swift.max(monotonic, realtime))
+        return (coarse &+ self.monotonicFloor.load(ordering: .relaxed), Swift.max(monotonic, realtime))
     }
 
     /// Measures the margins again against precise readings.

@@ -113,12 +113,20 @@ final class SimulatedSystemClocks: Sendable {
         let clocks = SimulatedSystemClocks()
         let breaker = try Self.breaker(on: clocks, tripRule: .consecutiveFailures(1))
         await breaker.fail()
-        for step in [Duration.milliseconds(1), .microseconds(2_500), .nanoseconds(12_345_678), .seconds(20)] {
-            clocks.advance(by: step)
+        let steps: [(String, (SimulatedSystemClocks) -> Void)] = [
+            ("1 ms", { $0.advance(by: .milliseconds(1)) }), ("2.5 ms", { $0.advance(by: .microseconds(2_500)) }),
+            ("a 5 s suspension", { $0.suspend(for: .seconds(5)) }),
+            ("12.345678 ms", { $0.advance(by: .nanoseconds(12_345_678)) }),
+            ("a 2 s suspension", { $0.suspend(for: .seconds(2)) }), ("20 s", { $0.advance(by: .seconds(20)) }),
+        ]
+        for (step, event) in steps {
+            event(clocks)
             let error = try #require(await Self.rejection(breaker))
             let retryAfter = try #require(error.retryAfter)
             #expect(retryAfter >= breaker.openTimeLeft(clocks), "after a further \(step)")
-            #expect(retryAfter <= breaker.openTimeLeft(clocks) + .nanoseconds(2 * clocks.tick) + .milliseconds(1))
+            #expect(
+                retryAfter <= breaker.openTimeLeft(clocks) + .nanoseconds(2 * clocks.tick) + .milliseconds(1),
+                "after a further \(step)")
             #expect(retryAfter.attoseconds % 1_000_000_000_000_000 == 0, "whole milliseconds")
         }
     }
