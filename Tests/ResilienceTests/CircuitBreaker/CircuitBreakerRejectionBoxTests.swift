@@ -81,4 +81,44 @@ import Testing
         #expect(error == kept.error)
         #expect(error.retryAfter == .seconds(30))
     }
+
+    @Test func tasksRejectedConcurrentlyByTwoBreakersEachGetTheirOwnBreakersError() async throws {
+        let clock = TestClock()
+        let one = try await Self.openBreaker(named: "one", clock: clock)
+        let two = try await Self.openBreaker(named: "two", clock: clock)
+        // Each task alternates between the breakers, so every thread replaces its box call after
+        // call while boxes it threw earlier are still held by the collected results.
+        let results = await withTaskGroup(of: [(String, any Error)].self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var seen: [(String, any Error)] = []
+                    for call in 0..<200 {
+                        let breaker = (task + call).isMultiple(of: 2) ? one : two
+                        do {
+                            _ = try await breaker.execute { 1 }
+                        } catch {
+                            seen.append((breaker.name, error))
+                        }
+                    }
+                    return seen
+                }
+            }
+            group.addTask {
+                // The wait changes under the rejecting tasks: new boxes while others are in flight.
+                for _ in 0..<100 { clock.advance(by: .milliseconds(1)) }
+                return []
+            }
+            var all: [(String, any Error)] = []
+            for await seen in group { all += seen }
+            return all
+        }
+        #expect(results.count == 8 * 200)
+        for (name, error) in results {
+            let rejection = try #require(error as? CircuitBreakerOpenError)
+            #expect(rejection.breakerName == name)
+            #expect(rejection.state == .open)
+            let retryAfter = try #require(rejection.retryAfter)
+            #expect(retryAfter > .seconds(29) && retryAfter <= .seconds(30))
+        }
+    }
 }
