@@ -69,7 +69,8 @@ extension CircuitBreaker {
                 // the wait is measured from one that is never late, and rounded up to whole
                 // milliseconds (`mark` rounds the open time's end down by under a nanosecond), so
                 // it is never shorter than the time left, and stays the same value for a tick
-                // (the thread's cached box is thrown again).
+                // (the thread's cached box is thrown again). This clock never goes back, so the
+                // machine's latest time is no later than now and needs no check here.
                 let (left, overflow) = mark.subtractingReportingOverflow(bounds.lower)
                 if bounds.upper < mark, !overflow {
                     throw self.rejection(
