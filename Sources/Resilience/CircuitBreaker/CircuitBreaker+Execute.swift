@@ -33,9 +33,10 @@ extension CircuitBreaker {
         return value
     }
 
-    /// Takes a permit, or throws the rejection; inlined, and lock-free while closed.
+    /// Takes a permit, or throws the rejection (a ``CircuitBreakerOpenError``); inlined, and
+    /// lock-free while closed.
     @inlinable @inline(__always)
-    func admit() throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+    func admit() throws -> CircuitBreakerPermit {
         let word = self.storage.fastPathWord
         if word & CircuitBreakerStorage.closedBit != 0, !self.readsClockOnAdmission {
             return CircuitBreakerPermit(generation: word >> 2, ticket: 0, start: nil)
@@ -45,8 +46,12 @@ extension CircuitBreaker {
 
     /// Takes a permit when the inlined check could not: a slow-call rule's start time, or a
     /// breaker that is not closed.
+    ///
+    /// It throws untyped, as its callers do: the rejection leaves as `any Error`, a box that
+    /// ``CircuitBreakerRejectionCache`` lets a thread throw again while the error stays the
+    /// same, where a typed throw would be boxed anew by each caller.
     @usableFromInline
-    func admitSlowly(_ word: UInt64) throws(CircuitBreakerOpenError) -> CircuitBreakerPermit {
+    func admitSlowly(_ word: UInt64) throws -> CircuitBreakerPermit {
         if word & CircuitBreakerStorage.closedBit != 0 {
             return CircuitBreakerPermit(generation: word >> 2, ticket: 0, start: self.clock.now())
         }
@@ -55,12 +60,27 @@ extension CircuitBreaker {
         // with the clock's reading in whole nanoseconds.
         let mark = self.storage.openUntilMark
         if mark == CircuitBreakerStorage.isolatedMark {
-            throw self.rejection(state: .isolated, retryAfter: nil)
+            throw self.rejection(state: CircuitBreakerState(.isolated), retryAfter: nil)
         }
-        if mark != CircuitBreakerStorage.notOpenMark, let now = self.clock.nanoseconds(),
-            now >= self.storage.latestSeenMark, now < mark
-        {
-            throw self.rejection(state: .open, retryAfter: Self.duration(nanoseconds: mark &- now))
+        if mark != CircuitBreakerStorage.notOpenMark {
+            if let bounds = self.clock.coarseBoundsNanoseconds() {
+                // The system clock: coarse bounds instead of a precise reading. A bound that is
+                // never early and still short of the mark proves the open time has not passed;
+                // the wait is measured from one that is never late, and rounded up to whole
+                // milliseconds (`mark` rounds the open time's end down by under a nanosecond), so
+                // it is never shorter than the time left, and stays the same value for a tick
+                // (the thread's cached box is thrown again). This clock never goes back, so the
+                // machine's latest time is no later than now and needs no check here.
+                let (left, overflow) = mark.subtractingReportingOverflow(bounds.lower)
+                if bounds.upper < mark, !overflow {
+                    throw self.rejection(
+                        state: CircuitBreakerState(.open), retryAfter: Self.duration(milliseconds: left / 1_000_000 + 1)
+                    )
+                }
+            } else if let now = self.clock.nanoseconds(), now >= self.storage.latestSeenMark, now < mark {
+                throw self.rejection(
+                    state: CircuitBreakerState(.open), retryAfter: Self.duration(nanoseconds: mark &- now))
+            }
         }
         let now = self.clock.now()
         let (admission, transition) = self.storage.update { $0.admit(at: now) }
@@ -73,11 +93,14 @@ extension CircuitBreaker {
         }
     }
 
-    /// Tells the observer of a rejection, and makes the error to throw.
-    private func rejection(state: CircuitBreakerState, retryAfter: Duration?) -> CircuitBreakerOpenError {
-        self.observer?.callRejected(
-            CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
-        return CircuitBreakerOpenError(breakerName: self.name, state: state, retryAfter: retryAfter)
+    /// Tells the observer of a rejection, and makes the error to throw: this thread's cached box
+    /// when it holds the same error.
+    private func rejection(state: CircuitBreakerState, retryAfter: Duration?) -> any Error {
+        if self.hasObserver, let observer = self.observer {
+            observer.callRejected(
+                CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
+        }
+        return CircuitBreakerRejectionCache.boxed(breakerName: self.name, state: state, retryAfter: retryAfter)
     }
 
     /// Counts a success; inlined, and free (one atomic load) while closed under the consecutive
@@ -149,6 +172,11 @@ extension CircuitBreaker {
     private static func duration(nanoseconds: Int64) -> Duration {
         let attoseconds: Int128 = Int128(nanoseconds) &* 1_000_000_000
         return Duration(attoseconds: attoseconds)
+    }
+
+    /// `milliseconds` as a `Duration`, as ``duration(nanoseconds:)`` makes it.
+    private static func duration(milliseconds: Int64) -> Duration {
+        Duration(attoseconds: Int128(milliseconds) &* 1_000_000_000_000_000)
     }
 
     /// `duration` in nanoseconds, if it is a whole number of them within `Int64`.

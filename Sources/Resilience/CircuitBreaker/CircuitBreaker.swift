@@ -107,6 +107,10 @@ public final class CircuitBreaker: Sendable {
     let readsClockOnSuccess: Bool
     /// Whether a closed-state success may be counted in the time window without the lock.
     let countsSuccessesInTimeWindow: Bool
+    /// Whether ``observer`` is set: a rejection checks this rather than unwrapping the optional
+    /// existential, which copies and destroys it through its value witnesses (about 140
+    /// instructions per rejection).
+    let hasObserver: Bool
 
     /// Creates a breaker from a validated configuration; it cannot fail, so it does not throw.
     ///
@@ -188,6 +192,7 @@ public final class CircuitBreaker: Sendable {
         self.name = name
         self.configuration = configuration
         self.observer = observer
+        self.hasObserver = observer != nil
         self.throttle = throttle
         self.clock = elapsedClock
         self.storage = CircuitBreakerStorage(CircuitBreakerStateMachine(configuration: configuration))

@@ -28,6 +28,12 @@ public struct CircuitBreakerOpenError: Error, RetryAfterProviding, RetryableErro
     /// The half-open figure is an upper bound: a slot frees as soon as a probe finishes,
     /// which may be sooner, and at the latest when its lease expires. `nil` when isolated
     /// (only a reset ends it).
+    ///
+    /// Never shorter than the time left. With the system's `ContinuousClock` on Linux, an
+    /// open breaker measures it from the kernel's coarse clocks, without a precise reading:
+    /// it is then rounded up to whole milliseconds and may exceed the exact figure by up to
+    /// two clock ticks and a millisecond. Any other clock, a test clock included, gives it
+    /// exactly.
     public let retryAfter: Duration?
 
     /// Creates a rejection; breakers make these, tests may too.

@@ -1,12 +1,3 @@
-import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-    // `timespec`'s fields are declared in the toolchain's shim module on Linux; member import
-    // visibility asks for it by name.
-    import SwiftOverlayShims
-#endif
-
 /// A type-erased clock that measures time as a `Duration` since its creation.
 ///
 /// The public API takes `some Clock<Duration>`; the types that remember
@@ -17,16 +8,23 @@ import Synchronization
 /// On Linux, when the wrapped clock is the system's `ContinuousClock`, the
 /// clock is read with `clock_gettime(CLOCK_BOOTTIME)` directly (the clock
 /// `ContinuousClock` reads there) in whole nanoseconds: no closure, no generic
-/// witnesses and no 128-bit arithmetic on the way. Every other clock, a test
-/// clock included, is read through its own `now`, exactly.
+/// witnesses and no 128-bit arithmetic on the way; ``SystemClockSource`` does the
+/// reading, and a test may simulate it (``init(simulating:)``). Every other clock, a
+/// test clock included, is read through its own `now`, exactly.
 package struct ElapsedClock: Sendable {
     /// The wrapped clock's reading, for clocks other than the system's continuous clock.
     private let read: @Sendable () -> Duration
     /// Sleeps until the given elapsed time; throws `CancellationError` when cancelled.
     package let sleepUntil: @Sendable (Duration) async throws -> Void
-    /// The system clock's origin in nanoseconds of `CLOCK_BOOTTIME`, when the wrapped clock is
-    /// the system's `ContinuousClock` on Linux; `nil` otherwise.
-    private let systemOrigin: Int64?
+    /// The system's clocks and the origin in nanoseconds of their boot-time clock, when the
+    /// wrapped clock is the system's `ContinuousClock` on Linux (or a simulation of it);
+    /// `nil` otherwise.
+    ///
+    /// The source is unmanaged so that a reading takes no reference count: `sourceOwner` holds
+    /// the reference that keeps it alive.
+    private let system: (source: Unmanaged<SystemClockSource>, origin: Int64)?
+    /// The source of ``system``.
+    private let sourceOwner: SystemClockSource?
 
     /// Wraps `clock`, taking its current instant as the origin.
     package init<C: Clock<Duration>>(_ clock: C) {
@@ -36,17 +34,37 @@ package struct ElapsedClock: Sendable {
             try await clock.sleep(until: origin.advanced(by: elapsed), tolerance: nil)
         }
         #if canImport(Glibc)
-            self.systemOrigin = C.self == ContinuousClock.self ? Self.systemNanoseconds() : nil
+            if C.self == ContinuousClock.self {
+                let source = SystemClockSource.system
+                self.system = (Unmanaged.passUnretained(source), source.boot())
+                self.sourceOwner = source
+            } else {
+                self.system = nil
+                self.sourceOwner = nil
+            }
         #else
-            self.systemOrigin = nil
+            self.system = nil
+            self.sourceOwner = nil
         #endif
+    }
+
+    /// A clock that reads `source` as it would read the system's clocks, taking its current
+    /// boot-time reading as the origin; for tests that move those clocks themselves. It
+    /// cannot sleep: ``sleepUntil`` throws `CancellationError`.
+    package init(simulating source: SystemClockSource) {
+        let origin = source.boot()
+        self.read = { Duration(attoseconds: Int128(source.boot() &- origin) &* 1_000_000_000) }
+        self.sleepUntil = { _ in throw CancellationError() }
+        self.system = (Unmanaged.passUnretained(source), origin)
+        self.sourceOwner = source
     }
 
     /// The time elapsed since the origin, on the wrapped clock.
     @inline(__always)
     package func now() -> Duration {
-        if let origin = self.systemOrigin {
-            return Duration(attoseconds: Int128(Self.systemNanoseconds() &- origin) &* 1_000_000_000)
+        if let system = self.system {
+            let boot = system.source._withUnsafeGuaranteedRef { $0.boot() }
+            return Duration(attoseconds: Int128(boot &- system.origin) &* 1_000_000_000)
         }
         return self.read()
     }
@@ -55,8 +73,8 @@ package struct ElapsedClock: Sendable {
     /// number of nanoseconds within `Int64` (a test clock may say so); the caller then reads ``now()``.
     @inline(__always)
     package func nanoseconds() -> Int64? {
-        if let origin = self.systemOrigin {
-            return Self.systemNanoseconds() &- origin
+        if let system = self.system {
+            return system.source._withUnsafeGuaranteedRef { $0.boot() } &- system.origin
         }
         let (quotient, remainder) = self.read().attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         guard remainder == 0 else { return nil }
@@ -66,70 +84,37 @@ package struct ElapsedClock: Sendable {
     /// A time no earlier than the time elapsed now, in whole nanoseconds, and cheaper to read
     /// than ``nanoseconds()``; `nil` as for ``nanoseconds()``.
     ///
-    /// For the system's continuous clock on Linux this is the coarse monotonic clock (updated
-    /// once per kernel tick, read without a hardware timer) plus a margin: two ticks (the coarse
-    /// clock trails the precise one by a tick, a little more when the tick interrupt comes late
-    /// on a loaded machine; one tick was measured to fall short by a few hundred
-    /// nanoseconds), plus the time the system had
-    /// spent suspended when the margin was measured (the boot-time clock counts it, the
-    /// monotonic one does not). After a further suspension the bound may trail the precise
-    /// reading until ``recalibrateUpperBound()`` measures the margin again; a caller that finds
-    /// the bound below a precise reading calls it. Every other clock gives its precise reading.
+    /// For the system's continuous clock on Linux this is ``SystemClockSource/upperBound()``:
+    /// the coarse monotonic and wall clocks (updated once per kernel tick, read without a
+    /// hardware timer), each plus a margin of two ticks (the coarse clocks trail the precise
+    /// one by a tick, a little more when the tick interrupt comes late on a loaded machine;
+    /// one tick was measured to fall short by a few hundred nanoseconds) and its measured
+    /// offset from the boot-time clock, whichever is later. A suspension stops the monotonic
+    /// clock but not the wall clock, so the bound holds across one. Should both trail a
+    /// precise reading (a suspension and a step back of the wall clock since the margins were
+    /// measured), a caller that finds so calls ``recalibrateUpperBound()``. Every other clock
+    /// gives its precise reading.
     @inline(__always)
     package func upperBoundNanoseconds() -> Int64? {
-        #if canImport(Glibc)
-            if let origin = self.systemOrigin {
-                var time = timespec()
-                clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-                let seconds: Int64 = Int64(time.tv_sec)
-                let coarse: Int64 = seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
-                let margin: Int64 = Self.coarseMargin.load(ordering: .relaxed)
-                return coarse &+ margin &- origin
-            }
-        #endif
+        if let system = self.system {
+            return system.source._withUnsafeGuaranteedRef { $0.upperBound() } &- system.origin
+        }
         return self.nanoseconds()
     }
 
-    /// Measures again the margin that makes ``upperBoundNanoseconds()`` an upper bound, after
-    /// a caller found it below a precise reading (the system was suspended since).
-    package func recalibrateUpperBound() {
-        #if canImport(Glibc)
-            if self.systemOrigin != nil {
-                Self.coarseMargin.store(Self.measureCoarseMargin(), ordering: .relaxed)
-            }
-        #endif
+    /// Cheap bounds of the time elapsed now, in whole nanoseconds, for the system's continuous
+    /// clock on Linux (see ``SystemClockSource/bounds()``); `nil` for every other clock, whose
+    /// caller reads ``nanoseconds()`` instead.
+    @inline(__always)
+    package func coarseBoundsNanoseconds() -> (lower: Int64, upper: Int64)? {
+        guard let system = self.system else { return nil }
+        let (lower, upper) = system.source._withUnsafeGuaranteedRef { $0.bounds() }
+        return (lower &- system.origin, upper &- system.origin)
     }
 
-    #if canImport(Glibc)
-        /// `CLOCK_BOOTTIME` in nanoseconds.
-        @inline(__always)
-        private static func systemNanoseconds() -> Int64 {
-            var time = timespec()
-            clock_gettime(CLOCK_BOOTTIME, &time)
-            let seconds: Int64 = Int64(time.tv_sec)
-            return seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
-        }
-
-        /// What turns a coarse monotonic reading into an upper bound of the boot-time clock.
-        private static let coarseMargin = Atomic<Int64>(measureCoarseMargin())
-
-        /// Two of the coarse clock's ticks, plus how far the boot-time clock is ahead
-        /// of the monotonic one (the time the system has spent suspended).
-        private static func measureCoarseMargin() -> Int64 {
-            var resolution = timespec()
-            clock_getres(CLOCK_MONOTONIC_COARSE, &resolution)
-            var boot = timespec()
-            var monotonic = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &monotonic)
-            clock_gettime(CLOCK_BOOTTIME, &boot)
-            let seconds: Int64 = Int64(boot.tv_sec) - Int64(monotonic.tv_sec)
-            let nanoseconds: Int64 = Int64(boot.tv_nsec) - Int64(monotonic.tv_nsec)
-            let suspended: Int64 = seconds * 1_000_000_000 + nanoseconds
-            let tickSeconds: Int64 = Int64(resolution.tv_sec)
-            let tick: Int64 = tickSeconds * 1_000_000_000 + Int64(resolution.tv_nsec)
-            return 2 * tick + Swift.max(0, suspended)
-        }
-    #else
-        private static func systemNanoseconds() -> Int64 { 0 }
-    #endif
+    /// Measures again the margins that make ``upperBoundNanoseconds()`` an upper bound, after
+    /// a caller found it below a precise reading.
+    package func recalibrateUpperBound() {
+        self.sourceOwner?.recalibrate()
+    }
 }

@@ -1,0 +1,217 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+    // `timespec`'s fields are declared in the toolchain's shim module on Linux; member import
+    // visibility asks for it by name.
+    import SwiftOverlayShims
+#endif
+
+/// The system clocks an ``ElapsedClock`` reads for the system's `ContinuousClock` on Linux,
+/// and the margins that turn their cheap coarse readings into bounds of the precise one.
+///
+/// `ContinuousClock` reads `CLOCK_BOOTTIME` on Linux: elapsed time that keeps counting
+/// while the system is suspended. Its coarse cousins, read from the last kernel tick
+/// without a hardware timer, are `CLOCK_MONOTONIC_COARSE`, which stops during a
+/// suspension, and `CLOCK_REALTIME_COARSE`, the wall clock, which counts a suspension but
+/// moves when someone sets the time. Each, plus a margin measured against the boot-time
+/// clock, is an upper bound of it until its own kind of event: a suspension for the
+/// monotonic one, a step back of the wall clock for the other. ``upperBound()`` takes the
+/// larger of the two, which is an upper bound unless both kinds of event happened since
+/// the margins were last measured; and since the two disagree after either one, it
+/// measures the margins again at once when they do.
+///
+/// The real source reads the system's clocks; a simulated one (``init(simulating:)``)
+/// reads functions a test drives, so that a test can suspend the system
+/// deterministically.
+package final class SystemClockSource: Sendable {
+    /// Clock readings in whole nanoseconds, for a simulated source.
+    package struct Readings: Sendable {
+        /// The precise boot-time clock (counts suspensions).
+        package var boot: @Sendable () -> Int64
+        /// The precise monotonic clock (stops during suspensions).
+        package var monotonic: @Sendable () -> Int64
+        /// The precise wall clock.
+        package var realtime: @Sendable () -> Int64
+        /// The monotonic clock at the last tick.
+        package var monotonicCoarse: @Sendable () -> Int64
+        /// The wall clock at the last tick.
+        package var realtimeCoarse: @Sendable () -> Int64
+        /// The coarse clocks' resolution: the length of a tick.
+        package var tick: Int64
+
+        /// Readings from the given functions.
+        package init(
+            boot: @escaping @Sendable () -> Int64, monotonic: @escaping @Sendable () -> Int64,
+            realtime: @escaping @Sendable () -> Int64, monotonicCoarse: @escaping @Sendable () -> Int64,
+            realtimeCoarse: @escaping @Sendable () -> Int64, tick: Int64
+        ) {
+            self.boot = boot
+            self.monotonic = monotonic
+            self.realtime = realtime
+            self.monotonicCoarse = monotonicCoarse
+            self.realtimeCoarse = realtimeCoarse
+            self.tick = tick
+        }
+    }
+
+    /// The simulated readings, in an object of their own so that checking for them copies one
+    /// reference rather than five closures; `nil` for the system's clocks.
+    private let simulated: Simulation?
+
+    private final class Simulation: Sendable {
+        let readings: Readings
+        init(_ readings: Readings) { self.readings = readings }
+    }
+    /// Two ticks: how far a coarse reading may trail the precise one (a tick, a little more
+    /// when the tick interrupt comes late on a loaded machine).
+    private let slack: Int64
+    /// Added to a coarse monotonic reading: the boot-time clock's lead (the time spent
+    /// suspended, rounded up) plus ``slack``.
+    private let monotonicMargin: Atomic<Int64>
+    /// Added to a coarse wall-clock reading: the boot-time clock's offset from it, rounded up,
+    /// plus ``slack``.
+    private let realtimeMargin: Atomic<Int64>
+    /// Added to a coarse monotonic reading for a lower bound: the boot-time clock's lead,
+    /// rounded down. The lead only grows, so this stays a lower bound after a suspension.
+    private let monotonicFloor: Atomic<Int64>
+
+    #if canImport(Glibc)
+        /// The system's clocks.
+        package static let system = SystemClockSource(readings: nil)
+    #endif
+
+    /// A source that reads `readings` instead of the system's clocks.
+    package convenience init(simulating readings: Readings) {
+        self.init(readings: readings)
+    }
+
+    private init(readings: Readings?) {
+        self.simulated = readings.map(Simulation.init)
+        let tick: Int64
+        if let readings {
+            tick = readings.tick
+        } else {
+            tick = Self.systemTick()
+        }
+        self.slack = 2 * tick
+        self.monotonicMargin = Atomic(0)
+        self.realtimeMargin = Atomic(0)
+        self.monotonicFloor = Atomic(0)
+        self.recalibrate()
+    }
+
+    /// The precise boot-time clock.
+    @inline(__always)
+    package func boot() -> Int64 {
+        if let simulated = self.simulated { return simulated.readings.boot() }
+        #if canImport(Glibc)
+            return Self.read(CLOCK_BOOTTIME)
+        #else
+            return 0
+        #endif
+    }
+
+    /// A reading no earlier than ``boot()`` now, from the coarse clocks: the larger of the
+    /// monotonic and the wall-clock bound. When the two disagree by more than the slack,
+    /// one of them trails (a suspension, or a step of the wall clock, since the margins
+    /// were measured) and the margins are measured again; the larger is still an upper
+    /// bound unless both events happened.
+    @inline(__always)
+    package func upperBound() -> Int64 {
+        let monotonic = self.monotonicCoarse() &+ self.monotonicMargin.load(ordering: .relaxed)
+        let realtime = self.realtimeCoarse() &+ self.realtimeMargin.load(ordering: .relaxed)
+        let gap = monotonic &- realtime
+        if gap > self.slack || gap < -self.slack { self.recalibrate() }
+        return Swift.max(monotonic, realtime)
+    }
+
+    /// ``upperBound()`` and a reading no later than ``boot()`` now (the coarse monotonic
+    /// clock plus the suspended time as last measured, which only grows). When the margins
+    /// are measured again, the lower bound takes the new measure, so that it does not trail
+    /// by a suspension it has just seen.
+    @inline(__always)
+    package func bounds() -> (lower: Int64, upper: Int64) {
+        let coarse = self.monotonicCoarse()
+        let monotonic = coarse &+ self.monotonicMargin.load(ordering: .relaxed)
+        let realtime = self.realtimeCoarse() &+ self.realtimeMargin.load(ordering: .relaxed)
+        let gap = monotonic &- realtime
+        if gap > self.slack || gap < -self.slack { self.recalibrate() }
+        return (coarse &+ self.monotonicFloor.load(ordering: .relaxed), Swift.max(monotonic, realtime))
+    }
+
+    /// Measures the margins again against precise readings.
+    ///
+    /// Each bound's margin is measured with the read order that rounds it the safe way:
+    /// the other clock first and the boot-time clock after for an upper bound, the
+    /// reverse for the lower one. Concurrent measurements each store readings that were
+    /// true when taken.
+    package func recalibrate() {
+        let monotonic = self.monotonic()
+        let realtime = self.realtime()
+        let boot = self.boot()
+        let monotonicAfter = self.monotonic()
+        self.monotonicMargin.store(boot &- monotonic &+ self.slack, ordering: .relaxed)
+        self.realtimeMargin.store(boot &- realtime &+ self.slack, ordering: .relaxed)
+        self.monotonicFloor.store(boot &- monotonicAfter, ordering: .relaxed)
+    }
+
+    @inline(__always)
+    private func monotonicCoarse() -> Int64 {
+        if let simulated = self.simulated { return simulated.readings.monotonicCoarse() }
+        #if canImport(Glibc)
+            return Self.read(CLOCK_MONOTONIC_COARSE)
+        #else
+            return 0
+        #endif
+    }
+
+    @inline(__always)
+    private func realtimeCoarse() -> Int64 {
+        if let simulated = self.simulated { return simulated.readings.realtimeCoarse() }
+        #if canImport(Glibc)
+            return Self.read(CLOCK_REALTIME_COARSE)
+        #else
+            return 0
+        #endif
+    }
+
+    private func monotonic() -> Int64 {
+        if let simulated = self.simulated { return simulated.readings.monotonic() }
+        #if canImport(Glibc)
+            return Self.read(CLOCK_MONOTONIC)
+        #else
+            return 0
+        #endif
+    }
+
+    private func realtime() -> Int64 {
+        if let simulated = self.simulated { return simulated.readings.realtime() }
+        #if canImport(Glibc)
+            return Self.read(CLOCK_REALTIME)
+        #else
+            return 0
+        #endif
+    }
+
+    #if canImport(Glibc)
+        /// `clock` in nanoseconds.
+        @inline(__always)
+        private static func read(_ clock: clockid_t) -> Int64 {
+            var time = timespec()
+            clock_gettime(clock, &time)
+            let seconds: Int64 = Int64(time.tv_sec)
+            return seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
+        }
+
+        /// The coarse clocks' resolution.
+        private static func systemTick() -> Int64 {
+            var resolution = timespec()
+            clock_getres(CLOCK_MONOTONIC_COARSE, &resolution)
+            let seconds: Int64 = Int64(resolution.tv_sec)
+            return seconds * 1_000_000_000 + Int64(resolution.tv_nsec)
+        }
+    #else
+        private static func systemTick() -> Int64 { 0 }
+    #endif
+}

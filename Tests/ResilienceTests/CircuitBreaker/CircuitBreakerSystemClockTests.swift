@@ -1,0 +1,168 @@
+import Resilience
+import Synchronization
+import Testing
+
+/// The system's clocks as Linux has them, simulated: a boot-time clock that counts
+/// suspensions, a monotonic clock that does not, a wall clock that can be set, and coarse
+/// readings of the last two at the last tick. Time moves only when a test says so.
+final class SimulatedSystemClocks: Sendable {
+    /// Nanoseconds of running (not suspended) time.
+    private let running = Atomic<Int64>(1_000_000_000_000)
+    private let suspended = Atomic<Int64>(0)
+    /// The wall clock's offset from the boot-time clock.
+    private let wallOffset = Atomic<Int64>(1_700_000_000_000_000_000)
+    let tick: Int64 = 4_000_000
+
+    var boot: Int64 { self.running.load(ordering: .relaxed) + self.suspended.load(ordering: .relaxed) }
+    var monotonic: Int64 { self.running.load(ordering: .relaxed) }
+    var realtime: Int64 { self.boot + self.wallOffset.load(ordering: .relaxed) }
+    /// How far the coarse clocks trail: back to the last tick of running time.
+    private var sinceTick: Int64 { self.monotonic % self.tick }
+
+    /// Runs for `duration`.
+    func advance(by duration: Duration) {
+        self.running.add(Self.nanoseconds(duration), ordering: .relaxed)
+    }
+
+    /// Suspends the system for `duration`: the boot-time and wall clocks move, the monotonic one does not.
+    func suspend(for duration: Duration) {
+        self.suspended.add(Self.nanoseconds(duration), ordering: .relaxed)
+    }
+
+    /// Sets the wall clock forward (or back, for a negative `duration`).
+    func stepWallClock(by duration: Duration) {
+        self.wallOffset.add(Self.nanoseconds(duration), ordering: .relaxed)
+    }
+
+    /// A source that reads these clocks.
+    func source() -> SystemClockSource {
+        SystemClockSource(
+            simulating: .init(
+                boot: { self.boot }, monotonic: { self.monotonic }, realtime: { self.realtime },
+                monotonicCoarse: { self.monotonic - self.sinceTick },
+                realtimeCoarse: { self.realtime - self.sinceTick }, tick: self.tick))
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        Int64(duration.attoseconds / 1_000_000_000)
+    }
+}
+
+/// The breaker over the system's clock reads cheap coarse bounds where it can (a time-window
+/// success, a rejection while open); these pin that the bounds stay bounds when the system is
+/// suspended or its wall clock is set.
+@Suite struct CircuitBreakerSystemClockTests {
+    static func breaker(
+        on clocks: SimulatedSystemClocks, tripRule: CircuitBreakerTripRule,
+        openDuration: CircuitBreakerOpenDuration = .fixed(.seconds(30))
+    ) throws -> CircuitBreaker {
+        CircuitBreaker(
+            name: "system",
+            configuration: try CircuitBreakerConfiguration(tripRule: tripRule, openDuration: openDuration),
+            observer: nil, elapsedClock: ElapsedClock(simulating: clocks.source()))
+    }
+
+    static let windowRule = CircuitBreakerTripRule.failureRate(
+        threshold: 0.5, minimumCalls: 20, window: .time(.seconds(10), buckets: 10))
+
+    @Test func successesAfterASuspensionCountInTheBucketOfTheirTime() async throws {
+        let clocks = SimulatedSystemClocks()
+        let breaker = try Self.breaker(on: clocks, tripRule: Self.windowRule)
+        clocks.advance(by: .milliseconds(500))
+        for _ in 0..<10 { _ = try await breaker.execute { 1 } }
+        clocks.suspend(for: .seconds(3_600))
+        clocks.advance(by: .milliseconds(100))
+        // No locked update since the suspension: the bucket published before it is still
+        // published, and a bound that missed the suspension would fall inside it.
+        for _ in 0..<10 { _ = try await breaker.execute { 1 } }
+        #expect(breaker.snapshot().recentCalls == 10, "the ten successes since the suspension")
+        for _ in 0..<9 { await breaker.fail() }
+        #expect(breaker.state == .closed, "9 of 19 calls failed")
+        await breaker.fail()
+        #expect(breaker.state == .open, "10 of 20 calls failed")
+    }
+
+    @Test func aStepOfTheWallClockNeitherLosesNorMisplacesSuccesses() async throws {
+        let clocks = SimulatedSystemClocks()
+        let breaker = try Self.breaker(on: clocks, tripRule: Self.windowRule)
+        clocks.advance(by: .milliseconds(500))
+        for _ in 0..<4 { _ = try await breaker.execute { 1 } }
+        clocks.stepWallClock(by: .seconds(-3_600))
+        for _ in 0..<4 { _ = try await breaker.execute { 1 } }
+        clocks.stepWallClock(by: .seconds(7_200))
+        for _ in 0..<4 { _ = try await breaker.execute { 1 } }
+        #expect(breaker.snapshot().recentCalls == 12)
+        clocks.advance(by: .seconds(10))  // the bucket of all twelve leaves the window
+        for _ in 0..<3 { _ = try await breaker.execute { 1 } }
+        #expect(breaker.snapshot().recentCalls == 3)
+    }
+
+    @Test func anOpenTimeThatEndedDuringASuspensionLetsAProbeThrough() async throws {
+        let clocks = SimulatedSystemClocks()
+        let breaker = try Self.breaker(on: clocks, tripRule: .consecutiveFailures(1))
+        await breaker.fail()
+        clocks.advance(by: .seconds(10))
+        await #expect(throws: CircuitBreakerOpenError.self) { try await breaker.execute { 1 } }
+        clocks.suspend(for: .seconds(3_600))
+        let value = try await breaker.execute { 7 }
+        #expect(value == 7, "the probe ran")
+        #expect(breaker.state == .closed)
+    }
+
+    @Test func aRejectionsWaitIsNeverShorterThanTheOpenTimeLeftNorLongerThanATickMore() async throws {
+        let clocks = SimulatedSystemClocks()
+        let breaker = try Self.breaker(on: clocks, tripRule: .consecutiveFailures(1))
+        await breaker.fail()
+        let steps: [(String, (SimulatedSystemClocks) -> Void)] = [
+            ("1 ms", { $0.advance(by: .milliseconds(1)) }), ("2.5 ms", { $0.advance(by: .microseconds(2_500)) }),
+            ("a 5 s suspension", { $0.suspend(for: .seconds(5)) }),
+            ("12.345678 ms", { $0.advance(by: .nanoseconds(12_345_678)) }),
+            ("a 2 s suspension", { $0.suspend(for: .seconds(2)) }), ("20 s", { $0.advance(by: .seconds(20)) }),
+        ]
+        for (step, event) in steps {
+            event(clocks)
+            let error = try #require(await Self.rejection(breaker))
+            let retryAfter = try #require(error.retryAfter)
+            #expect(retryAfter >= breaker.openTimeLeft(clocks), "after a further \(step)")
+            #expect(
+                retryAfter <= breaker.openTimeLeft(clocks) + .nanoseconds(2 * clocks.tick) + .milliseconds(1),
+                "after a further \(step)")
+            #expect(retryAfter.attoseconds % 1_000_000_000_000_000 == 0, "whole milliseconds")
+        }
+    }
+
+    @Test func theCoarseBoundsEncloseTheBootTimeClockAcrossSuspensionsAndSteps() throws {
+        let clocks = SimulatedSystemClocks()
+        let clock = ElapsedClock(simulating: clocks.source())
+        let events: [(SimulatedSystemClocks) -> Void] = [
+            { $0.advance(by: .nanoseconds(3_999_999)) }, { $0.suspend(for: .seconds(60)) },
+            { $0.stepWallClock(by: .seconds(-30)) }, { $0.advance(by: .milliseconds(1)) },
+            { $0.stepWallClock(by: .seconds(90)) }, { $0.suspend(for: .milliseconds(5)) },
+        ]
+        for event in events {
+            event(clocks)
+            let precise = try #require(clock.nanoseconds())
+            let bounds = try #require(clock.coarseBoundsNanoseconds())
+            #expect(bounds.lower <= precise)
+            #expect(bounds.upper >= precise)
+            #expect(try #require(clock.upperBoundNanoseconds()) >= precise)
+        }
+    }
+
+    static func rejection(_ breaker: CircuitBreaker) async -> CircuitBreakerOpenError? {
+        do {
+            _ = try await breaker.execute { 1 }
+            return nil
+        } catch {
+            return error as? CircuitBreakerOpenError
+        }
+    }
+}
+
+extension CircuitBreaker {
+    /// The open time left on the simulated clocks, for a breaker opened at their
+    /// start (boot time 1,000 s) for 30 s.
+    fileprivate func openTimeLeft(_ clocks: SimulatedSystemClocks) -> Duration {
+        .nanoseconds(1_000_000_000_000 + 30_000_000_000 - clocks.boot)
+    }
+}
