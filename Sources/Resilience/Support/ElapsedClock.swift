@@ -83,8 +83,7 @@ package struct ElapsedClock: Sendable {
                 clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
                 let seconds: Int64 = Int64(time.tv_sec)
                 let coarse: Int64 = seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
-                let margin: Int64 = Self.coarseMargin.load(ordering: .relaxed)
-                return coarse &+ margin &- origin
+                return coarse &+ Self.currentCoarseMargin() &- origin
             }
         #endif
         return self.nanoseconds()
@@ -92,12 +91,56 @@ package struct ElapsedClock: Sendable {
 
     /// Measures again the margin that makes ``upperBoundNanoseconds()`` an upper bound, after
     /// a caller found it below a precise reading (the system was suspended since).
+    ///
+    /// The margin never shrinks: a new measurement smaller than the one in force (an
+    /// earlier one that was preempted between its two readings) is dropped, so that
+    /// ``upperBoundsHeld(below:sinceMargin:)`` may rely on the margin recorded with
+    /// ``upperBoundMargin()`` being the least in force since.
     package func recalibrateUpperBound() {
         #if canImport(Glibc)
             if self.systemOrigin != nil {
-                Self.coarseMargin.store(Self.measureCoarseMargin(), ordering: .relaxed)
+                Self.coarseMargin.max(Self.measureCoarseMargin(), ordering: .relaxed)
             }
         #endif
+    }
+
+    /// The margin ``upperBoundNanoseconds()`` adds now, for a caller that will later ask
+    /// ``upperBoundsHeld(below:sinceMargin:)`` about the bounds it reads from now on; `nil`
+    /// for every clock other than the system's continuous clock on Linux, whose bound is
+    /// its precise reading.
+    package func upperBoundMargin() -> Int64? {
+        #if canImport(Glibc)
+            if self.systemOrigin != nil {
+                return Self.currentCoarseMargin()
+            }
+        #endif
+        return nil
+    }
+
+    /// Whether every reading of ``upperBoundNanoseconds()`` taken since `margin` was read
+    /// (with ``upperBoundMargin()``) and below `deadline` was taken before `deadline` on the
+    /// precise clock.
+    ///
+    /// `true` at once when the precise clock still reads below `deadline`: every such reading
+    /// came before now. Otherwise the bound can have trailed only if the system was
+    /// suspended for longer than the margin allows since `margin` was measured: the time
+    /// spent suspended is read again (boot-time clock after monotonic clock, so it is never
+    /// under-read) and compared with what `margin` covers, less a tick and a half (the
+    /// coarse clock trails the precise one by at most that: about one tick, measured). When
+    /// it exceeds that, the margin is measured again and the answer is `false`: the caller
+    /// must assume that bounds below `deadline` were read at or after it.
+    /// The caller calls this after the last such reading can have been taken.
+    package func upperBoundsHeld(below deadline: Int64, sinceMargin margin: Int64) -> Bool {
+        #if canImport(Glibc)
+            if let origin = self.systemOrigin {
+                if Self.systemNanoseconds() &- origin < deadline { return true }
+                let covered = margin - 2 * Self.coarseTick + Self.coarseTick / 2
+                if Self.suspendedNanoseconds() <= covered { return true }
+                self.recalibrateUpperBound()
+                return false
+            }
+        #endif
+        return true
     }
 
     #if canImport(Glibc)
@@ -110,24 +153,51 @@ package struct ElapsedClock: Sendable {
             return seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
         }
 
-        /// What turns a coarse monotonic reading into an upper bound of the boot-time clock.
-        private static let coarseMargin = Atomic<Int64>(measureCoarseMargin())
+        /// What turns a coarse monotonic reading into an upper bound of the boot-time clock;
+        /// zero until first measured. A constant initial value lets the compiler initialize it
+        /// statically, so reading it needs no once-only initialization check.
+        private static let coarseMargin = Atomic<Int64>(0)
+
+        /// The margin in force, measured on first use.
+        @inline(__always)
+        private static func currentCoarseMargin() -> Int64 {
+            let margin = Self.coarseMargin.load(ordering: .relaxed)
+            if margin != 0 { return margin }
+            return Self.firstCoarseMargin()
+        }
+
+        /// Measures the margin for the first time (or again, if two callers race here: the larger stays).
+        @inline(never)
+        private static func firstCoarseMargin() -> Int64 {
+            let measured = Self.measureCoarseMargin()
+            let (_, kept) = Self.coarseMargin.max(measured, ordering: .relaxed)
+            return kept
+        }
 
         /// Two of the coarse clock's ticks, plus how far the boot-time clock is ahead
         /// of the monotonic one (the time the system has spent suspended).
         private static func measureCoarseMargin() -> Int64 {
+            2 * Self.coarseTick + Self.suspendedNanoseconds()
+        }
+
+        /// The coarse monotonic clock's tick (its resolution), in nanoseconds.
+        private static let coarseTick: Int64 = {
             var resolution = timespec()
             clock_getres(CLOCK_MONOTONIC_COARSE, &resolution)
+            let tickSeconds: Int64 = Int64(resolution.tv_sec)
+            return tickSeconds * 1_000_000_000 + Int64(resolution.tv_nsec)
+        }()
+
+        /// How far the boot-time clock is ahead of the monotonic one (the time the system has
+        /// spent suspended), never less than it is: the monotonic clock is read first.
+        private static func suspendedNanoseconds() -> Int64 {
             var boot = timespec()
             var monotonic = timespec()
             clock_gettime(CLOCK_MONOTONIC, &monotonic)
             clock_gettime(CLOCK_BOOTTIME, &boot)
             let seconds: Int64 = Int64(boot.tv_sec) - Int64(monotonic.tv_sec)
             let nanoseconds: Int64 = Int64(boot.tv_nsec) - Int64(monotonic.tv_nsec)
-            let suspended: Int64 = seconds * 1_000_000_000 + nanoseconds
-            let tickSeconds: Int64 = Int64(resolution.tv_sec)
-            let tick: Int64 = tickSeconds * 1_000_000_000 + Int64(resolution.tv_nsec)
-            return 2 * tick + Swift.max(0, suspended)
+            return Swift.max(0, seconds * 1_000_000_000 + nanoseconds)
         }
     #else
         private static func systemNanoseconds() -> Int64 { 0 }
