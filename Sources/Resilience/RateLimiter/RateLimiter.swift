@@ -113,6 +113,13 @@ public final class RateLimiter: Sendable {
     @usableFromInline
     func tryAcquire() -> Duration? {
         if self.storage.tryTakeLentPermit() { return nil }
+        return self.acquireUnderLock()
+    }
+
+    /// Takes a permit through the state machine, under the lock; out of line, so that the
+    /// lock-free path above saves no registers for it.
+    @inline(never)
+    func acquireUnderLock() -> Duration? {
         let now = self.clock.now()
         switch self.storage.step(at: now, { $0.acquire(at: now) }) {
         case .granted: return nil
