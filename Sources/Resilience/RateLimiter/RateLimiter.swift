@@ -24,7 +24,7 @@
 /// suspended (no precise clock read); with any other clock, its own precise reading,
 /// so a test clock gets exactly the locked step's answers. The bound can only be late,
 /// never early, so a permit is never taken after its span ends and the limiter never
-/// admits more than its algorithm allows; near a span's end (its last two ticks, 8 ms
+/// admits more than its algorithm allows; near a span's end (up to its last two ticks, 8 ms
 /// with a 250 Hz kernel's tick) calls take the lock. One case can make the bound early: a
 /// system suspended since the margin was measured. A loan is therefore settled
 /// past its span only after checking how long the system has spent suspended since;

@@ -126,9 +126,9 @@ package struct ElapsedClock: Sendable {
     /// suspended for longer than the margin allows since `margin` was measured: the time
     /// spent suspended is read again (boot-time clock after monotonic clock, so it is never
     /// under-read) and compared with what `margin` covers, less a tick and a half (the
-    /// coarse clock trails the precise one by at most that: about one tick, measured). When
-    /// it exceeds that, the margin is measured again and the answer is `false`: the caller
-    /// must assume that bounds below `deadline` were read at or after it.
+    /// coarse clock is taken to trail the precise one by at most that; about one tick was
+    /// measured). When it exceeds that, the margin is measured again and the answer is
+    /// `false`: the caller must assume that bounds below `deadline` were read at or after it.
     /// The caller calls this after the last such reading can have been taken.
     package func upperBoundsHeld(below deadline: Int64, sinceMargin margin: Int64) -> Bool {
         #if canImport(Glibc)
