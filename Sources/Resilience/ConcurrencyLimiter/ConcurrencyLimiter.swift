@@ -25,7 +25,7 @@ public final class ConcurrencyLimiter: Sendable {
     /// The longest a caller waits in the queue, or `nil` for as long as it takes.
     public let queueTimeout: Duration?
 
-    let storage: ConcurrencyLimiterStorage
+    @usableFromInline let storage: ConcurrencyLimiterStorage
     let clock: ElapsedClock
     let observer: (any StrategyObserver)?
 
@@ -87,12 +87,14 @@ public final class ConcurrencyLimiter: Sendable {
         return try await operation()
     }
 
-    @usableFromInline
+    /// Takes a free slot while no one waits, lock-free; inlined into the caller.
+    @inlinable @inline(__always)
     func tryAcquire() -> Bool {
         self.storage.tryAdmit()
     }
 
-    @usableFromInline
+    /// Gives the slot back; the lock only when callers wait.
+    @inlinable @inline(__always)
     func release() {
         self.storage.release()
     }

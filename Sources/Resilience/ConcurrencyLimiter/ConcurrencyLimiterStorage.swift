@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// The shared state of a ``ConcurrencyLimiter``: an atomic word counting the slots in
 /// use, and, behind a lock, the queue's state machine and the queued callers' waiters.
@@ -11,6 +11,12 @@ import Synchronization
 /// when the queue is not empty. A slot given back while the flag is set is
 /// handed, under the lock, to the first queued caller, so no newcomer overtakes
 /// the queue.
+///
+/// The lock-free admission and give-back are inlinable, so that a caller's
+/// specialization of `execute` takes and gives back a slot without a call; the
+/// price is that the word and the limit are `@usableFromInline`, and this file
+/// has `public import Synchronization`.
+@usableFromInline
 final class ConcurrencyLimiterStorage: Sendable {
     struct State {
         var machine: ConcurrencyLimiterStateMachine
@@ -18,10 +24,10 @@ final class ConcurrencyLimiterStorage: Sendable {
     }
 
     /// Set in ``word`` while callers wait; far above any limit.
-    static let queuedFlag = 1 << 62
+    @inlinable static var queuedFlag: Int { 1 << 62 }
 
-    let word: Atomic<Int>
-    let limit: Int
+    @usableFromInline let word: Atomic<Int>
+    @usableFromInline let limit: Int
     let state: Lock<State>
 
     init(limit: Int, queueLimit: Int) {
@@ -31,7 +37,7 @@ final class ConcurrencyLimiterStorage: Sendable {
     }
 
     /// The fast path: a slot if one is free and no one waits, with no lock.
-    @inline(__always)
+    @inlinable @inline(__always)
     func tryAdmit() -> Bool {
         var word = self.word.load(ordering: .relaxed)
         while word < self.limit {
@@ -74,7 +80,7 @@ final class ConcurrencyLimiterStorage: Sendable {
     }
 
     /// Gives a slot back: one atomic instruction, and the lock only when callers wait.
-    @inline(__always)
+    @inlinable @inline(__always)
     func release() {
         if self.giveBack() {
             self.handOver()
@@ -82,7 +88,7 @@ final class ConcurrencyLimiterStorage: Sendable {
     }
 
     /// Gives a slot back, lock-free; whether callers were queued, so the slot must be handed over.
-    @inline(__always)
+    @inlinable @inline(__always)
     func giveBack() -> Bool {
         let (old, _) = self.word.wrappingSubtract(1, ordering: .releasing)
         return old & Self.queuedFlag != 0
@@ -95,6 +101,7 @@ final class ConcurrencyLimiterStorage: Sendable {
     /// then take the free slot lock-free, and someone may queue again. The slot is
     /// then no longer free, and handing it over would put one call more in flight
     /// than the limit; whoever holds it hands it over when they give it back.
+    @usableFromInline @inline(never)
     func handOver() {
         let next: QueuedCaller? = self.state.withLock { state in
             guard self.word.load(ordering: .relaxed) & ~Self.queuedFlag < self.limit else { return nil }

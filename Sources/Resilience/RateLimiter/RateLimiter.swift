@@ -7,9 +7,30 @@
 /// ``RetryPolicy`` reads like a server's hint. Waiting callers are not served
 /// in strict arrival order: each takes the first permit free when it wakes.
 ///
-/// A token bucket with a token left grants it with one clock read and one atomic
-/// instruction, without a lock; the lock is taken when a refill is due, when the
-/// bucket looks empty, and for every call to a sliding window.
+/// A token bucket is the plain discrete one: `tokensPerPeriod` tokens added at the
+/// end of each whole period since the last refill, up to `capacity`, the periods'
+/// phase kept across idle time.
+///
+/// ## Cost
+/// After each locked step the limiter lends its free permits to a lock-free path,
+/// with the span in which taking one is exactly what the locked step would do: for a
+/// token bucket, from the period's start until the refill that would fill it past its
+/// capacity (a deferred refill adds exactly what the refills skipped would have
+/// added, as long as none of them would have lost tokens to the capacity); for a
+/// sliding window, the current segment. A call takes a lent permit with one
+/// compare-and-exchange and no lock when a cheap reading of the clock that is never
+/// early falls within that span: with the system's `ContinuousClock` on Linux, the
+/// coarse monotonic clock plus two of its ticks plus the time the system had spent
+/// suspended (no precise clock read); with any other clock, its own precise reading,
+/// so a test clock gets exactly the locked step's answers. The bound can only be late,
+/// never early, so a permit is never taken after its span ends and the limiter never
+/// admits more than its algorithm allows; near a span's end (up to its last two ticks, 8 ms
+/// with a 250 Hz kernel's tick) calls take the lock. One case can make the bound early: a
+/// system suspended since the margin was measured. A loan is therefore settled
+/// past its span only after checking how long the system has spent suspended since;
+/// if that could have made a bound early, the loan's permits count as taken at the
+/// settling time, which refuses more, never admits more. Calls take the lock when no
+/// permit is lent, outside the span, and for refusals.
 ///
 /// ```swift
 /// let limiter = try RateLimiter(.tokenBucket(capacity: 20, tokensPerPeriod: 10, period: .seconds(1)))
@@ -63,13 +84,14 @@ public final class RateLimiter: Sendable {
         self.maximumWait = maximumWait
         self.observer = observer
         self.clock = elapsedClock
-        self.storage = RateLimiterStorage(RateLimiterStateMachine(algorithm, at: elapsedClock.now()))
+        self.storage = RateLimiterStorage(
+            RateLimiterStateMachine(algorithm, at: elapsedClock.now()), clock: elapsedClock)
     }
 
     /// The permits free now.
     public var availablePermits: Int {
         let now = self.clock.now()
-        return self.storage.step { $0.available(at: now) }
+        return self.storage.step(at: now) { $0.available(at: now) }
     }
 
     /// Runs `operation` once a permit is taken.
@@ -90,9 +112,16 @@ public final class RateLimiter: Sendable {
     /// Takes a permit now; `nil` when taken, or the time until one frees.
     @usableFromInline
     func tryAcquire() -> Duration? {
-        if self.storage.tryTakeLentToken(now: self.clock.now) { return nil }
+        if self.storage.tryTakeLentPermit() { return nil }
+        return self.acquireUnderLock()
+    }
+
+    /// Takes a permit through the state machine, under the lock; out of line, so that the
+    /// lock-free path above saves no registers for it.
+    @inline(never)
+    func acquireUnderLock() -> Duration? {
         let now = self.clock.now()
-        switch self.storage.step({ $0.acquire(at: now) }) {
+        switch self.storage.step(at: now, { $0.acquire(at: now) }) {
         case .granted: return nil
         case .denied(let retryAfter): return retryAfter
         }

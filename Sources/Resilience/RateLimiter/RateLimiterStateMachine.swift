@@ -48,27 +48,87 @@ struct RateLimiterStateMachine: Sendable {
         }
     }
 
-    /// Hands out every token a token bucket holds, with the span of time they are
-    /// taken in without a refill: from the period's start to the next refill.
-    ///
-    /// The storage lends them to its lock-free path, which takes them one by one
-    /// while the clock reads within that span, and gives back what is left with
-    /// ``returnTokens(_:)`` before the machine is asked anything else. Taking a lent
-    /// token within the span is exactly what ``acquire(at:)`` does there: nothing
-    /// refills before the span ends. A sliding window lends nothing (`nil`).
-    mutating func lendTokens() -> (tokens: Int, periodStart: Duration, refillDue: Duration)? {
-        guard case .tokenBucket(var bucket) = self.state else { return nil }
-        let lent = bucket.tokens
-        bucket.tokens = 0
-        self.state = .tokenBucket(bucket)
-        return (lent, bucket.periodStart, bucket.periodStart + bucket.period)
+    /// Permits lent to a lock-free path, and the span of elapsed time they may be taken in.
+    struct Loan: Equatable {
+        /// How many permits were lent.
+        var permits: Int
+        /// The earliest elapsed time at which a lent permit may be taken.
+        var spanStart: Duration
+        /// The elapsed time from which no lent permit may be taken.
+        var spanEnd: Duration
     }
 
-    /// Takes back the lent tokens that were not taken.
-    mutating func returnTokens(_ count: Int) {
-        guard count > 0, case .tokenBucket(var bucket) = self.state else { return }
-        bucket.tokens = Swift.min(bucket.capacity, bucket.tokens + count)
-        self.state = .tokenBucket(bucket)
+    /// Lends every free permit, with the span in which taking one is exactly what
+    /// ``acquire(at:)`` would do there.
+    ///
+    /// The storage lends them to its lock-free path, which takes them one by one while
+    /// its clock reads within the span, and settles the loan with
+    /// ``settle(_:unused:at:takesMayBeLate:)`` before the machine is asked anything else.
+    ///
+    /// - A token bucket lends its tokens. Taken without a refill, a token is what
+    ///   ``acquire(at:)`` grants as long as no refill since the period's start would have
+    ///   lost tokens to the capacity: a refill deferred then adds exactly what the refills
+    ///   skipped would have added. The span runs from the period's start to the first refill
+    ///   that would have filled the bucket past its capacity had no lent token been taken
+    ///   (a token taken only pushes that later): one period for a full bucket, more for a
+    ///   bucket that holds fewer tokens than its capacity less one period's refill.
+    /// - A sliding window lends the permits its window has room for, counted at once in
+    ///   the current segment (the lock-free path cannot touch the counts); the span is the
+    ///   current segment, in which a permit taken counts in that segment.
+    mutating func lend() -> Loan {
+        switch self.state {
+        case .tokenBucket(var bucket):
+            let permits = bucket.tokens
+            bucket.tokens = 0
+            self.state = .tokenBucket(bucket)
+            let periodsUntilFull = (bucket.capacity - permits) / bucket.tokensPerPeriod + 1
+            return Loan(
+                permits: permits, spanStart: bucket.periodStart,
+                spanEnd: bucket.periodStart + bucket.period * periodsUntilFull)
+        case .slidingWindow(var window):
+            let permits = window.limit - window.total
+            window.counts[window.current] += permits
+            window.total += permits
+            self.state = .slidingWindow(window)
+            return Loan(
+                permits: permits, spanStart: window.segmentStart, spanEnd: window.segmentStart + window.segmentLength)
+        }
+    }
+
+    /// Takes back the permits of `loan` left `unused` and counts the others as taken.
+    ///
+    /// Taken within the loan's span, they count as ``lend()`` says. When
+    /// `takesMayBeLate` (the lock-free path's clock may have read within the span after
+    /// the span had ended) and `now` is past the span, they are counted as taken at
+    /// `now`, the latest they can have been taken: a token bucket refills to `now` with
+    /// them still in it, then gives them up; a sliding window counts them in the segment
+    /// current at `now`. Either can only refuse more than an exact count would, never
+    /// admit more.
+    mutating func settle(_ loan: Loan, unused: Int, at now: Duration, takesMayBeLate: Bool) {
+        let taken = loan.permits - unused
+        let late = takesMayBeLate && taken > 0 && now >= loan.spanEnd
+        switch self.state {
+        case .tokenBucket(var bucket):
+            if late {
+                bucket.tokens = loan.permits
+                bucket.refill(at: now)
+                bucket.tokens = Swift.max(0, bucket.tokens - taken)
+            } else {
+                bucket.tokens = Swift.min(bucket.capacity, bucket.tokens + unused)
+            }
+            self.state = .tokenBucket(bucket)
+        case .slidingWindow(var window):
+            window.counts[window.current] -= unused
+            window.total -= unused
+            if late {
+                window.counts[window.current] -= taken
+                window.total -= taken
+                window.advance(to: now)
+                window.counts[window.current] += taken
+                window.total += taken
+            }
+            self.state = .slidingWindow(window)
+        }
     }
 
     /// The permits free at `now`, without taking one.
@@ -92,22 +152,25 @@ struct RateLimiterStateMachine: Sendable {
         var tokens: Int
         var periodStart: Duration
 
+        /// Adds `tokensPerPeriod` for each whole period since the period's start, up to the
+        /// capacity, and moves the start on by those periods.
+        ///
+        /// Whole periods only, counted in exact integer arithmetic, so that refilling at one
+        /// time and then at a later one adds what refilling once at the later time adds,
+        /// unless the capacity cut the first refill short (the lent tokens rely on it).
         mutating func refill(at now: Duration) {
             guard now >= self.periodStart else {
                 self.periodStart = now  // the clock went back: start the period again, add nothing
                 return
             }
-            let elapsed = now - self.periodStart
-            guard elapsed >= self.period else { return }
-            let periods = elapsed / self.period  // a Double: no overflow on a huge jump
-            if periods * Double(self.tokensPerPeriod) >= Double(self.capacity) {
-                self.tokens = self.capacity
-                self.periodStart = now
-                return
-            }
-            let whole = Int(periods.rounded(.down))
-            self.tokens = Swift.min(self.capacity, self.tokens + whole * self.tokensPerPeriod)
-            self.periodStart += self.period * whole
+            let elapsed = (now - self.periodStart).attoseconds
+            let length = self.period.attoseconds
+            guard elapsed >= length else { return }
+            // At most about 10^38 / 10^12 periods, times at most 10^9 tokens: within Int128.
+            let periods = elapsed / length
+            let added = periods * Int128(self.tokensPerPeriod)
+            self.tokens = Int(Swift.min(Int128(self.capacity), Int128(self.tokens) + added))
+            self.periodStart += Duration(attoseconds: periods * length)
         }
 
         mutating func acquire(at now: Duration) -> Decision {

@@ -1,70 +1,115 @@
 import Synchronization
 
 /// The shared state of a ``RateLimiter``: its state machine behind a lock, and the
-/// token bucket's tokens lent to a lock-free path.
+/// permits it has lent to a lock-free path.
 ///
-/// After each locked step, a token bucket lends every token it holds to
-/// ``lentTokens``, with the span in which they may be taken: from the period's
-/// start to the next refill, in whole nanoseconds, rounded inwards. A caller whose
-/// clock reads within the span takes a token with one compare-and-exchange and no
-/// lock, exactly as the machine would have granted it (nothing refills within the
-/// span). A caller that finds no lent token, or a clock outside the span, takes the
-/// lock; the locked step first takes back what is left of the loan, so the machine
-/// never counts a token twice. A sliding window lends nothing and always locks.
+/// After each locked step the machine lends every free permit (``RateLimiterStateMachine/lend()``)
+/// with the span in which taking one is exact: for a token bucket, from the period's
+/// start until the bucket would have filled; for a sliding window, the current segment.
+/// The span is published in whole nanoseconds of the limiter's elapsed clock, rounded
+/// inwards. A caller takes a lent permit with one compare-and-exchange and no lock
+/// when a cheap reading of the clock that is never early
+/// (``ElapsedClock/upperBoundNanoseconds()``: for the system's continuous clock on Linux,
+/// the coarse monotonic clock plus a margin, no precise clock read; for any other clock,
+/// its precise reading) falls within the span. Since the reading is never early, the
+/// permit is taken before the span ends, where taking it is what the machine would do.
+/// A caller that finds no lent permit, or a reading outside the span, takes the lock;
+/// the locked step first settles the loan (the machine never counts a permit twice).
+///
+/// The bound can trail the precise clock only after the system was suspended; when a
+/// loan is settled past its span, the storage asks the clock whether any bound read
+/// during the loan can have trailed (``ElapsedClock/upperBoundsHeld(below:sinceMargin:)``),
+/// and if so the machine counts the loan's permits as taken at the settling time, which
+/// can only refuse more, never admit more.
+///
+/// The loan word holds the permits left in its low 32 bits and the loan's number in the
+/// high 32 bits, so a compare-and-exchange made against one loan fails against the next
+/// one even when both lent as many permits (a taker checked the clock against the first
+/// loan's span only). Capacities and limits are at most 10^9, below 2^32.
 final class RateLimiterStorage: Sendable {
-    let machine: Lock<RateLimiterStateMachine>
-    /// Tokens lent to the lock-free path; only taken from outside the lock.
-    let lentTokens: Atomic<Int>
+    struct State {
+        var machine: RateLimiterStateMachine
+        /// What is lent now.
+        var loan: RateLimiterStateMachine.Loan
+        /// The clock's margin when the loan was made; `nil` when its bound is its precise reading.
+        var margin: Int64?
+    }
+
+    static let permitMask: UInt64 = 0xFFFF_FFFF
+
+    let state: Lock<State>
+    let clock: ElapsedClock
+    /// The lent permits left, and the loan's number; see the type's comment.
+    let loanWord: Atomic<UInt64>
     /// The span of the loan, in nanoseconds on the limiter's elapsed clock.
     let spanStart: Atomic<Int64>
     let spanEnd: Atomic<Int64>
 
-    init(_ machine: RateLimiterStateMachine) {
-        self.machine = Lock(machine)
-        self.lentTokens = Atomic(0)
+    init(_ machine: RateLimiterStateMachine, clock: ElapsedClock) {
+        self.clock = clock
+        self.loanWord = Atomic(0)
         self.spanStart = Atomic(.max)
         self.spanEnd = Atomic(.min)
-        self.machine.withLock { self.lend(from: &$0) }
+        let empty = RateLimiterStateMachine.Loan(permits: 0, spanStart: .zero, spanEnd: .zero)
+        self.state = Lock(State(machine: machine, loan: empty, margin: nil))
+        self.state.withLock { self.lend(&$0) }
     }
 
-    /// The lock-free path: a lent token, if one is left and `now` is within the loan's span.
+    /// The lock-free path: a lent permit, if one is left and the clock's bound is within the loan's span.
+    ///
+    /// The clock is read after the loan word, and the compare-and-exchange succeeds only if
+    /// the word, loan number included, is still what was read: the permit is then taken
+    /// from the loan whose span was checked, at a time the bound says is within it.
     @inline(__always)
-    func tryTakeLentToken(now: () -> Duration) -> Bool {
-        var tokens = self.lentTokens.load(ordering: .acquiring)
-        guard tokens > 0 else { return false }
-        let now = now()
-        guard now >= .nanoseconds(self.spanStart.load(ordering: .relaxed)),
-            now < .nanoseconds(self.spanEnd.load(ordering: .relaxed))
+    func tryTakeLentPermit() -> Bool {
+        var word = self.loanWord.load(ordering: .acquiring)
+        guard word & Self.permitMask != 0 else { return false }
+        guard let now = self.clock.upperBoundNanoseconds() else { return false }
+        guard now >= self.spanStart.load(ordering: .acquiring), now < self.spanEnd.load(ordering: .acquiring)
         else { return false }
-        while tokens > 0 {
-            let (exchanged, original) = self.lentTokens.compareExchange(
-                expected: tokens, desired: tokens &- 1, ordering: .relaxed)
+        while true {
+            let (exchanged, original) = self.loanWord.compareExchange(
+                expected: word, desired: word &- 1, ordering: .relaxed)
             if exchanged { return true }
-            tokens = original
+            // Another taker came first. A different loan's span was not checked: leave it to the lock.
+            guard original & ~Self.permitMask == word & ~Self.permitMask, original & Self.permitMask != 0 else {
+                return false
+            }
+            word = original
         }
-        return false
     }
 
-    /// Runs one step of the machine under the lock, with the loan taken back first and made again after.
-    func step<Result>(_ body: (inout RateLimiterStateMachine) -> Result) -> Result {
-        self.machine.withLock { machine in
-            machine.returnTokens(self.lentTokens.exchange(0, ordering: .acquiringAndReleasing))
-            let result = body(&machine)
-            self.lend(from: &machine)
+    /// Runs one step of the machine at `now` under the lock, with the loan settled first and made again after.
+    func step<Result>(at now: Duration, _ body: (inout RateLimiterStateMachine) -> Result) -> Result {
+        self.state.withLock { state in
+            let word = self.loanWord.bitwiseAnd(~Self.permitMask, ordering: .acquiringAndReleasing).oldValue
+            let unused = Int(word & Self.permitMask)
+            var takesMayBeLate = false
+            if let margin = state.margin, unused < state.loan.permits {
+                // Reads the system clock only (never user code), after the last lent permit was taken.
+                takesMayBeLate = !self.clock.upperBoundsHeld(
+                    below: Self.nanoseconds(state.loan.spanEnd, roundingUp: false), sinceMargin: margin)
+            }
+            state.machine.settle(state.loan, unused: unused, at: now, takesMayBeLate: takesMayBeLate)
+            let result = body(&state.machine)
+            self.lend(&state)
             return result
         }
     }
 
-    /// Called under the lock: publishes the span first, then the tokens.
-    private func lend(from machine: inout RateLimiterStateMachine) {
-        guard let loan = machine.lendTokens() else { return }
-        self.spanStart.store(Self.nanoseconds(loan.periodStart, roundingUp: true), ordering: .relaxed)
-        self.spanEnd.store(Self.nanoseconds(loan.refillDue, roundingUp: false), ordering: .relaxed)
-        self.lentTokens.store(loan.tokens, ordering: .releasing)
+    /// Called under the lock: publishes the span first, then the permits under the next loan number.
+    private func lend(_ state: inout State) {
+        let loan = state.machine.lend()
+        state.loan = loan
+        state.margin = self.clock.upperBoundMargin()
+        self.spanStart.store(Self.nanoseconds(loan.spanStart, roundingUp: true), ordering: .releasing)
+        self.spanEnd.store(Self.nanoseconds(loan.spanEnd, roundingUp: false), ordering: .releasing)
+        let number = (self.loanWord.load(ordering: .relaxed) >> 32) &+ 1
+        self.loanWord.store(number << 32 | UInt64(loan.permits), ordering: .releasing)
     }
 
     /// `duration` in whole nanoseconds, rounded up or down, clamped to `Int64`.
-    private static func nanoseconds(_ duration: Duration, roundingUp: Bool) -> Int64 {
+    static func nanoseconds(_ duration: Duration, roundingUp: Bool) -> Int64 {
         var (quotient, remainder) = duration.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         if roundingUp, remainder > 0 { quotient += 1 }
         if !roundingUp, remainder < 0 { quotient -= 1 }

@@ -117,4 +117,24 @@ package struct ElapsedClock: Sendable {
     package func recalibrateUpperBound() {
         self.sourceOwner?.recalibrate()
     }
+
+    /// A token for the margins ``upperBoundNanoseconds()`` adds from now on, for a caller that
+    /// will later ask ``upperBoundsHeld(below:sinceMargin:)`` about the bounds it reads from
+    /// now on; `nil` for every clock other than the system's continuous clock on Linux, whose
+    /// bound is its precise reading.
+    package func upperBoundMargin() -> Int64? {
+        self.sourceOwner?.marginToken()
+    }
+
+    /// Whether every reading of ``upperBoundNanoseconds()`` taken since `token` was read (with
+    /// ``upperBoundMargin()``) and below `deadline` was taken before `deadline` on the precise
+    /// clock; see ``SystemClockSource/upperBoundsHeld(below:since:)``. Always `true` for a
+    /// clock whose bound is its precise reading. The caller calls this after the last such
+    /// reading can have been taken.
+    package func upperBoundsHeld(below deadline: Int64, sinceMargin token: Int64) -> Bool {
+        guard let system = self.system else { return true }
+        return system.source._withUnsafeGuaranteedRef {
+            $0.upperBoundsHeld(below: deadline &+ system.origin, since: token)
+        }
+    }
 }

@@ -75,6 +75,10 @@ package final class SystemClockSource: Sendable {
     /// Added to a coarse monotonic reading for a lower bound: the boot-time clock's lead,
     /// rounded down. The lead only grows, so this stays a lower bound after a suspension.
     private let monotonicFloor: Atomic<Int64>
+    /// How many times the margins have been measured, counted before each measurement stores
+    /// them: a reader that finds the same count before and after reading a margin read the
+    /// margin of that measurement (see ``upperBoundsHeld(below:since:)``).
+    private let measurements: Atomic<Int64>
 
     #if canImport(Glibc)
         /// The system's clocks.
@@ -98,6 +102,7 @@ package final class SystemClockSource: Sendable {
         self.monotonicMargin = Atomic(0)
         self.realtimeMargin = Atomic(0)
         self.monotonicFloor = Atomic(0)
+        self.measurements = Atomic(0)
         self.recalibrate()
     }
 
@@ -151,9 +156,49 @@ package final class SystemClockSource: Sendable {
         let realtime = self.realtime()
         let boot = self.boot()
         let monotonicAfter = self.monotonic()
+        // Counted first, and fenced, so that a reader who sees one of the new margins also
+        // sees the new count when it reads the count again.
+        self.measurements.wrappingAdd(1, ordering: .relaxed)
+        atomicMemoryFence(ordering: .releasing)
         self.monotonicMargin.store(boot &- monotonic &+ self.slack, ordering: .relaxed)
         self.realtimeMargin.store(boot &- realtime &+ self.slack, ordering: .relaxed)
         self.monotonicFloor.store(boot &- monotonicAfter, ordering: .relaxed)
+    }
+
+    /// A token naming the margins in force: the count of their measurements, at least 1.
+    package func marginToken() -> Int64 {
+        self.measurements.load(ordering: .acquiring)
+    }
+
+    /// Whether every ``upperBound()`` read since `token` was taken (``marginToken()``) and
+    /// below `deadline` (in the boot-time clock's nanoseconds) was read before `deadline` on
+    /// the boot-time clock.
+    ///
+    /// `true` at once when the boot-time clock still reads below `deadline`: every such
+    /// reading came before now. Otherwise the answer is `true` only if no measurement of the
+    /// margins started since `token` and the monotonic margin in force since then still covers
+    /// all the time the system has spent suspended, less a tick and a half (the coarse clock is
+    /// taken to trail the precise one by at most that; about one tick was measured): then
+    /// every bound read since was at least the coarse monotonic clock plus that margin, which
+    /// was no earlier than the boot-time clock. Any other case answers `false` (measuring the
+    /// margins again when they no longer cover a suspension): the caller must assume that
+    /// bounds below `deadline` were read at or after it. The wall-clock bound is not relied on
+    /// here; it only ever raises a bound.
+    package func upperBoundsHeld(below deadline: Int64, since token: Int64) -> Bool {
+        if self.boot() < deadline { return true }
+        guard self.measurements.load(ordering: .acquiring) == token else { return false }
+        let margin = self.monotonicMargin.load(ordering: .relaxed)
+        atomicMemoryFence(ordering: .acquiring)
+        guard self.measurements.load(ordering: .relaxed) == token else { return false }
+        // The monotonic clock first, so that the time suspended is never under-read.
+        let monotonic = self.monotonic()
+        let suspended = self.boot() &- monotonic
+        let tick = self.slack / 2
+        // The margin is the time suspended when it was measured plus two ticks; a bound read
+        // since is at least the monotonic clock plus that time and half a tick.
+        if suspended <= margin &- self.slack &+ tick / 2 { return true }
+        self.recalibrate()
+        return false
     }
 
     @inline(__always)

@@ -166,3 +166,39 @@ extension CircuitBreaker {
         .nanoseconds(1_000_000_000_000 + 30_000_000_000 - clocks.boot)
     }
 }
+
+/// The question the rate limiter asks when it settles a loan past its span: can a bound read
+/// during the loan have trailed the precise clock?
+@Suite struct SystemClockBoundTokenTests {
+    @Test func boundsHeldWhenTheSystemRanWithoutSuspension() {
+        let clocks = SimulatedSystemClocks()
+        let clock = ElapsedClock(simulating: clocks.source())
+        let token = clock.upperBoundMargin()!
+        clocks.advance(by: .seconds(2))
+        #expect(clock.upperBoundsHeld(below: 1_000_000_000, sinceMargin: token))
+    }
+
+    @Test func boundsMayHaveTrailedAfterASuspensionTheMarginDoesNotCover() {
+        let clocks = SimulatedSystemClocks()
+        let clock = ElapsedClock(simulating: clocks.source())
+        let token = clock.upperBoundMargin()!
+        clocks.suspend(for: .seconds(5))
+        clocks.advance(by: .milliseconds(1))
+        #expect(!clock.upperBoundsHeld(below: 1_000_000_000, sinceMargin: token))
+        // The margins were measured again, so a new token names margins that cover it.
+        let next = clock.upperBoundMargin()!
+        #expect(next > token)
+        clocks.advance(by: .seconds(2))
+        #expect(clock.upperBoundsHeld(below: 7_000_000_000, sinceMargin: next))
+    }
+
+    @Test func aMeasurementOfTheMarginsSinceTheTokenAnswersThatBoundsMayHaveTrailed() {
+        let clocks = SimulatedSystemClocks()
+        let clock = ElapsedClock(simulating: clocks.source())
+        let token = clock.upperBoundMargin()!
+        clock.recalibrateUpperBound()
+        clocks.advance(by: .seconds(2))
+        #expect(!clock.upperBoundsHeld(below: 1_000_000_000, sinceMargin: token))
+        #expect(clock.upperBoundsHeld(below: 3_000_000_000, sinceMargin: token))  // still below: nothing to check
+    }
+}

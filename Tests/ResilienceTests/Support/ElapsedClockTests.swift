@@ -34,4 +34,20 @@ import Testing
         #expect(clock.nanoseconds() == nil)
         #expect(clock.upperBoundNanoseconds() == nil)
     }
+
+    @Test func aTestClocksBoundIsItsReadingSoEveryBoundHeld() {
+        let clock = ElapsedClock(TestClock())
+        #expect(clock.upperBoundMargin() == nil)
+        #expect(clock.upperBoundsHeld(below: 0, sinceMargin: 0))
+    }
+
+    @Test func theSystemClocksBoundsHeldSinceItsMarginTokenUnlessTheMarginsWereMeasuredSince() throws {
+        let clock = ElapsedClock(ContinuousClock())
+        let margin = try #require(clock.upperBoundMargin())
+        #expect(margin > 0)
+        #expect(clock.upperBoundsHeld(below: .max, sinceMargin: 0))  // the precise clock is below: nothing to check
+        #expect(clock.upperBoundsHeld(below: 0, sinceMargin: margin))  // no suspension during the test
+        #expect(!clock.upperBoundsHeld(below: 0, sinceMargin: 0))  // no margins were in force at token 0
+        #expect(try #require(clock.upperBoundMargin()) >= margin)  // tokens never go back
+    }
 }

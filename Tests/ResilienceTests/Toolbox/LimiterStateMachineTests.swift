@@ -52,17 +52,120 @@ struct LimiterStateMachineTests {
     @Test func aTokenBucketLendsEveryTokenUntilItsNextRefillAndTakesBackWhatIsLeft() {
         var bucket = RateLimiterStateMachine(
             try! .tokenBucket(capacity: 3, tokensPerPeriod: 1, period: .seconds(1)), at: .seconds(10))
-        let loan = bucket.lendTokens()
-        #expect(loan?.tokens == 3)
-        #expect(loan?.periodStart == .seconds(10))
-        #expect(loan?.refillDue == .seconds(11))
+        let loan = bucket.lend()
+        #expect(loan == .init(permits: 3, spanStart: .seconds(10), spanEnd: .seconds(11)))  // full: one period
         #expect(bucket.acquire(at: .seconds(10)) != .granted)  // every token is out on loan
-        bucket.returnTokens(2)
+        bucket.settle(loan, unused: 2, at: .seconds(10), takesMayBeLate: false)
         #expect(bucket.acquire(at: .seconds(10)) == .granted)
         #expect(bucket.available(at: .seconds(10)) == 1)
-        var window = RateLimiterStateMachine(try! .slidingWindow(limit: 1, window: .seconds(1)), at: .zero)
-        let windowLends = window.lendTokens() != nil
-        #expect(!windowLends)
+    }
+
+    @Test func aBucketBelowCapacityLendsUntilTheRefillThatWouldFillItPastCapacity() {
+        var bucket = RateLimiterStateMachine(
+            try! .tokenBucket(capacity: 10, tokensPerPeriod: 2, period: .seconds(1)), at: .zero)
+        for _ in 0..<7 { #expect(bucket.acquire(at: .zero) == .granted) }
+        // 3 tokens: refills at 1, 2 and 3 s bring 5, 7, 9; the one at 4 s would bring 11.
+        let loan = bucket.lend()
+        #expect(loan == .init(permits: 3, spanStart: .zero, spanEnd: .seconds(4)))
+    }
+
+    @Test func aSlidingWindowLendsItsRoomForTheCurrentSegment() {
+        var window = RateLimiterStateMachine(
+            try! .slidingWindow(limit: 3, window: .seconds(1), segments: 10), at: .zero)
+        #expect(window.acquire(at: .milliseconds(250)) == .granted)  // segment 2
+        let loan = window.lend()
+        #expect(loan == .init(permits: 2, spanStart: .milliseconds(200), spanEnd: .milliseconds(300)))
+        #expect(window.acquire(at: .milliseconds(250)) != .granted)  // the room is out on loan
+        window.settle(loan, unused: 1, at: .milliseconds(290), takesMayBeLate: false)  // one taken in segment 2
+        #expect(window.available(at: .milliseconds(290)) == 1)
+        #expect(window.available(at: .milliseconds(1_199)) == 1)
+        #expect(window.available(at: .milliseconds(1_200)) == 3)  // segment 2, with both, leaves the window
+    }
+
+    /// What the lock-free path does with a loan, replayed on one machine, against another
+    /// machine asked at every call: the two must agree on every call, over seeded random
+    /// settings and arrival times. A span one period (or segment) too long would let the
+    /// loan grant a token the reference refuses, and this test would fail.
+    @Test(arguments: [1, 2, 3, 4])
+    func takingALentPermitWithinItsSpanIsExactlyWhatTheMachineWouldGrant(seed: UInt64) {
+        var generator = SeededRandomNumberGenerator(seed: seed)
+        for _ in 0..<40 {
+            let algorithm: RateLimiterAlgorithm =
+                Bool.random(using: &generator)
+                ? try! .tokenBucket(
+                    capacity: Int.random(in: 1...12, using: &generator),
+                    tokensPerPeriod: Int.random(in: 1...5, using: &generator),
+                    period: .milliseconds(Int.random(in: 1...200, using: &generator)))
+                : try! .slidingWindow(
+                    limit: Int.random(in: 1...12, using: &generator), window: .milliseconds(500),
+                    segments: Int.random(in: 1...10, using: &generator))
+            var reference = RateLimiterStateMachine(algorithm, at: .zero)
+            var lending = RateLimiterStateMachine(algorithm, at: .zero)
+            var loan = lending.lend()
+            var unused = loan.permits
+            var now = Duration.zero
+            for _ in 0..<300 {
+                now += .microseconds(Int.random(in: 0...60_000, using: &generator))
+                let expected = reference.acquire(at: now) == .granted
+                let granted: Bool
+                if unused > 0, now >= loan.spanStart, now < loan.spanEnd {
+                    unused -= 1  // the lock-free path
+                    granted = true
+                } else {
+                    lending.settle(loan, unused: unused, at: now, takesMayBeLate: false)
+                    granted = lending.acquire(at: now) == .granted
+                    loan = lending.lend()
+                    unused = loan.permits
+                }
+                #expect(granted == expected, "\(algorithm) at \(now)")
+            }
+        }
+    }
+
+    @Test func takesThatMayHaveComeAfterTheSpanAreCountedAsTakenWhenSettled() {
+        let bucketAlgorithm = try! RateLimiterAlgorithm.tokenBucket(
+            capacity: 2, tokensPerPeriod: 1, period: .seconds(1))
+        var exact = RateLimiterStateMachine(bucketAlgorithm, at: .zero)
+        var late = RateLimiterStateMachine(bucketAlgorithm, at: .zero)
+        let bucketLoan = exact.lend()
+        _ = late.lend()
+        #expect(bucketLoan.spanEnd == .seconds(1))
+        exact.settle(bucketLoan, unused: 0, at: .seconds(5), takesMayBeLate: false)
+        late.settle(bucketLoan, unused: 0, at: .seconds(5), takesMayBeLate: true)
+        #expect(exact.available(at: .seconds(5)) == 2)  // taken early: the refills since filled it again
+        #expect(late.available(at: .seconds(5)) == 0)  // maybe taken just now: nothing left
+        #expect(late.available(at: .seconds(6)) == 1)  // and the refills go on from the period's start
+        var stillWithin = RateLimiterStateMachine(bucketAlgorithm, at: .zero)
+        let early = stillWithin.lend()
+        stillWithin.settle(early, unused: 1, at: .milliseconds(999), takesMayBeLate: true)
+        #expect(stillWithin.available(at: .milliseconds(999)) == 1)  // settled within the span: exact
+
+        let windowAlgorithm = try! RateLimiterAlgorithm.slidingWindow(limit: 2, window: .seconds(1), segments: 10)
+        var exactWindow = RateLimiterStateMachine(windowAlgorithm, at: .zero)
+        var lateWindow = RateLimiterStateMachine(windowAlgorithm, at: .zero)
+        let windowLoan = exactWindow.lend()
+        _ = lateWindow.lend()
+        exactWindow.settle(windowLoan, unused: 0, at: .milliseconds(1_050), takesMayBeLate: false)
+        lateWindow.settle(windowLoan, unused: 0, at: .milliseconds(1_050), takesMayBeLate: true)
+        #expect(exactWindow.available(at: .milliseconds(1_050)) == 2)  // segment 0 has left the window
+        #expect(lateWindow.available(at: .milliseconds(1_050)) == 0)  // counted in the segment of 1.05 s
+        #expect(lateWindow.available(at: .milliseconds(2_000)) == 0)
+        #expect(lateWindow.available(at: .milliseconds(2_050)) == 2)
+    }
+
+    @Test func aRefillAddsWholePeriodsOnlyAndKeepsThePeriodsPhase() {
+        var bucket = RateLimiterStateMachine(
+            try! .tokenBucket(capacity: 10, tokensPerPeriod: 3, period: .seconds(1)), at: .zero)
+        for _ in 0..<10 { _ = bucket.acquire(at: .zero) }
+        // 3.5 periods: three refills of 3, not 3.5 periods' worth; the next refill is due at 4 s.
+        #expect(bucket.available(at: .milliseconds(3_500)) == 9)
+        for _ in 0..<9 { _ = bucket.acquire(at: .milliseconds(3_500)) }
+        #expect(bucket.acquire(at: .milliseconds(3_500)) == .denied(retryAfter: .milliseconds(500)))
+        // An idle day fills it, and keeps the phase: the next refill is still on a whole second.
+        #expect(bucket.available(at: .seconds(86_400) + .milliseconds(250)) == 10)
+        for _ in 0..<10 { _ = bucket.acquire(at: .seconds(86_400) + .milliseconds(250)) }
+        #expect(
+            bucket.acquire(at: .seconds(86_400) + .milliseconds(250)) == .denied(retryAfter: .milliseconds(750)))
     }
 
     @Test func aLimiterTakesLentTokensWithinTheSpanAndRefillsThroughTheLockAfterIt() async throws {

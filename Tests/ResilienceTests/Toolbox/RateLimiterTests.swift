@@ -166,4 +166,56 @@ struct RateLimiterTests {
         }
         #expect(granted.count > 1_000)  // the limiter admits, not only refuses
     }
+
+    /// The lock-free path on a test clock reads the clock exactly, so every call must be
+    /// decided as the state machine alone decides it, refusals and their retry-after included.
+    @Test(arguments: [7, 8])
+    func onATestClockEveryCallIsDecidedAsTheStateMachineDecidesIt(seed: UInt64) async throws {
+        var generator = SeededRandomNumberGenerator(seed: seed)
+        let algorithms: [RateLimiterAlgorithm] = [
+            try .tokenBucket(capacity: 5, tokensPerPeriod: 2, period: .milliseconds(100)),
+            try .tokenBucket(capacity: 3, tokensPerPeriod: 3, period: .milliseconds(30)),
+            try .slidingWindow(limit: 6, window: .milliseconds(300), segments: 3),
+        ]
+        for algorithm in algorithms {
+            let clock = TestClock()
+            let limiter = try RateLimiter(algorithm, clock: clock)
+            var reference = RateLimiterStateMachine(algorithm, at: .zero)
+            var now = Duration.zero
+            for _ in 0..<500 {
+                let step = Duration.microseconds(Int.random(in: 0...40_000, using: &generator))
+                clock.advance(by: step)
+                now += step
+                let expected = reference.acquire(at: now)
+                do {
+                    _ = try await limiter.execute { 1 }
+                    #expect(expected == .granted, "\(algorithm) at \(now)")
+                } catch let rejection as LimiterRejectionError {
+                    #expect(expected == .denied(retryAfter: rejection.retryAfter ?? .zero), "\(algorithm) at \(now)")
+                }
+            }
+        }
+    }
+
+    /// On the system clock, permits are taken lock-free against a coarse reading of the
+    /// clock; a span or bound that let it take one more than the bucket holds fails this.
+    @Test func onTheSystemClockTenThousandCallersNeverGetMoreThanTheBucketHolds() async throws {
+        let limiter = try RateLimiter(.tokenBucket(capacity: 50, tokensPerPeriod: 1, period: .seconds(3_600)))
+        let admitted = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<10_000 {
+                group.addTask { (try? await limiter.execute { 1 }) ?? 0 }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(admitted == 50)
+        #expect(limiter.availablePermits == 0)
+        let window = try RateLimiter(.slidingWindow(limit: 50, window: .seconds(3_600), segments: 2))
+        let admittedByWindow = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<10_000 {
+                group.addTask { (try? await window.execute { 1 }) ?? 0 }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(admittedByWindow == 50)
+    }
 }
