@@ -133,8 +133,8 @@ package struct ElapsedClock: Sendable {
     /// reading can have been taken.
     package func upperBoundsHeld(below deadline: Int64, sinceMargin token: Int64) -> Bool {
         guard let system = self.system else { return true }
-        return system.source._withUnsafeGuaranteedRef {
-            $0.upperBoundsHeld(below: deadline &+ system.origin, since: token)
-        }
+        let (sum, overflow) = deadline.addingReportingOverflow(system.origin)
+        let absolute = overflow ? (deadline > 0 ? Int64.max : Int64.min) : sum
+        return system.source._withUnsafeGuaranteedRef { $0.upperBoundsHeld(below: absolute, since: token) }
     }
 }
