@@ -126,15 +126,23 @@ final class RegistryRecentSlot: Sendable {
     ///
     /// The caller must be counted in ``readers`` while it calls this and until it has
     /// retained the result.
+    ///
+    /// - Parameter afterReadingTheKey: Runs between reading the key's bits and reading the
+    ///   breaker: a seam for tests, which write the slot there to show that the second look
+    ///   at the version catches it. The lookup passes nothing, and the call compiles away.
     @inlinable
-    func read(_ bits: RegistryKeyBits.Words) -> Unmanaged<CircuitBreaker>? {
+    func read(
+        _ bits: RegistryKeyBits.Words, afterReadingTheKey: () -> Void = {}
+    ) -> Unmanaged<CircuitBreaker>? {
         let version = self.version.load(ordering: .sequentiallyConsistent)
         // Acquiring loads: the second load of the version cannot move above them, and a
         // field written by a newer write makes that load see the newer, odd version.
         guard version & 1 == 0,
             self.keyLow.load(ordering: .acquiring) == bits.low,
-            self.keyHigh.load(ordering: .acquiring) == bits.high,
-            let breaker = self.breaker.load(ordering: .acquiring),
+            self.keyHigh.load(ordering: .acquiring) == bits.high
+        else { return nil }
+        afterReadingTheKey()
+        guard let breaker = self.breaker.load(ordering: .acquiring),
             self.version.load(ordering: .relaxed) == version
         else { return nil }
         return breaker

@@ -86,6 +86,67 @@ private struct TenantKey: Hashable, Sendable, CustomStringConvertible {
         #expect(registry.count <= 24)
     }
 
+    /// A write that lands between a reader's look at the key's bits and its look at the
+    /// breaker: the reader sees the version change and takes nothing, rather than one
+    /// key's bits with the other key's breaker.
+    @Test func aReadOverlappingAWriteTakesNothing() throws {
+        let slot = RegistryRecentSlot()
+        let mine = try CircuitBreaker(name: "mine", clock: TestClock())
+        let other = try CircuitBreaker(name: "other", clock: TestClock())
+        let myBits = RegistryKeyBits.Words(low: 0x1111, high: 0x2222)
+        let otherBits = RegistryKeyBits.Words(low: 0x3333, high: 0x4444)
+        _ = slot.write(myBits, breaker: mine)
+        #expect(slot.read(myBits)?.takeUnretainedValue() === mine)
+        #expect(slot.read(otherBits) == nil)
+        let overlapped = slot.read(myBits) { _ = slot.write(otherBits, breaker: other) }
+        #expect(overlapped == nil)
+        #expect(slot.read(otherBits)?.takeUnretainedValue() === other)
+        // An empty slot gives nothing, even for a key whose bits are all zero.
+        _ = slot.write(.zero, breaker: nil)
+        #expect(slot.read(.zero) == nil)
+        withExtendedLifetime((mine, other)) {}
+    }
+
+    /// One slot rewritten back and forth between two keys as fast as a writer can, under
+    /// readers of one of them: a reader gets that key's breaker or nothing, never the other
+    /// key's. Both breakers live as long as the test, so this checks the slot's versions
+    /// alone; the tests above check the registry around them.
+    @Test func aSlotRewrittenBetweenTwoKeysNeverGivesOneKeyTheOthersBreaker() throws {
+        let recent = RegistryRecentKeys()
+        let mine = try CircuitBreaker(name: "mine", clock: TestClock())
+        let other = try CircuitBreaker(name: "other", clock: TestClock())
+        let myBits = RegistryKeyBits.Words(low: 0x1111, high: 0x2222)
+        let otherBits = RegistryKeyBits.Words(low: 0x3333, high: 0x4444)
+        let isWriting = Atomic(false)
+        let isReading = Atomic(true)
+        let wrong = Atomic(0)
+        let found = Atomic(0)
+        onSeparateThreads(2) { thread in
+            if thread == 1 {
+                // The only writer, as the registry's lock makes it.
+                while isReading.load(ordering: .acquiring) {
+                    _ = recent.write(slot: 0, myBits, breaker: mine)
+                    isWriting.store(true, ordering: .releasing)
+                    _ = recent.write(slot: 0, otherBits, breaker: other)
+                }
+                return
+            }
+            while !isWriting.load(ordering: .acquiring) {}
+            var wrongHere = 0
+            var foundHere = 0
+            for _ in 0..<Self.lookupsPerReader * 25 {
+                guard let breaker = recent.breaker(for: myBits, slot: 0, markingUse: false) else { continue }
+                foundHere += 1
+                if breaker !== mine { wrongHere += 1 }
+            }
+            wrong.store(wrongHere, ordering: .relaxed)
+            found.store(foundHere, ordering: .relaxed)
+            isReading.store(false, ordering: .releasing)
+        }
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        #expect(found.load(ordering: .relaxed) > 0, "no reader ever found its key")
+    }
+
     /// The registry's lock is held by this thread while another thread looks up keys the
     /// registry remembers: the lookups finish, so they never wait for the lock.
     @Test(arguments: [
@@ -98,7 +159,9 @@ private struct TenantKey: Hashable, Sendable, CustomStringConvertible {
         #expect(registry.breaker(for: host) === breaker)
         let found = registry.entries.withLock { _ in lookUpOnAnotherThread { registry.breaker(for: host) } }
         #expect(found === breaker)
-        #expect(registry.entries.withLock { _ in lookUpOnAnotherThread { registry.existingBreaker(for: host) } } === breaker)
+        #expect(
+            registry.entries.withLock { _ in lookUpOnAnotherThread { registry.existingBreaker(for: host) } } === breaker
+        )
     }
 
     @Test func aRememberedIntKeyIsFoundWhileTheLockIsHeld() throws {
@@ -113,7 +176,9 @@ private struct TenantKey: Hashable, Sendable, CustomStringConvertible {
     @Test func aKeyFoundWithoutTheLockCountsAsUsedWhenTheBoundForgetsOne() throws {
         let registry = try CircuitBreakerRegistry<Int>(name: "ids", maximumCount: 2, clock: TestClock())
         // Two keys in different slots, so that the second does not displace the first.
-        try #require(RegistryKeyBits.slot(of: RegistryKeyBits.words(of: 1)) != RegistryKeyBits.slot(of: RegistryKeyBits.words(of: 2)))
+        try #require(
+            RegistryKeyBits.slot(of: RegistryKeyBits.words(of: 1))
+                != RegistryKeyBits.slot(of: RegistryKeyBits.words(of: 2)))
         let first = registry.breaker(for: 1)
         let second = registry.breaker(for: 2)
         #expect(registry.entries.withLock { _ in lookUpOnAnotherThread { registry.breaker(for: 1) } } === first)
