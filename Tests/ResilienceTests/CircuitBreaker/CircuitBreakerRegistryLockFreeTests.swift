@@ -134,7 +134,7 @@ private struct TenantKey: Hashable, Sendable, CustomStringConvertible {
             while !isWriting.load(ordering: .acquiring) {}
             var wrongHere = 0
             var foundHere = 0
-            for _ in 0..<Self.lookupsPerReader * 25 {
+            for _ in 0..<Self.lookupsPerReader * 10 {
                 guard let breaker = recent.breaker(for: myBits, slot: 0, markingUse: false) else { continue }
                 foundHere += 1
                 if breaker !== mine { wrongHere += 1 }
