@@ -313,8 +313,19 @@ struct RegistryEntries<Key: Hashable & Sendable> {
 
     /// Moves the nodes that lock-free hits found since the last locked operation to the front
     /// of the recency list; every operation that reads or changes recency calls it first.
-    @inlinable
+    ///
+    /// Nothing for a key type that never takes the lock-free path, and one load when no hit
+    /// happened since the last call.
+    @inlinable @inline(__always)
     mutating func recordLockFreeUses() {
+        guard RegistryKeyBits.isBitComparable(Key.self), self.recent.mayHaveUnrecordedUse
+        else { return }
+        self.recordMarkedUses()
+    }
+
+    /// The part of ``recordLockFreeUses()`` that runs when some slot may be marked.
+    @usableFromInline
+    mutating func recordMarkedUses() {
         guard self.recent.takeUnrecordedUse() else { return }
         for slot in 0..<RegistryKeyBits.slotCount where self.recent.takeUse(slot: slot) {
             let index = self.recentIndices[slot]

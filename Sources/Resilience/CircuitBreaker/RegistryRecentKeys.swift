@@ -49,6 +49,12 @@ final class RegistryRecentKeys: Sendable {
         self.unretainedSlots = self.slots.map { Unmanaged.passUnretained($0) }
     }
 
+    /// Whether a lock-free hit may have marked a slot as used; a relaxed load, clearing nothing.
+    @inlinable
+    var mayHaveUnrecordedUse: Bool {
+        self.hasUnrecordedUse.load(ordering: .relaxed)
+    }
+
     /// Whether a lock-free hit may have marked a slot as used since the last call; clears the mark.
     @inlinable
     func takeUnrecordedUse() -> Bool {
