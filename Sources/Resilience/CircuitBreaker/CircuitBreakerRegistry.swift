@@ -32,13 +32,15 @@
 ///
 /// ## Cost
 /// The registry remembers the last keys it was asked for, bit for bit, in a small
-/// cache of 16 entries, when the key type is one whose every bit is meaningful
+/// table of 16 entries, when the key type is one whose every bit is meaningful
 /// (`String` and the fixed-width integers). A key whose representation is the
 /// same as a remembered one (an integer, a string of up to 15 UTF-8 bytes, the same
-/// `String` value or literal passed again) is found without hashing or comparing it: one
-/// uncontended lock around a few integer operations. Two values with the same bits
-/// are the same value, so no `==` is needed to know it; as in a `Dictionary`, a
-/// key must not change its hash or equality while the registry holds it.
+/// `String` value or literal passed again) is found without a lock, and without
+/// hashing or comparing it: an atomic increment and decrement, a few loads, and the
+/// breaker's retain. Two values with the same bits are the same value, so no `==` is
+/// needed to know it; as in a `Dictionary`, a key must not change its hash or
+/// equality while the registry holds it. Such a hit still counts as a use: the next
+/// operation that takes the lock moves its breaker to the front before anything else.
 ///
 /// Any other key is hashed and compared as usual: the lookup hashes it, takes the
 /// lock for one integer-keyed lookup, compares the key once, and takes the lock

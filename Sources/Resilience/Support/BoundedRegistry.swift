@@ -3,6 +3,10 @@
 ///
 /// Looking up a held key costs one dictionary lookup under the lock; finding a
 /// victim walks every entry, on insertion at the bound only.
+///
+/// Unlike ``CircuitBreakerRegistry``, it has no table of recent keys read without
+/// the lock: its values may be structs, which a lock-free reader could not retain
+/// safely without boxing each one (`Docs/DesignDecisions.md` says why it stays locked).
 final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entry {
         var value: Value
