@@ -548,7 +548,8 @@ enum RegistryKeyBits {
     }
 
     /// The cache slot of a key with `words`: a multiplicative hash of its bytes (not the
-    /// key's `hash(into:)`); slot 0 for a key type that is not `isBitComparable(_:)`.
+    /// key's `hash(into:)`). The lookup uses slot 0 for a key type that is not
+    /// `isBitComparable(_:)`, whose words it never reads.
     @inlinable
     static func slot(of words: Words) -> Int {
         var hash = (0x9E37_79B9_7F4A_7C15 ^ words.low) &* 0xFF51_AFD7_ED55_8CCD
