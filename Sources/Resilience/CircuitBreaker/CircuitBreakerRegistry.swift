@@ -32,13 +32,15 @@
 ///
 /// ## Cost
 /// The registry remembers the last keys it was asked for, bit for bit, in a small
-/// cache of 16 entries, when the key type is one whose every bit is meaningful
+/// table of 16 entries, when the key type is one whose every bit is meaningful
 /// (`String` and the fixed-width integers). A key whose representation is the
 /// same as a remembered one (an integer, a string of up to 15 UTF-8 bytes, the same
-/// `String` value or literal passed again) is found without hashing or comparing it: one
-/// uncontended lock around a few integer operations. Two values with the same bits
-/// are the same value, so no `==` is needed to know it; as in a `Dictionary`, a
-/// key must not change its hash or equality while the registry holds it.
+/// `String` value or literal passed again) is found without a lock, and without
+/// hashing or comparing it: an atomic increment and decrement, a few loads, and the
+/// breaker's retain. Two values with the same bits are the same value, so no `==` is
+/// needed to know it; as in a `Dictionary`, a key must not change its hash or
+/// equality while the registry holds it. Such a hit still counts as a use: the next
+/// operation that takes the lock moves its breaker to the front before anything else.
 ///
 /// Any other key is hashed and compared as usual: the lookup hashes it, takes the
 /// lock for one integer-keyed lookup, compares the key once, and takes the lock
@@ -53,6 +55,8 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
 
     @usableFromInline let makeBreaker: @Sendable (Key) -> CircuitBreaker
     @usableFromInline let entries: Lock<RegistryEntries<Key>>
+    /// The last keys looked up, bit for bit, read without the lock.
+    @usableFromInline let recentKeys: RegistryRecentKeys
 
     /// Creates a registry that makes each key's breaker with `makeBreaker`.
     ///
@@ -75,7 +79,9 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     private init(uncheckedMaximumCount maximumCount: Int, makeBreaker: @escaping @Sendable (Key) -> CircuitBreaker) {
         self.maximumCount = maximumCount
         self.makeBreaker = makeBreaker
-        self.entries = Lock(RegistryEntries())
+        let recentKeys = RegistryRecentKeys()
+        self.recentKeys = recentKeys
+        self.entries = Lock(RegistryEntries(recentKeys: recentKeys))
     }
 
     /// Creates a registry whose breakers share one configuration, observer and clock.
@@ -137,10 +143,11 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// it (see the bound, above).
     @inlinable
     public func breaker(for key: Key) -> CircuitBreaker {
-        // A key remembered bit for bit: no hashing and no `==`, one lock.
-        let slot = RegistryKeyBits.slot(of: key)
+        let words = RegistryKeyBits.words(of: key)
+        let slot = RegistryKeyBits.isBitComparable(Key.self) ? RegistryKeyBits.slot(of: words) : 0
+        // A key remembered bit for bit: no lock, no hashing and no `==`.
         if RegistryKeyBits.isBitComparable(Key.self),
-            let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: true) })
+            let breaker = self.recentKeys.breaker(for: words, slot: slot, markingUse: true)
         {
             return breaker
         }
@@ -151,12 +158,12 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         {
             // Already remembered in this slot (another copy of an equal key): no second lock.
             if candidate.isMarkedUsed, candidate.isRemembered { return candidate.breaker }
-            let displaced = self.entries.withLock { entries in
+            let released = self.entries.withLock { entries in
                 if !candidate.isMarkedUsed { entries.use(index: candidate.index, ifHolding: candidate.breaker) }
                 return entries.remember(key, slot: slot, index: candidate.index, ifHolding: candidate.breaker)
             }
-            // Released here, outside the lock: a key's deinit may run user code.
-            _ = displaced
+            // Released here, outside the lock: a key's or a breaker's deinit may run user code.
+            _ = released
             return candidate.breaker
         }
         return self.breakerAfterMiss(for: key, hash: hash, slot: slot)
@@ -165,9 +172,10 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// The breaker for `key` if the registry holds one; never makes one, and
     /// does not count as a use.
     public func existingBreaker(for key: Key) -> CircuitBreaker? {
-        let slot = RegistryKeyBits.slot(of: key)
+        let words = RegistryKeyBits.words(of: key)
+        let slot = RegistryKeyBits.isBitComparable(Key.self) ? RegistryKeyBits.slot(of: words) : 0
         if RegistryKeyBits.isBitComparable(Key.self),
-            let breaker = self.entries.withLock({ $0.recentBreaker(for: key, slot: slot, markingUse: false) })
+            let breaker = self.recentKeys.breaker(for: words, slot: slot, markingUse: false)
         {
             return breaker
         }
@@ -209,32 +217,28 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         while true {
             let (candidates, version) = self.entries.withLock { ($0.candidates(hash: hash), $0.version) }
             if let found = candidates.first(where: { $0.key == key }) {
-                let displaced = self.entries.withLock { entries in
+                let released = self.entries.withLock { entries in
                     entries.use(index: found.index, ifHolding: found.breaker)
                     return entries.remember(key, slot: slot, index: found.index, ifHolding: found.breaker)
                 }
-                // Released here, outside the lock: a key's deinit may run user code.
-                _ = displaced
+                // Released here, outside the lock: a key's or a breaker's deinit may run user code.
+                _ = released
                 return found.breaker
             }
             let breaker = made ?? self.makeBreaker(key)
             made = breaker
-            let evicted: Evicted?? = self.entries.withLock { entries in
+            let released: RegistryReleased<Key>? = self.entries.withLock { entries in
                 guard entries.version == version else { return nil }
-                return .some(
-                    entries.insert(key: key, hash: hash, slot: slot, breaker: breaker, maximumCount: self.maximumCount)
-                )
+                return entries.insert(
+                    key: key, hash: hash, slot: slot, breaker: breaker, maximumCount: self.maximumCount)
             }
             // Released here, outside the lock: a key's or a breaker's deinit may run user code.
-            if let evicted {
-                _ = evicted
+            if let released {
+                _ = released
                 return breaker
             }
         }
     }
-
-    /// What an insertion released from the registry, for the caller to drop outside the lock.
-    typealias Evicted = (key: Key?, breaker: CircuitBreaker?, rememberedKey: Key?)
 }
 
 /// The registry's breakers in a table from hash values to nodes, threaded on a doubly
@@ -284,41 +288,110 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     @usableFromInline var oldest = -1
     /// Bumped by every insertion and removal.
     @usableFromInline var version: UInt64 = 0
-    /// The keys last looked up, by ``RegistryKeyBits/slot(of:)``: a copy of each, so that
-    /// its bits stay those of a live value (a string's storage cannot be freed and reused).
+    /// The lock-free table of recent keys, which only this state writes.
+    @usableFromInline let recent: RegistryRecentKeys
+    /// The key each slot of ``recent`` remembers: a copy, so that its bits stay those of a
+    /// live value (a string's storage cannot be freed and reused while the slot holds them).
     @usableFromInline var recentKeys: [Key?]
+    /// The breaker each slot of ``recent`` points at, held so that the slot's address stays valid.
+    @usableFromInline var recentBreakers: [CircuitBreaker?]
     /// The node each remembered key found, or -1 when none (never remembered, or evicted).
     @usableFromInline var recentIndices: [Int]
+    /// What slots held before they were rewritten while a lock-free reader was inside them:
+    /// released by a later operation that finds the slot without readers.
+    @usableFromInline var retired: [RegistryRetired<Key>] = []
 
-    @usableFromInline init() {
+    @usableFromInline init(recentKeys: RegistryRecentKeys) {
+        self.recent = recentKeys
         self.recentKeys = Array(repeating: nil, count: RegistryKeyBits.slotCount)
+        self.recentBreakers = Array(repeating: nil, count: RegistryKeyBits.slotCount)
         self.recentIndices = Array(repeating: -1, count: RegistryKeyBits.slotCount)
+        self.retired.reserveCapacity(Self.maximumRetired + RegistryKeyBits.slotCount)
     }
 
-    /// The breaker of the node remembered for a key with exactly `key`'s bits, if any;
-    /// marked as the most recently used when `markingUse` is set.
+    /// The most retired entries kept before the registry stops remembering new keys (it
+    /// still clears slots), so that readers that never leave cannot make the list grow.
+    @usableFromInline static var maximumRetired: Int { 2 * RegistryKeyBits.slotCount }
+
+    /// Moves the nodes that lock-free hits found since the last locked operation to the front
+    /// of the recency list; every operation that reads or changes recency calls it first.
     ///
-    /// Runs no user code: the key is compared as raw bytes, never through `==`.
-    @inlinable
-    mutating func recentBreaker(for key: Key, slot: Int, markingUse: Bool) -> CircuitBreaker? {
-        let index = self.recentIndices[slot]
-        guard index >= 0, RegistryKeyBits.areIdentical(self.recentKeys[slot], key) else { return nil }
-        if markingUse, index != self.newest {
-            self.unlink(index)
-            self.pushNewest(index)
+    /// Nothing for a key type that never takes the lock-free path, and one load when no hit
+    /// happened since the last call.
+    @inlinable @inline(__always)
+    mutating func recordLockFreeUses() {
+        guard RegistryKeyBits.isBitComparable(Key.self), self.recent.mayHaveUnrecordedUse
+        else { return }
+        self.recordMarkedUses()
+    }
+
+    /// The part of ``recordLockFreeUses()`` that runs when some slot may be marked.
+    @usableFromInline
+    mutating func recordMarkedUses() {
+        guard self.recent.takeUnrecordedUse() else { return }
+        for slot in 0..<RegistryKeyBits.slotCount where self.recent.takeUse(slot: slot) {
+            let index = self.recentIndices[slot]
+            if index >= 0, index != self.newest {
+                self.unlink(index)
+                self.pushNewest(index)
+            }
         }
-        return self.nodes[index].breaker
     }
 
     /// Remembers that `key` found the node at `index`, if the node still holds `breaker`;
-    /// returns the key it displaced, for the caller to release outside the lock.
+    /// returns what that displaced, for the caller to release outside the lock.
     @inlinable
-    mutating func remember(_ key: Key, slot: Int, index: Int, ifHolding breaker: CircuitBreaker) -> Key? {
-        guard index < self.nodes.count, self.nodes[index].breaker === breaker else { return nil }
-        var displaced: Key? = key
-        swap(&displaced, &self.recentKeys[slot])
+    mutating func remember(
+        _ key: Key, slot: Int, index: Int, ifHolding breaker: CircuitBreaker
+    ) -> RegistryReleased<Key> {
+        var released = RegistryReleased<Key>()
+        released.retired = self.sweepRetired()
+        guard index < self.nodes.count, self.nodes[index].breaker === breaker,
+            self.retired.count < Self.maximumRetired
+        else { return released }
+        var displaced = RegistryRetired(slot: slot, key: key, breaker: breaker)
+        swap(&displaced.key, &self.recentKeys[slot])
+        swap(&displaced.breaker, &self.recentBreakers[slot])
         self.recentIndices[slot] = index
-        return displaced
+        if RegistryKeyBits.isBitComparable(Key.self),
+            self.recent.write(slot: slot, RegistryKeyBits.words(of: key), breaker: breaker)
+        {
+            self.retired.append(displaced)
+        } else {
+            released.displaced = displaced
+        }
+        return released
+    }
+
+    /// Empties `slot`, keeping what it held in ``retired`` for the next sweep.
+    mutating func clear(slot: Int) {
+        var displaced = RegistryRetired<Key>(slot: slot, key: nil, breaker: nil)
+        swap(&displaced.key, &self.recentKeys[slot])
+        swap(&displaced.breaker, &self.recentBreakers[slot])
+        self.recentIndices[slot] = -1
+        if RegistryKeyBits.isBitComparable(Key.self) {
+            _ = self.recent.write(slot: slot, .zero, breaker: nil)
+        }
+        self.retired.append(displaced)
+    }
+
+    /// Takes out of ``retired`` every entry whose slot no lock-free reader is inside, for the
+    /// caller to release outside the lock.
+    ///
+    /// A reader that could have read a retired entry announced itself before the write that
+    /// retired it; a count of zero now means it has left, and a reader arriving later finds
+    /// the slot's new contents.
+    @inlinable
+    mutating func sweepRetired() -> [RegistryRetired<Key>] {
+        guard !self.retired.isEmpty else { return [] }
+        let recent = self.recent
+        var released: [RegistryRetired<Key>] = []
+        self.retired.removeAll { entry in
+            guard recent.isUnread(slot: entry.slot) else { return false }
+            released.append(entry)
+            return true
+        }
+        return released
     }
 
     /// How many breakers are held.
@@ -333,6 +406,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     /// caller's miss path marks the node that matched.
     @inlinable
     mutating func useFirstCandidate(hash: Int, slot: Int) -> Candidate? {
+        self.recordLockFreeUses()
         guard let index = self.firstByHash[hash] else { return nil }
         let isOnlyNode = self.nodes[index].nextWithSameHash == -1
         if index != self.newest, isOnlyNode {
@@ -363,17 +437,19 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     /// Marks the node at `index` as the most recently used, if it still holds `breaker`.
     @inlinable
     mutating func use(index: Int, ifHolding breaker: CircuitBreaker) {
+        self.recordLockFreeUses()
         guard index < self.nodes.count, self.nodes[index].breaker === breaker, index != self.newest else { return }
         self.unlink(index)
         self.pushNewest(index)
     }
 
     /// Adds `breaker` for `key` as the most recently used and remembers `key` in `slot`;
-    /// returns what it released (the entry forgotten to make room, the key displaced from
-    /// `slot`), for the caller to release outside the lock.
+    /// returns what it released (the entry forgotten to make room, what the slots it
+    /// rewrote held), for the caller to release outside the lock.
     mutating func insert(
         key: Key, hash: Int, slot: Int, breaker: CircuitBreaker, maximumCount: Int
-    ) -> (key: Key?, breaker: CircuitBreaker?, rememberedKey: Key?) {
+    ) -> RegistryReleased<Key> {
+        self.recordLockFreeUses()
         self.version &+= 1
         if self.nodes.count < maximumCount {
             self.nodes.append(
@@ -383,8 +459,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
             let index = self.nodes.count - 1
             self.pushNewest(index)
             self.firstByHash[hash] = index
-            let displaced = self.remember(key, slot: slot, index: index, ifHolding: breaker)
-            return (nil, nil, displaced)
+            return self.remember(key, slot: slot, index: index, ifHolding: breaker)
         }
         var victim = self.oldest
         var index = self.oldest
@@ -398,18 +473,20 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         let evicted = (key: self.nodes[victim].key, breaker: self.nodes[victim].breaker)
         self.removeFromHashChain(victim)
         self.unlink(victim)
-        // A remembered key must not find the evicted breaker again. Its copy stays until its
-        // slot is reused, so that it is released outside the lock like every other key.
+        // A remembered key must not find the evicted breaker again: its slots are emptied
+        // now, and what they held is released once no lock-free reader can be using it.
         for slot in self.recentIndices.indices where self.recentIndices[slot] == victim {
-            self.recentIndices[slot] = -1
+            self.clear(slot: slot)
         }
         self.nodes[victim] = Node(
             key: key, hash: hash, breaker: breaker, nextWithSameHash: self.firstByHash[hash] ?? -1, newer: -1,
             older: -1)
         self.firstByHash[hash] = victim
         self.pushNewest(victim)
-        let displaced = self.remember(key, slot: slot, index: victim, ifHolding: breaker)
-        return (evicted.key, evicted.breaker, displaced)
+        var released = self.remember(key, slot: slot, index: victim, ifHolding: breaker)
+        released.evictedKey = evicted.key
+        released.evictedBreaker = evicted.breaker
+        return released
     }
 
     private mutating func removeFromHashChain(_ index: Int) {
@@ -470,50 +547,53 @@ enum RegistryKeyBits {
             || Key.self == UInt32.self || Key.self == UInt16.self || Key.self == UInt8.self
     }
 
-    /// The cache slot of `key`: a multiplicative hash of its bytes (not the key's `hash(into:)`);
-    /// slot 0 for a key type that is not `isBitComparable(_:)`.
+    /// The cache slot of a key with `words`: a multiplicative hash of its bytes (not the
+    /// key's `hash(into:)`). The lookup uses slot 0 for a key type that is not
+    /// `isBitComparable(_:)`, whose words it never reads.
     @inlinable
-    static func slot<Key>(of key: Key) -> Int {
-        guard Self.isBitComparable(Key.self) else { return 0 }
-        return withUnsafeBytes(of: key) { bytes in
-            var hash: UInt64 = 0x9E37_79B9_7F4A_7C15
-            var offset = 0
-            while offset + 8 <= bytes.count {
-                hash = (hash ^ bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
-                offset += 8
-            }
-            while offset < bytes.count {
-                hash = (hash ^ UInt64(bytes[offset])) &* 0x0000_0100_0000_01B3
-                offset += 1
-            }
-            return Int(truncatingIfNeeded: (hash ^ (hash >> 29)) & UInt64(Self.slotCount - 1))
-        }
+    static func slot(of words: Words) -> Int {
+        var hash = (0x9E37_79B9_7F4A_7C15 ^ words.low) &* 0xFF51_AFD7_ED55_8CCD
+        hash = (hash ^ words.high) &* 0xFF51_AFD7_ED55_8CCD
+        return Int(truncatingIfNeeded: (hash ^ (hash >> 29)) & UInt64(Self.slotCount - 1))
     }
 
-    /// Whether `stored` holds a value whose bytes are exactly `key`'s.
-    ///
-    /// An optional's payload is laid out at its start, so the first
-    /// `MemoryLayout<Key>.size` bytes of a non-`nil` `stored` are the key's.
+    /// A key's bytes as two zero-padded 64-bit words; every key type the cache takes fits in 16 bytes.
+    @usableFromInline
+    struct Words: Equatable, Sendable {
+        @usableFromInline var low: UInt64
+        @usableFromInline var high: UInt64
+
+        @inlinable init(low: UInt64, high: UInt64) {
+            self.low = low
+            self.high = high
+        }
+
+        /// The bits of an empty slot.
+        @inlinable static var zero: Self { Self(low: 0, high: 0) }
+    }
+
+    /// The bytes of `key`, for a key type that is `isBitComparable(_:)`; ``Words/zero`` for any other.
     @inlinable
-    static func areIdentical<Key>(_ stored: Key?, _ key: Key) -> Bool {
-        guard Self.isBitComparable(Key.self), stored != nil else { return false }
-        return withUnsafeBytes(of: stored) { storedBytes in
-            withUnsafeBytes(of: key) { keyBytes in
-                var offset = 0
-                while offset + 8 <= keyBytes.count {
-                    if storedBytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                        != keyBytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                    {
-                        return false
-                    }
-                    offset += 8
-                }
-                while offset < keyBytes.count {
-                    if storedBytes[offset] != keyBytes[offset] { return false }
-                    offset += 1
-                }
-                return true
+    static func words<Key>(of key: Key) -> Words {
+        guard Self.isBitComparable(Key.self), MemoryLayout<Key>.size <= 16 else { return .zero }
+        return withUnsafeBytes(of: key) { bytes in
+            if bytes.count == 16 {
+                return Words(
+                    low: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                    high: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             }
+            if bytes.count == 8 {
+                return Words(low: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self), high: 0)
+            }
+            var words = Words.zero
+            for offset in 0..<bytes.count {
+                if offset < 8 {
+                    words.low |= UInt64(bytes[offset]) &<< UInt64(offset * 8)
+                } else {
+                    words.high |= UInt64(bytes[offset]) &<< UInt64((offset - 8) * 8)
+                }
+            }
+            return words
         }
     }
 }
