@@ -77,3 +77,26 @@ func driveThroughEveryWait<T: Sendable>(
     clock.advance(by: .seconds(1))
     return value
 }
+
+/// Runs `body` on `count` threads of its own, all released together, and returns when every one has finished.
+func onSeparateThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let ready = DispatchGroup()
+    let start = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    for index in 0..<count {
+        ready.enter()
+        done.enter()
+        let thread = Thread {
+            ready.leave()
+            start.wait()
+            body(index)
+            done.leave()
+        }
+        thread.start()
+    }
+    ready.wait()
+    for _ in 0..<count {
+        start.signal()
+    }
+    done.wait()
+}
