@@ -95,12 +95,13 @@ public final class Hedging: Sendable {
 
         func start() async {
             let index = hedges.count + (first == nil ? 0 : 1)
-            let signal = TimeLimitSignal()
+            let signal = TimeLimitSignal(enclosing: scope.supersessions)
             var attemptScope = scope
-            attemptScope.supersessions.insert(signal, at: 0)
+            attemptScope.supersessions = signal
             // Bound around the creation, so the attempt inherits it with the caller's other task-local values.
             let task = await CallScope.$current.withValue(attemptScope) {
-                await self.startAttempt(on: operation.isolation, index: index, of: id, operation: operation)
+                await self.startAttempt(
+                    on: operation.isolation, index: index, of: id, signal: signal, operation: operation)
             }
             let attempt = HedgedAttempt(task: task, signal: signal)
             if first == nil { first = attempt } else { hedges.append(attempt) }
@@ -108,6 +109,15 @@ public final class Hedging: Sendable {
         }
         func attempt(_ index: Int) -> HedgedAttempt<Value> {
             index == 0 ? first! : hedges[index - 1]
+        }
+        // The attempts whose end the call has taken, one bit each.
+        var taken: UInt16 = 0
+        func anAttemptEndedUntaken() -> Bool {
+            if let first, taken & 1 == 0, first.signal.isCompleted { return true }
+            for (offset, hedge) in hedges.enumerated() where taken & (1 << UInt16(offset + 1)) == 0 {
+                if hedge.signal.isCompleted { return true }
+            }
+            return false
         }
         func armTimer() -> UInt64 {
             // No timer task per call: the shared watcher posts the hedge when the delay passes.
@@ -121,6 +131,7 @@ public final class Hedging: Sendable {
             while true {
                 switch await self.nextEvent(of: id) {
                 case .finished(let index):
+                    taken |= 1 << UInt16(index)
                     switch await attempt(index).task.result {
                     case .success(let timed):
                         winner = index
@@ -139,6 +150,10 @@ public final class Hedging: Sendable {
                     }
                 case .hedgeDue:
                     timer = nil
+                    // An attempt that returned before the delay passed is on its way as `.finished`:
+                    // its outcome decides, as if it had come first (a failure then starts the
+                    // next attempt at once if the rules allow).
+                    guard !anAttemptEndedUntaken() else { continue }
                     guard mayHedge, !callerCancelled, hedgesLeft > 0, !Task.isCancelled, self.spendHedge() else {
                         continue
                     }
@@ -177,13 +192,21 @@ public final class Hedging: Sendable {
         on isolation: isolated (any Actor)?,
         index: Int,
         of id: UInt64,
+        signal: TimeLimitSignal,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) -> Task<Timed<Value>, any Error> {
         Task { [self] () async throws -> Timed<Value> in
             _ = isolation  // captured, so the task starts on the operation's actor
             defer { self.post(.finished(index), to: id) }  // the caller then awaits the task's result
             let started = self.watcher.now()
-            let value = try await operation()
+            let value: Value
+            do {
+                value = try await operation()
+            } catch {
+                signal.complete()  // the attempt's own end, marked before a hedge timer can be taken
+                throw error
+            }
+            signal.complete()
             return Timed(value: value, latency: self.watcher.now() - started)
         }
     }
