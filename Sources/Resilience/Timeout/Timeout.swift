@@ -71,14 +71,17 @@ public struct Timeout: Sendable {
     ) async throws -> Value {
         // `@_inheritActorContext` is the attribute `Task.init` uses: a closure
         // written on the main actor stays on the main actor when it reaches the task.
-        let (scope, signal) = CallScope.limited()
-        var declared = scope.idempotency
-        if let idempotency { declared = idempotency }
+        var (scope, signal) = CallScope.limited()
+        if let idempotency { scope.idempotency = idempotency }
+        let declared = scope.idempotency
         let deadline = self.watcher.now() + self.duration
         // The parameter is `sending` and is sent exactly once, to the task; the compiler
         // cannot follow it through the call that starts the task, hence the unsafe local.
         nonisolated(unsafe) let operation = operation
-        let task = await Self.start(on: operation.isolation, signal: signal, idempotency: idempotency, operation)
+        // The task inherits the scope from the binding around its creation.
+        let task = await CallScope.$current.withValue(scope) {
+            await Self.start(on: operation.isolation, signal: signal, operation)
+        }
         // No timer task per call: the shared watcher claims the signal, then cancels the task.
         let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
         let result = await withTaskCancellationHandler {
@@ -103,23 +106,18 @@ public struct Timeout: Sendable {
     /// Starts the task that runs `operation` on the operation's own actor (the main
     /// actor for a main-actor closure), so it starts there without a hop.
     ///
-    /// The task binds the call's scope itself (the caller's with `signal` added), so
-    /// creating it copies no binding of ours, and marks `signal` completed as soon as
-    /// the operation returns, before its result is published: a watcher that looks
-    /// after that finds the call settled and leaves it alone.
+    /// The task marks `signal` completed as soon as the operation returns, before its
+    /// result is published: a watcher that looks after that finds the call settled and
+    /// leaves it alone.
     private static func start<Value: Sendable>(
         on isolation: isolated (any Actor)?,
         signal: TimeLimitSignal,
-        idempotency: Idempotency?,
         _ operation: sending @escaping @isolated(any) () async throws -> Value
     ) -> Task<Value, any Error> {
         Task {
             _ = isolation  // captured, so the task starts on the operation's actor
             defer { signal.complete() }
-            var scope = CallScope.current
-            scope.timeLimits = signal
-            if let idempotency { scope.idempotency = idempotency }
-            return try await CallScope.$current.withValue(scope) { try await operation() }
+            return try await operation()
         }
     }
 }
