@@ -172,10 +172,8 @@ public final class Hedging: Sendable {
         let signal = TimeLimitSignal(enclosing: scope.supersessions)
         var attemptScope = scope
         attemptScope.supersessions = signal
-        // Bound around the creation, so the attempt inherits it with the caller's other task-local values.
-        let task = await CallScope.$current.withValue(attemptScope) {
-            await self.startAttempt(on: operation.isolation, index: index, of: id, signal: signal, operation: operation)
-        }
+        let task = await self.startAttempt(
+            on: operation.isolation, scope: attemptScope, index: index, of: id, signal: signal, operation: operation)
         call.add(HedgedAttempt(task: task, signal: signal))
     }
 
@@ -188,6 +186,23 @@ public final class Hedging: Sendable {
     /// so that a main-actor operation starts on the main actor without a hop; the
     /// task tells the call when it ends.
     private func startAttempt<Value: Sendable>(
+        on isolation: isolated (any Actor)?,
+        scope: CallScope,
+        index: Int,
+        of id: UInt64,
+        signal: TimeLimitSignal,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) -> Task<Timed<Value>, any Error> {
+        // Bound around the creation, so the attempt inherits it with the caller's other
+        // task-local values; bound here, synchronously, because an `async` binding's
+        // closure would leave the caller's actor and come back.
+        CallScope.$current.withValue(scope) {
+            self.attemptTask(on: isolation, index: index, of: id, signal: signal, operation: operation)
+        }
+    }
+
+    /// The task of attempt `index`, isolated to `isolation`.
+    private func attemptTask<Value: Sendable>(
         on isolation: isolated (any Actor)?,
         index: Int,
         of id: UInt64,

@@ -78,10 +78,7 @@ public struct Timeout: Sendable {
         // The parameter is `sending` and is sent exactly once, to the task; the compiler
         // cannot follow it through the call that starts the task, hence the unsafe local.
         nonisolated(unsafe) let operation = operation
-        // The task inherits the scope from the binding around its creation.
-        let task = await CallScope.$current.withValue(scope) {
-            await Self.start(on: operation.isolation, signal: signal, operation)
-        }
+        let task = await Self.start(on: operation.isolation, scope: scope, signal: signal, operation)
         // No timer task per call: the shared watcher claims the signal, then cancels the task.
         let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
         let result = await withTaskCancellationHandler {
@@ -106,18 +103,24 @@ public struct Timeout: Sendable {
     /// Starts the task that runs `operation` on the operation's own actor (the main
     /// actor for a main-actor closure), so it starts there without a hop.
     ///
-    /// The task marks `signal` completed as soon as the operation returns, before its
-    /// result is published: a watcher that looks after that finds the call settled and
-    /// leaves it alone.
+    /// The task inherits `scope` from the binding around its creation. The binding is
+    /// made here, synchronously: an `async` binding's closure would leave the caller's
+    /// actor and come back, two hops on the main actor. The task marks `signal` completed
+    /// as soon as the operation returns, before its result is published: a watcher that
+    /// looks after that finds the call settled and leaves it alone.
     private static func start<Value: Sendable>(
         on isolation: isolated (any Actor)?,
+        scope: CallScope,
         signal: TimeLimitSignal,
         _ operation: sending @escaping @isolated(any) () async throws -> Value
     ) -> Task<Value, any Error> {
-        Task {
-            _ = isolation  // captured, so the task starts on the operation's actor
-            defer { signal.complete() }
-            return try await operation()
+        nonisolated(unsafe) let operation = operation  // sent once, to the task
+        return CallScope.$current.withValue(scope) {
+            Task {
+                _ = isolation  // captured, so the task starts on the operation's actor
+                defer { signal.complete() }
+                return try await operation()
+            }
         }
     }
 }
