@@ -130,27 +130,29 @@ public final class Hedging: Sendable {
                     call.running -= 1
                     let analysis = FailureAnalysis(error)
                     if Rulebook.stopReason(for: analysis, idempotency: declared) != nil { call.mayHedge = false }
-                    guard call.running == 0 else { continue }
-                    guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, self.spendHedge() else {
-                        return .failure(error)
+                    if call.running == 0 {
+                        guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, self.spendHedge() else {
+                            return .failure(error)
+                        }
+                        call.hedgesLeft -= 1
+                        await self.startNext(&call, scope: scope, id: id, operation: operation)
                     }
-                    call.hedgesLeft -= 1
-                    await self.startNext(&call, scope: scope, id: id, operation: operation)
+                }
+                // A hedge delay taken while this attempt's end was on its way is handled now,
+                // after the end, as if the two events had come in that order.
+                if call.isHedgeDeferred, !call.anAttemptEndedUntaken {
+                    call.isHedgeDeferred = false
+                    await self.hedgeIsDue(&call, scope: scope, id: id, delay: delay, operation: operation)
                 }
             case .hedgeDue:
                 call.timer = nil
                 // An attempt that returned before the delay passed is on its way as `.finished`:
-                // its outcome decides, as if it had come first (a failure then starts the
-                // next attempt at once if the rules allow).
-                guard !call.anAttemptEndedUntaken else { continue }
-                guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, !Task.isCancelled, self.spendHedge()
-                else {
+                // its outcome decides first, then the delay is handled.
+                guard !call.anAttemptEndedUntaken else {
+                    call.isHedgeDeferred = true
                     continue
                 }
-                call.hedgesLeft -= 1
-                self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .hedged))
-                await self.startNext(&call, scope: scope, id: id, operation: operation)
-                if call.hedgesLeft > 0 { call.timer = self.armTimer(after: delay, for: id) }
+                await self.hedgeIsDue(&call, scope: scope, id: id, delay: delay, operation: operation)
             case .callerCancelled:
                 // The caller gave up: no more hedges, and the running attempts are cancelled
                 // without a signal, so a breaker inside counts nothing.
@@ -159,6 +161,23 @@ public final class Hedging: Sendable {
                 for hedge in call.hedges { hedge.task.cancel() }
             }
         }
+    }
+
+    /// Starts a hedge, if the rules, the budget and the caller allow one, and arms the next.
+    private nonisolated(nonsending) func hedgeIsDue<Value: Sendable>(
+        _ call: inout HedgedCall<Value>,
+        scope: CallScope,
+        id: UInt64,
+        delay: Duration,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async {
+        guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, !Task.isCancelled, self.spendHedge() else {
+            return
+        }
+        call.hedgesLeft -= 1
+        self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .hedged))
+        await self.startNext(&call, scope: scope, id: id, operation: operation)
+        if call.hedgesLeft > 0 { call.timer = self.armTimer(after: delay, for: id) }
     }
 
     /// Starts the call's next attempt under a supersession signal of its own.
@@ -264,6 +283,8 @@ private struct HedgedCall<Value: Sendable> {
     var winner: Int?
     /// The attempts whose end the call has taken, one bit each.
     var taken: UInt16 = 0
+    /// Whether the hedge delay passed while an attempt's end was on its way.
+    var isHedgeDeferred = false
 
     init(hedgesLeft: Int) {
         self.hedgesLeft = hedgesLeft
