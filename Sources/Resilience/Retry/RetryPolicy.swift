@@ -604,8 +604,7 @@ public final actor RetryPolicy {
     ) async throws -> Value {
         // The attempt runs under a signal the timer fires before the group cancels
         // it, so a breaker inside tells this time limit from the caller giving up.
-        let signal = TimeLimitSignal()
-        let scope = CallScope.limited(by: signal)
+        let (scope, signal) = CallScope.limited()
         return try await withThrowingTaskGroup(of: Value.self) { group in
             group.addTask {
                 // The error comes out of the group as the very value thrown, which is what

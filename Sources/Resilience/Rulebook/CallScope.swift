@@ -20,11 +20,12 @@ import Synchronization
 struct CallScope: Sendable {
     /// The idempotency declared by the nearest enclosing call that declared one.
     var idempotency: Idempotency?
-    /// The signals of the library time limits enclosing this task, innermost first.
-    var timeLimits: [TimeLimitSignal] = []
-    /// The signals ``Hedging`` fires before it cancels an attempt another attempt
-    /// beat, innermost first.
-    var supersessions: [TimeLimitSignal] = []
+    /// The signal of the innermost library time limit enclosing this task; each
+    /// signal links to the one enclosing it, so adding one allocates no array.
+    var timeLimits: TimeLimitSignal?
+    /// The signal ``Hedging`` fires before it cancels an attempt another attempt
+    /// beat, innermost first, linked as ``timeLimits`` are.
+    var supersessions: TimeLimitSignal?
     /// The deadline of the outermost enclosing call that set one; it bounds nested policies.
     var deadline: InheritedDeadline?
 
@@ -32,19 +33,12 @@ struct CallScope: Sendable {
 
     /// Whether a library time limit enclosing this task has fired.
     var timeLimitFired: Bool {
-        self.timeLimits.contains { $0.hasFired }
+        TimeLimitSignal.anyFired(from: self.timeLimits)
     }
 
     /// Whether an attempt enclosing this task lost a hedging race.
     var supersededFired: Bool {
-        self.supersessions.contains { $0.hasFired }
-    }
-
-    /// The current scope with `signal` added as a supersession signal.
-    static func superseded(by signal: TimeLimitSignal) -> CallScope {
-        var scope = Self.current
-        scope.supersessions.insert(signal, at: 0)
-        return scope
+        TimeLimitSignal.anyFired(from: self.supersessions)
     }
 
     /// The current scope with `idempotency` declared, if not `nil`.
@@ -55,33 +49,83 @@ struct CallScope: Sendable {
         return scope
     }
 
-    /// The current scope with `signal` added.
-    static func limited(by signal: TimeLimitSignal) -> CallScope {
+    /// The current scope with a new time-limit signal added; returns both.
+    static func limited() -> (CallScope, TimeLimitSignal) {
         var scope = Self.current
-        scope.timeLimits.insert(signal, at: 0)
-        return scope
+        let signal = TimeLimitSignal(enclosing: scope.timeLimits)
+        scope.timeLimits = signal
+        return (scope, signal)
     }
 }
 
 /// Set once by the library when one of its time limits ends an attempt, before
 /// the attempt's task is cancelled.
 ///
-/// One allocation: the flag is an atomic stored in the object itself (a `Lock`
-/// would add an object and a mutex), because every ``Timeout`` and hedged attempt
-/// makes one. Firing releases and reading acquires, so whatever the firing task
-/// did before is visible to the task that reads the flag.
+/// One allocation: the state is an atomic stored in the object itself (a `Lock`
+/// would add an object and a mutex), and the signal links to the one enclosing
+/// it, because every ``Timeout`` and hedged attempt makes one. Firing releases and
+/// reading acquires, so whatever the firing task did before is visible to the
+/// task that reads the flag.
+///
+/// A time limit and the attempt race to settle the signal: the limit claims it
+/// with ``claim()`` before it cancels the attempt, and the attempt's own task
+/// marks it with ``complete()`` as soon as the operation returns. Whichever comes
+/// first wins, once, so a limit that passes just after the operation finished
+/// never claims the call and never reports a time-out for it.
 final class TimeLimitSignal: Sendable {
-    private let fired = Atomic(false)
+    private static let pending: UInt8 = 0
+    private static let fired: UInt8 = 1
+    private static let completed: UInt8 = 2
 
-    init() {}
+    private let state = Atomic<UInt8>(TimeLimitSignal.pending)
+    /// The signal of the same kind enclosing this one, if any.
+    let enclosing: TimeLimitSignal?
 
-    /// Records that the time limit, not the caller, is about to cancel the attempt.
-    func fire() {
-        self.fired.store(true, ordering: .releasing)
+    init(enclosing: TimeLimitSignal? = nil) {
+        self.enclosing = enclosing
     }
 
-    /// Whether ``fire()`` was called.
+    /// Records that the time limit, not the caller, is about to cancel the attempt, whatever its state.
+    func fire() {
+        self.state.store(Self.fired, ordering: .releasing)
+    }
+
+    /// Claims the attempt for the time limit; `false` when the attempt already completed.
+    ///
+    /// Call it before cancelling the attempt, and cancel only on `true`.
+    func claim() -> Bool {
+        self.state.compareExchange(
+            expected: Self.pending, desired: Self.fired, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring
+        ).exchanged
+    }
+
+    /// Marks the attempt as completed by its own task; a later ``claim()`` fails.
+    ///
+    /// Called by the attempt's task when the operation returns, before its result is published.
+    func complete() {
+        _ = self.state.compareExchange(
+            expected: Self.pending, desired: Self.completed, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring)
+    }
+
+    /// Whether the attempt's own task marked it completed before any limit claimed it.
+    var isCompleted: Bool {
+        self.state.load(ordering: .acquiring) == Self.completed
+    }
+
+    /// Whether the time limit fired (or claimed the attempt).
     var hasFired: Bool {
-        self.fired.load(ordering: .acquiring)
+        self.state.load(ordering: .acquiring) == Self.fired
+    }
+
+    /// Whether `innermost` or any signal enclosing it fired.
+    static func anyFired(from innermost: TimeLimitSignal?) -> Bool {
+        var signal = innermost
+        while let current = signal {
+            if current.hasFired { return true }
+            signal = current.enclosing
+        }
+        return false
     }
 }

@@ -46,6 +46,11 @@ final class DeadlineWatcher: Sendable {
         self.clock.now()
     }
 
+    /// The number of registrations neither withdrawn nor due.
+    var registrations: Int {
+        self.state.withLock { $0.count }
+    }
+
     /// Registers `expiry` to run once `deadline` (elapsed time on the clock) has passed.
     ///
     /// - Returns: The registration, to withdraw with ``withdraw(_:)`` when the call finishes first.

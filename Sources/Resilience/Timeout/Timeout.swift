@@ -71,19 +71,15 @@ public struct Timeout: Sendable {
     ) async throws -> Value {
         // `@_inheritActorContext` is the attribute `Task.init` uses: a closure
         // written on the main actor stays on the main actor when it reaches the task.
-        let signal = TimeLimitSignal()
-        var scope = CallScope.limited(by: signal)
+        var (scope, signal) = CallScope.limited()
         if let idempotency { scope.idempotency = idempotency }
         let declared = scope.idempotency
         let deadline = self.watcher.now() + self.duration
-        // The operation is the task's own closure, so it starts on its own actor (the
-        // main actor for a main-actor closure) without a hop, and the task inherits
-        // the scope from the binding around its creation.
         // The parameter is `sending` and is sent exactly once, to the task; the compiler
-        // cannot follow it through the synchronous binding closure, hence the unsafe local.
+        // cannot follow it through the call that starts the task, hence the unsafe local.
         nonisolated(unsafe) let operation = operation
-        let task = CallScope.$current.withValue(scope) { Task(operation: operation) }
-        // No timer task per call: the shared watcher fires the signal, then cancels the task.
+        let task = await Self.start(on: operation.isolation, scope: scope, signal: signal, operation)
+        // No timer task per call: the shared watcher claims the signal, then cancels the task.
         let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
         let result = await withTaskCancellationHandler {
             await task.result
@@ -95,10 +91,36 @@ public struct Timeout: Sendable {
         case .success(let value):
             return value
         case .failure(let error):
+            // Fired only when the limit claimed the call before the operation returned:
+            // an operation that failed on its own first reports its own error.
             guard signal.hasFired else { throw error }
             let timeout = TimeoutError(timeoutName: self.name, timeout: self.duration, requestIdempotency: declared)
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
             throw timeout
+        }
+    }
+
+    /// Starts the task that runs `operation` on the operation's own actor (the main
+    /// actor for a main-actor closure), so it starts there without a hop.
+    ///
+    /// The task inherits `scope` from the binding around its creation. The binding is
+    /// made here, synchronously: an `async` binding's closure would leave the caller's
+    /// actor and come back, two hops on the main actor. The task marks `signal` completed
+    /// as soon as the operation returns, before its result is published: a watcher that
+    /// looks after that finds the call settled and leaves it alone.
+    private static func start<Value: Sendable>(
+        on isolation: isolated (any Actor)?,
+        scope: CallScope,
+        signal: TimeLimitSignal,
+        _ operation: sending @escaping @isolated(any) () async throws -> Value
+    ) -> Task<Value, any Error> {
+        nonisolated(unsafe) let operation = operation  // sent once, to the task
+        return CallScope.$current.withValue(scope) {
+            Task {
+                _ = isolation  // captured, so the task starts on the operation's actor
+                defer { signal.complete() }
+                return try await operation()
+            }
         }
     }
 }
@@ -110,7 +132,9 @@ private struct TimeoutExpiry<Value: Sendable>: DeadlineExpiry {
     let task: Task<Value, any Error>
 
     func deadlineReached() {
-        self.signal.fire()  // before the cancellation, so a breaker inside counts a time-out
+        // Claimed before the cancellation, so a breaker inside counts a time-out; an
+        // operation that already returned keeps its own outcome, and is not cancelled.
+        guard self.signal.claim() else { return }
         self.task.cancel()
     }
 }

@@ -1,0 +1,245 @@
+import ResilienceTesting
+import Testing
+
+@testable import Resilience
+
+/// The interleaving a shared deadline watcher must get right: the operation finishes
+/// just before its deadline, the deadline passes before the caller has run again, and
+/// only then does the caller go on.
+///
+/// The caller and the operation run on ``Held``, whose jobs run only when the test runs
+/// them, so the order is chosen, not hoped for, and no time passes but the test clock's.
+/// The suite is serialized because every test drives the one held executor.
+@Suite("Deadline races", .serialized)
+struct DeadlineRaceTests {
+    struct OwnError: Error, Equatable {}
+
+    @Test func anOperationThatFailedJustBeforeItsDeadlineReportsItsOwnError() async throws {
+        let clock = TestClock()
+        let events = EventLog()
+        let timeout = try Timeout(.seconds(1), observer: events, clock: clock)
+        let run = HeldRun()
+        let call = Task { @Held () async throws -> Int in
+            try await run.call(timeout) { throw OwnError() }
+        }
+        let signal = try await run.finishThenPassTheDeadline(of: timeout.watcher, clock)
+        await #expect(throws: OwnError.self) { try await call.value }
+        #expect(events.kinds.values.isEmpty)  // no time-out reported
+        #expect(!signal.hasFired)  // the watcher left the completed call alone
+    }
+
+    @Test func anOperationThatReturnedJustBeforeItsDeadlineKeepsItsValue() async throws {
+        let clock = TestClock()
+        let events = EventLog()
+        let timeout = try Timeout(.seconds(1), observer: events, clock: clock)
+        let run = HeldRun()
+        let call = Task { @Held in try await run.call(timeout) { 42 } }
+        let signal = try await run.finishThenPassTheDeadline(of: timeout.watcher, clock)
+        #expect(try await call.value == 42)
+        #expect(events.kinds.values.isEmpty)
+        #expect(!signal.hasFired)  // nothing nested can read the finished call as timed out
+    }
+
+    @Test func anOperationStillRunningAtItsDeadlineIsTimedOut() async throws {
+        // The other side of the race: the limit claims a call whose operation has not returned.
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let run = HeldRun()
+        let call = Task { @Held () async throws -> Int in
+            try await run.call(timeout) { throw OwnError() }
+        }
+        await run.startAndHoldTheOperation(timeout.watcher, clock)
+        await passTheDeadline(of: timeout.watcher, clock)  // the limit claims the running call
+        await run.releaseTheOperation(untilCompleted: false)  // it fails on its own, too late
+        await run.runUntilTheCallerReturns()
+        await #expect(throws: TimeoutError.self) { try await call.value }
+        #expect(try #require(run.signal).hasFired)
+    }
+
+    @Test func aHedgedAttemptThatFailedJustBeforeTheHedgeDelayEndsTheCallWithItsOwnError() async throws {
+        // Hedging shares the watcher: the hedge comes due after the attempt finished but
+        // before the caller took the news. The attempt's own end goes first, so the rules
+        // see its failure (a 429 starts no hedge) and nothing more runs.
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
+        let run = HeldRun()
+        let call = Task { @Held () async throws -> Int in
+            try await run.hedge(hedging) { throw StatusError(status: 429) }
+        }
+        _ = try await run.finishThenPassTheDeadline(of: hedging.watcher, clock)
+        let error = await #expect(throws: StatusError.self) { try await call.value }
+        #expect(error?.status == 429)
+        #expect(run.operations.value == 1)
+    }
+
+    @Test func aHedgedAttemptThatSucceededJustBeforeTheHedgeDelayWinsAlone() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
+        let run = HeldRun()
+        let call = Task { @Held in try await run.hedge(hedging) { 7 } }
+        _ = try await run.finishThenPassTheDeadline(of: hedging.watcher, clock)
+        #expect(try await call.value == 7)
+        #expect(run.operations.value == 1)
+    }
+}
+
+/// Moves the clock past the deadline of 1 s and returns once `watcher` has handled it.
+///
+/// A marker due just after that deadline tells when: the watcher handles due deadlines
+/// in order, so once the marker has run, the deadline before it has been handled.
+private func passTheDeadline(of watcher: DeadlineWatcher, _ clock: TestClock) async {
+    let handled = Gate()
+    _ = watcher.register(.seconds(1) + .nanoseconds(1), OpenGate(gate: handled))
+    clock.advance(by: .seconds(2))
+    await handled.wait()
+}
+
+/// A deadline expiry that opens a gate.
+private struct OpenGate: DeadlineExpiry {
+    let gate: Gate
+
+    func deadlineReached() {
+        self.gate.open()
+    }
+}
+
+/// One call made on ``Held``, with an operation that the test holds before it ends, and
+/// the steps that drive it job by job.
+///
+/// Each step runs held jobs until something the test can see has happened, never a
+/// counted number of jobs: how many hops the runtime makes is not the test's business.
+private final class HeldRun: Sendable {
+    /// The held operation, parked on ``Held`` until the test lets it end.
+    private let parked = Lock<CheckedContinuation<Void, Never>?>(nil)
+    /// How many times the operation ran.
+    let operations = Counter()
+    private let seen = Recorder<TimeLimitSignal?>()
+    private let returned = Counter()
+
+    /// The signal the operation ran under: the time limit's, or the hedged attempt's.
+    var signal: TimeLimitSignal? { self.seen.values.first ?? nil }
+
+    /// Calls `timeout` from ``Held`` with an operation that runs on ``Held`` too.
+    @Held func call<Value: Sendable>(_ timeout: Timeout, _ body: @escaping @Sendable () throws -> Value)
+        async throws -> Value
+    {
+        defer { _ = self.returned.increment() }
+        return try await timeout.execute {
+            Held.shared.assertIsolated()
+            self.seen.record(CallScope.current.timeLimits)
+            _ = self.operations.increment()
+            await self.hold()
+            return try body()
+        }
+    }
+
+    /// Calls `hedging` from ``Held`` with attempts that run on ``Held`` too.
+    @Held func hedge<Value: Sendable>(_ hedging: Hedging, _ body: @escaping @Sendable () throws -> Value)
+        async throws -> Value
+    {
+        defer { _ = self.returned.increment() }
+        return try await hedging.execute { @Held in
+            self.seen.record(CallScope.current.supersessions)
+            _ = self.operations.increment()
+            await self.hold()
+            return try body()
+        }
+    }
+
+    /// Parks the operation, on ``Held``, until ``releaseTheOperation(untilCompleted:)``.
+    @Held private func hold() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            self.parked.withLock { $0 = continuation }
+        }
+    }
+
+    /// Runs the caller until the operation is held and the caller has registered its deadline
+    /// of 1 s, and waits until the watcher sleeps until that deadline.
+    func startAndHoldTheOperation(_ watcher: DeadlineWatcher, _ clock: TestClock) async {
+        await Held.executor.run { self.parked.withLock { $0 != nil } && watcher.registrations == 1 }
+        await clock.waitForSleepers(count: 1)
+    }
+
+    /// Lets the operation end and runs it until its task has marked its end (`untilCompleted`)
+    /// or has run once more; the caller, woken by the operation's end, is held.
+    func releaseTheOperation(untilCompleted: Bool) async {
+        self.parked.withLock { parked in
+            defer { parked = nil }
+            return parked
+        }?.resume()
+        if untilCompleted {
+            await Held.executor.run { self.signal?.isCompleted == true }
+        } else {
+            await Held.executor.runOne()
+        }
+    }
+
+    /// Runs held jobs until the caller has returned from the strategy.
+    func runUntilTheCallerReturns() async {
+        await Held.executor.run { self.returned.value > 0 }
+    }
+
+    /// The race: the operation runs to its end, the deadline passes and is handled while the
+    /// caller is held, and only then does the caller go on. Returns the operation's signal.
+    func finishThenPassTheDeadline(of watcher: DeadlineWatcher, _ clock: TestClock) async throws -> TimeLimitSignal {
+        await self.startAndHoldTheOperation(watcher, clock)
+        await self.releaseTheOperation(untilCompleted: true)
+        await passTheDeadline(of: watcher, clock)
+        await self.runUntilTheCallerReturns()
+        return try #require(self.signal)
+    }
+}
+
+/// A global actor whose jobs run only when a test runs them.
+@globalActor
+private actor Held {
+    static let shared = Held()
+    static let executor = ManualExecutor()
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor {
+        Self.executor.asUnownedSerialExecutor()
+    }
+}
+
+/// A serial executor that holds its jobs until the test runs them, one at a time.
+private final class ManualExecutor: SerialExecutor {
+    private struct State {
+        var jobs: [UnownedJob] = []
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Lock(State())
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let waiter = self.state.withLock { state in
+            state.jobs.append(job)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// Runs held jobs one at a time, waiting for each to be enqueued, until `done` holds.
+    func run(until done: () -> Bool) async {
+        while !done() { await self.runOne() }
+    }
+
+    /// Waits for a held job and runs it on the calling thread.
+    func runOne() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = self.state.withLock { state in
+                if !state.jobs.isEmpty { return true }
+                state.waiter = continuation
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+        let next = self.state.withLock { $0.jobs.removeFirst() }
+        next.runSynchronously(on: self.asUnownedSerialExecutor())
+    }
+}
