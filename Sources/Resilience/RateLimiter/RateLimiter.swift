@@ -118,6 +118,10 @@ public final class RateLimiter: Sendable {
 
     /// Takes a permit through the state machine, under the lock; out of line, so that the
     /// lock-free path above saves no registers for it.
+    ///
+    /// The clock is read before the lock (it may be user code); a caller that waits for the
+    /// lock brings an older reading than one already applied, which the machine takes as
+    /// its latest time (``RateLimiterStateMachine``).
     @inline(never)
     func acquireUnderLock() -> Duration? {
         let now = self.clock.now()

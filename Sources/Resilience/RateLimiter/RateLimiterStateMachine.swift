@@ -1,8 +1,14 @@
 /// The pure state of a ``RateLimiter``: permits counted against instants on its clock.
 ///
 /// No locks, no awaits, no clock of its own: each method takes the current
-/// elapsed time. A clock that jumps backwards frees nothing and takes nothing
-/// back; one that jumps far forwards refills at most to the limit.
+/// elapsed time. Time never goes back for the machine: a reading earlier than the
+/// latest it has seen counts as that latest one. Callers read the clock before they
+/// take the lock (the clock may be user code), so a caller that waited for the lock
+/// brings a reading older than one already applied; taken as it stands, it would move
+/// the period's (or segment's) start back by the wait and let the limiter admit more
+/// than its rate. A clock that really jumps backwards therefore frees nothing until it
+/// passes the latest reading again, and takes nothing back; one that jumps far forwards
+/// refills at most to the limit.
 struct RateLimiterStateMachine: Sendable {
     /// What a request for a permit ended in.
     enum Decision: Equatable {
@@ -18,8 +24,11 @@ struct RateLimiterStateMachine: Sendable {
     }
 
     private var state: State
+    /// The latest elapsed time the machine has been given.
+    private var latest: Duration
 
     init(_ algorithm: RateLimiterAlgorithm, at now: Duration) {
+        self.latest = now
         switch algorithm.kind {
         case .tokenBucket(let capacity, let tokensPerPeriod, let period):
             self.state = .tokenBucket(
@@ -34,8 +43,15 @@ struct RateLimiterStateMachine: Sendable {
         }
     }
 
-    /// Takes a permit if one is free at `now`.
-    mutating func acquire(at now: Duration) -> Decision {
+    /// `reading`, or the latest time seen when that is later; recorded as the latest.
+    private mutating func advanceTime(to reading: Duration) -> Duration {
+        self.latest = Swift.max(self.latest, reading)
+        return self.latest
+    }
+
+    /// Takes a permit if one is free at `now` (no earlier than the latest time seen).
+    mutating func acquire(at reading: Duration) -> Decision {
+        let now = self.advanceTime(to: reading)
         switch self.state {
         case .tokenBucket(var bucket):
             let decision = bucket.acquire(at: now)
@@ -99,14 +115,16 @@ struct RateLimiterStateMachine: Sendable {
     ///
     /// Taken within the loan's span, they count as ``lend()`` says. When
     /// `takesMayBeLate` (the lock-free path's clock may have read within the span after
-    /// the span had ended) and `now` is past the span, they are counted as taken at
-    /// `now`, the latest they can have been taken: a token bucket refills to `now` with
-    /// them still in it, then gives them up; a sliding window counts them in the segment
-    /// current at `now`. Either can only refuse more than an exact count would, never
-    /// admit more.
-    mutating func settle(_ loan: Loan, unused: Int, at now: Duration, takesMayBeLate: Bool) {
+    /// the span had ended), they are counted as taken at `now` or at the span's end,
+    /// whichever is later: `now` was read before the lock and may be older than the
+    /// takes, which then came no earlier than the span's end. A token bucket refills to
+    /// that time with them still in it, then gives them up; a sliding window counts them
+    /// in the segment current at that time. Either can only refuse more than an exact
+    /// count would, never admit more.
+    mutating func settle(_ loan: Loan, unused: Int, at reading: Duration, takesMayBeLate: Bool) {
         let taken = loan.permits - unused
-        let late = takesMayBeLate && taken > 0 && now >= loan.spanEnd
+        let late = takesMayBeLate && taken > 0
+        let now = self.advanceTime(to: late ? Swift.max(reading, loan.spanEnd) : reading)
         switch self.state {
         case .tokenBucket(var bucket):
             if late {
@@ -131,8 +149,9 @@ struct RateLimiterStateMachine: Sendable {
         }
     }
 
-    /// The permits free at `now`, without taking one.
-    mutating func available(at now: Duration) -> Int {
+    /// The permits free at `now` (no earlier than the latest time seen), without taking one.
+    mutating func available(at reading: Duration) -> Int {
+        let now = self.advanceTime(to: reading)
         switch self.state {
         case .tokenBucket(var bucket):
             bucket.refill(at: now)
@@ -159,10 +178,8 @@ struct RateLimiterStateMachine: Sendable {
         /// time and then at a later one adds what refilling once at the later time adds,
         /// unless the capacity cut the first refill short (the lent tokens rely on it).
         mutating func refill(at now: Duration) {
-            guard now >= self.periodStart else {
-                self.periodStart = now  // the clock went back: start the period again, add nothing
-                return
-            }
+            // Never earlier: the machine's time does not go back, and the start follows it.
+            guard now >= self.periodStart else { return }
             let elapsed = (now - self.periodStart).attoseconds
             let length = self.period.attoseconds
             guard elapsed >= length else { return }
@@ -192,10 +209,8 @@ struct RateLimiterStateMachine: Sendable {
         var segmentStart: Duration
 
         mutating func advance(to now: Duration) {
-            guard now >= self.segmentStart else {
-                self.segmentStart = now  // the clock went back: keep every count
-                return
-            }
+            // Never earlier: the machine's time does not go back, and the start follows it.
+            guard now >= self.segmentStart else { return }
             let elapsed = now - self.segmentStart
             guard elapsed >= self.segmentLength else { return }
             let steps = elapsed / self.segmentLength

@@ -10,17 +10,21 @@ import Synchronization
 /// inwards. A caller takes a lent permit with one compare-and-exchange and no lock
 /// when a cheap reading of the clock that is never early
 /// (``ElapsedClock/upperBoundNanoseconds()``: for the system's continuous clock on Linux,
-/// the coarse monotonic clock plus a margin, no precise clock read; for any other clock,
-/// its precise reading) falls within the span. Since the reading is never early, the
-/// permit is taken before the span ends, where taking it is what the machine would do.
-/// A caller that finds no lent permit, or a reading outside the span, takes the lock;
-/// the locked step first settles the loan (the machine never counts a permit twice).
+/// the later of the coarse monotonic and the coarse wall clock, each plus a margin, no
+/// precise clock read; for any other clock, its precise reading) falls within the span.
+/// Since the reading is never early, the permit is taken before the span ends, where
+/// taking it is what the machine would do. A caller that finds no lent permit, or a
+/// reading outside the span, takes the lock; the locked step first settles the loan (the
+/// machine never counts a permit twice).
 ///
-/// The bound can trail the precise clock only after the system was suspended; when a
+/// "Never early" assumes the coarse clocks trail the precise one by at most about a
+/// tick and a half (about one tick was measured), and that the system was not both
+/// suspended and its wall clock set back since the margins were measured. When a
 /// loan is settled past its span, the storage asks the clock whether any bound read
 /// during the loan can have trailed (``ElapsedClock/upperBoundsHeld(below:sinceMargin:)``),
-/// and if so the machine counts the loan's permits as taken at the settling time, which
-/// can only refuse more, never admit more.
+/// and if so the machine counts the loan's permits as taken at the settling time or the
+/// span's end, whichever is later (the settling time was read before the lock, and may
+/// be older than the takes), which can only refuse more, never admit more.
 ///
 /// The loan word holds the permits left in its low 32 bits and the loan's number in the
 /// high 32 bits, so a compare-and-exchange made against one loan fails against the next
@@ -80,6 +84,9 @@ final class RateLimiterStorage: Sendable {
     }
 
     /// Runs one step of the machine at `now` under the lock, with the loan settled first and made again after.
+    ///
+    /// `now` was read before the lock, so it may be older than a reading another caller has
+    /// already applied; the machine counts it as no earlier than that one.
     func step<Result>(at now: Duration, _ body: (inout RateLimiterStateMachine) -> Result) -> Result {
         self.state.withLock { state in
             let word = self.loanWord.bitwiseAnd(~Self.permitMask, ordering: .acquiringAndReleasing).oldValue

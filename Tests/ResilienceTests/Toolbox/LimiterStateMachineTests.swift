@@ -138,7 +138,7 @@ struct LimiterStateMachineTests {
         var stillWithin = RateLimiterStateMachine(bucketAlgorithm, at: .zero)
         let early = stillWithin.lend()
         stillWithin.settle(early, unused: 1, at: .milliseconds(999), takesMayBeLate: true)
-        #expect(stillWithin.available(at: .milliseconds(999)) == 1)  // settled within the span: exact
+        #expect(stillWithin.available(at: .milliseconds(999)) == 1)
 
         let windowAlgorithm = try! RateLimiterAlgorithm.slidingWindow(limit: 2, window: .seconds(1), segments: 10)
         var exactWindow = RateLimiterStateMachine(windowAlgorithm, at: .zero)
@@ -179,5 +179,74 @@ struct LimiterStateMachineTests {
         #expect(limiter.availablePermits == 1)
         #expect(try await limiter.execute { 3 } == 3)
         await #expect(throws: LimiterRejectionError.self) { try await limiter.execute { 4 } }
+    }
+
+    @Test func lateTakesSettledWithAReadingFromBeforeTheSpansEndCountAtTheSpansEnd() {
+        // The settling time was read before the lock; the takes that may be late came at or after the span's end.
+        let bucketAlgorithm = try! RateLimiterAlgorithm.tokenBucket(
+            capacity: 2, tokensPerPeriod: 1, period: .seconds(1))
+        var bucket = RateLimiterStateMachine(bucketAlgorithm, at: .zero)
+        let bucketLoan = bucket.lend()
+        #expect(bucketLoan.spanEnd == .seconds(1))
+        bucket.settle(bucketLoan, unused: 1, at: .milliseconds(900), takesMayBeLate: true)
+        // Taken at 1 s, when the full bucket had just lost a refill to its capacity: one left, not two.
+        #expect(bucket.available(at: .seconds(1)) == 1)
+        #expect(bucket.available(at: .seconds(2)) == 2)
+
+        let windowAlgorithm = try! RateLimiterAlgorithm.slidingWindow(limit: 2, window: .seconds(1), segments: 10)
+        var window = RateLimiterStateMachine(windowAlgorithm, at: .zero)
+        let windowLoan = window.lend()
+        #expect(windowLoan.spanEnd == .milliseconds(100))
+        window.settle(windowLoan, unused: 0, at: .milliseconds(50), takesMayBeLate: true)
+        #expect(window.available(at: .seconds(1)) == 0)  // counted in the segment from 0.1 s, not 0 s
+        #expect(window.available(at: .milliseconds(1_100)) == 2)
+    }
+
+    /// Replays callers that queue on the limiter's lock at each moment a permit frees: one
+    /// read the clock just before that moment, one just after, and the later reading takes
+    /// the lock first. Returns the permits granted to readings up to `horizon`.
+    private func grantsWhenAnEarlierReadingIsAppliedSecond(
+        _ algorithm: RateLimiterAlgorithm, horizon: Duration, earlyBy: Duration
+    ) -> Int {
+        let storage = RateLimiterStorage(
+            RateLimiterStateMachine(algorithm, at: .zero), clock: ElapsedClock(TestClock()))
+        func acquire(at now: Duration) -> RateLimiterStateMachine.Decision {
+            storage.step(at: now) { $0.acquire(at: now) }
+        }
+        var granted = 0
+        var now = Duration.zero
+        while acquire(at: now) == .granted { granted += 1 }
+        while true {
+            // A refused caller learns when the next permit frees; two more callers arrive about then.
+            guard case .denied(let retryAfter) = acquire(at: now) else {
+                Issue.record("a permit free right after the last refusal")
+                return granted
+            }
+            let frees = now + retryAfter
+            let before = frees - earlyBy
+            let after = frees + .milliseconds(1)
+            guard after <= horizon else { return granted }
+            if acquire(at: after) == .granted { granted += 1 }
+            if acquire(at: before) == .granted { granted += 1 }
+            now = after
+        }
+    }
+
+    @Test func aReadingOlderThanOneAlreadyAppliedNeverMovesATokenBucketsPeriodsEarlier() {
+        let algorithm = try! RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .seconds(1))
+        let granted = grantsWhenAnEarlierReadingIsAppliedSecond(
+            algorithm, horizon: .seconds(20), earlyBy: .milliseconds(250))
+        // The capacity at the start, then one token per whole period.
+        #expect(granted <= 1 + 20)
+        #expect(granted >= 20)
+    }
+
+    @Test func aReadingOlderThanOneAlreadyAppliedNeverMovesASlidingWindowsSegmentsEarlier() {
+        let algorithm = try! RateLimiterAlgorithm.slidingWindow(limit: 1, window: .seconds(1), segments: 4)
+        let granted = grantsWhenAnEarlierReadingIsAppliedSecond(
+            algorithm, horizon: .seconds(20), earlyBy: .milliseconds(200))
+        // At most the limit in each of the 20 whole windows, and one more for a window straddling the last.
+        #expect(granted <= 1 + 20)
+        #expect(granted >= 15)
     }
 }
