@@ -28,8 +28,12 @@
 ///   that rejected on the same thread shares only an equal, `Sendable` value.
 /// - When the thread exits, the slot's destructor releases the cache and its box.
 ///
-/// A box is reused only for an equal error (same breaker name, state and `retryAfter`), so a
-/// caller cannot tell it from a fresh one. A thread that alternates between two rejecting
+/// A box is reused only for an equal error (same breaker name, state and `retryAfter`), so the
+/// value a caller catches is the one a fresh box would hold. Its identity is shared, though:
+/// calls rejected alike on one thread catch the same box. The nested-retry ledger tells
+/// failures apart by their box, so a ``RetryPolicy`` that retried a rejection to exhaustion
+/// ends its call with an equal error in a box of its own and leaves its word about that box
+/// (`RetryPolicy.noteStop(_:error:call:)`). A thread that alternates between two rejecting
 /// breakers allocates each time, as without the cache.
 final class CircuitBreakerRejectionCache {
     private var error: CircuitBreakerOpenError

@@ -31,10 +31,19 @@ extension RetryPolicy {
         return .retriedByInnerPolicy
     }
 
-    /// Leaves word for an enclosing policy when this call retried `error` to exhaustion.
-    nonisolated func noteStop(_ reason: RetryStopReason, error: any Error, call: CallState) {
-        if (reason == .exhausted && call.attempts > 1) || reason == .retriedByInnerPolicy {
-            NestedRetryLedger.recordExhausted(error, by: self, passingOn: call.innerWriters)
-        }
+    /// Leaves word for an enclosing policy when this call retried `error` to exhaustion, and
+    /// returns the error the call ends with.
+    ///
+    /// That is `error` itself, except for a ``CircuitBreakerOpenError``: a thread throws one
+    /// box again for equal rejections (see `CircuitBreakerRejectionCache`), so other calls
+    /// may hold that very box for failures no policy retried. The word is left about a box
+    /// of this call's own, holding an equal error, and the call ends with that box, so an
+    /// enclosing policy recognizes it and no other call does.
+    nonisolated func noteStop(_ reason: RetryStopReason, error: any Error, call: CallState) -> any Error {
+        guard (reason == .exhausted && call.attempts > 1) || reason == .retriedByInnerPolicy else { return error }
+        var ending = error
+        if let rejection = error as? CircuitBreakerOpenError { ending = rejection }
+        NestedRetryLedger.recordExhausted(ending, by: self, passingOn: call.innerWriters)
+        return ending
     }
 }

@@ -564,7 +564,8 @@ public final actor RetryPolicy {
         start: Duration
     ) async -> RetryOutcome<Value> {
         let elapsed = self.clock.now() - start
-        if case .failure(let error) = result { self.noteStop(reason, error: error, call: call) }
+        var result = result
+        if case .failure(let error) = result { result = .failure(self.noteStop(reason, error: error, call: call)) }
         if let observer = self.observer {
             var error: (any Error)?
             if case .failure(let failure) = result { error = failure }

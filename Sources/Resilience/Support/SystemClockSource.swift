@@ -75,10 +75,14 @@ package final class SystemClockSource: Sendable {
     /// Added to a coarse monotonic reading for a lower bound: the boot-time clock's lead,
     /// rounded down. The lead only grows, so this stays a lower bound after a suspension.
     private let monotonicFloor: Atomic<Int64>
-    /// How many times the margins have been measured, counted before each measurement stores
-    /// them: a reader that finds the same count before and after reading a margin read the
-    /// margin of that measurement (see ``upperBoundsHeld(below:since:)``).
+    /// A sequence count of the margins' measurements: odd while one is being stored, even
+    /// otherwise, and two more for each. A reader that finds the same even count before and
+    /// after reading a margin read the margin that measurement stored (see
+    /// ``upperBoundsHeld(below:since:)``).
     private let measurements: Atomic<Int64>
+    /// Lets one measurement store its margins at a time, so that the count above has a single
+    /// writer and the margins are stored in the order they were measured.
+    private let measuring: Lock<Void>
 
     #if canImport(Glibc)
         /// The system's clocks.
@@ -103,6 +107,7 @@ package final class SystemClockSource: Sendable {
         self.realtimeMargin = Atomic(0)
         self.monotonicFloor = Atomic(0)
         self.measurements = Atomic(0)
+        self.measuring = Lock(())
         self.recalibrate()
     }
 
@@ -149,23 +154,31 @@ package final class SystemClockSource: Sendable {
     ///
     /// Each bound's margin is measured with the read order that rounds it the safe way:
     /// the other clock first and the boot-time clock after for an upper bound, the
-    /// reverse for the lower one. Concurrent measurements each store readings that were
-    /// true when taken.
+    /// reverse for the lower one. Measurements take turns, each reading and storing under a
+    /// lock (which no reader of a bound takes; the readings are the system's clocks, or a
+    /// test's simulation of them).
     package func recalibrate() {
+        self.measuring.withLock { _ in self.measureMargins() }
+    }
+
+    private func measureMargins() {
         let monotonic = self.monotonic()
         let realtime = self.realtime()
         let boot = self.boot()
         let monotonicAfter = self.monotonic()
-        // Counted first, and fenced, so that a reader who sees one of the new margins also
-        // sees the new count when it reads the count again.
+        // Made odd first, and fenced, so that a reader who sees one of the new margins also
+        // sees a changed count when it reads the count again.
         self.measurements.wrappingAdd(1, ordering: .relaxed)
         atomicMemoryFence(ordering: .releasing)
         self.monotonicMargin.store(boot &- monotonic &+ self.slack, ordering: .relaxed)
         self.realtimeMargin.store(boot &- realtime &+ self.slack, ordering: .relaxed)
         self.monotonicFloor.store(boot &- monotonicAfter, ordering: .relaxed)
+        // Even again; released, so a reader that sees this count sees the margins stored before it.
+        self.measurements.wrappingAdd(1, ordering: .releasing)
     }
 
-    /// A token naming the margins in force: the count of their measurements, at least 1.
+    /// A token naming the margins in force: the sequence count of their measurements, even and
+    /// at least 2 when no measurement is being stored, odd (a token that never holds) while one is.
     package func marginToken() -> Int64 {
         self.measurements.load(ordering: .acquiring)
     }
@@ -186,7 +199,7 @@ package final class SystemClockSource: Sendable {
     /// here; it only ever raises a bound.
     package func upperBoundsHeld(below deadline: Int64, since token: Int64) -> Bool {
         if self.boot() < deadline { return true }
-        guard self.measurements.load(ordering: .acquiring) == token else { return false }
+        guard token & 1 == 0, self.measurements.load(ordering: .acquiring) == token else { return false }
         let margin = self.monotonicMargin.load(ordering: .relaxed)
         atomicMemoryFence(ordering: .acquiring)
         guard self.measurements.load(ordering: .relaxed) == token else { return false }

@@ -46,7 +46,7 @@ import Testing
         #expect(third.box != first.box)
     }
 
-    @Test func aBoxIsNeverReusedForAnotherBreakersRejection() async throws {
+    @Test func aBoxIsNeverReusedForADifferentRejection() async throws {
         let clock = TestClock()
         let one = try await Self.openBreaker(named: "one", clock: clock)
         let two = try await Self.openBreaker(named: "two", clock: clock)
@@ -65,6 +65,28 @@ import Testing
         #expect(
             try Self.rejection(one).error
                 == CircuitBreakerOpenError(breakerName: "one", state: .open, retryAfter: .seconds(25)))
+    }
+
+    @Test func aPolicyThatRetriedARejectionToExhaustionLeavesWordAboutABoxOfItsOwn() async throws {
+        // Another call on this thread, rejected the same way, holds the thread's shared box;
+        // the word an exhausted policy leaves must not make that call's policy stop.
+        let clock = TestClock()
+        let breaker = try await Self.openBreaker(named: "exhausted", clock: clock)
+        let shared = try Self.rejection(breaker)
+        var sharedError: (any Error)?
+        do { _ = try breaker.admit() } catch { sharedError = error }
+        let thrown = try #require(sharedError)
+        let inner = try RetryPolicy(maximumAttempts: 2, clock: clock)
+        let unrelated = try RetryPolicy(maximumAttempts: 2, clock: clock)
+        let mark = NestedRetryLedger.mark
+        let ending = inner.noteStop(.exhausted, error: thrown, call: .init(attempts: 2))
+        #expect(try #require(ending as? CircuitBreakerOpenError) == shared.error)
+        #expect(
+            NestedRetryLedger.takeExhausted(thrown, by: ObjectIdentifier(unrelated), writtenAfter: mark) == nil,
+            "the shared box carries no word")
+        #expect(
+            NestedRetryLedger.takeExhausted(ending, by: ObjectIdentifier(unrelated), writtenAfter: mark)
+                == [ObjectIdentifier(inner)])
     }
 
     @Test func aBoxThrownEarlierKeepsItsErrorAfterTheThreadMovesOn() async throws {
