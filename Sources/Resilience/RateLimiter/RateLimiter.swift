@@ -18,19 +18,26 @@
 /// capacity (a deferred refill adds exactly what the refills skipped would have
 /// added, as long as none of them would have lost tokens to the capacity); for a
 /// sliding window, the current segment. A call takes a lent permit with one
-/// compare-and-exchange and no lock when a cheap reading of the clock that is never
-/// early falls within that span: with the system's `ContinuousClock` on Linux, the
-/// coarse monotonic clock plus two of its ticks plus the time the system had spent
-/// suspended (no precise clock read); with any other clock, its own precise reading,
-/// so a test clock gets exactly the locked step's answers. The bound can only be late,
-/// never early, so a permit is never taken after its span ends and the limiter never
-/// admits more than its algorithm allows; near a span's end (up to its last two ticks, 8 ms
-/// with a 250 Hz kernel's tick) calls take the lock. One case can make the bound early: a
-/// system suspended since the margin was measured. A loan is therefore settled
-/// past its span only after checking how long the system has spent suspended since;
-/// if that could have made a bound early, the loan's permits count as taken at the
-/// settling time, which refuses more, never admits more. Calls take the lock when no
-/// permit is lent, outside the span, and for refusals.
+/// compare-and-exchange and no lock when a cheap reading of the clock meant never to
+/// be early falls within that span: with the system's `ContinuousClock` on Linux, the
+/// later of the coarse monotonic clock and the coarse wall clock, each plus a margin
+/// measured against the precise clock with two ticks to spare (no precise clock read);
+/// with any other clock, its own precise reading, so a test clock gets exactly the
+/// locked step's answers. Near a span's end (up to its last two ticks, 8 ms with a
+/// 250 Hz kernel's tick) calls take the lock.
+///
+/// The coarse reading is never early, so a permit is never taken after its span ends
+/// and the limiter never admits more than its algorithm allows, on two assumptions:
+/// the coarse clocks trail the precise one by at most about a tick and a half (about
+/// one tick was measured), and the system was not both suspended and its wall clock
+/// set back since the margins were measured (they are measured again as soon as the
+/// two coarse readings disagree; either event alone leaves the later of them a bound).
+/// A loan settled past its span therefore first checks that no bound read during it
+/// can have been early: that the margins were not measured again meanwhile and that
+/// the monotonic margin still covers the time the system has spent suspended. If it
+/// cannot tell, the loan's permits count as taken at the settling time or the span's
+/// end, whichever is later, which refuses more, never admits more. Calls take the lock
+/// when no permit is lent, outside the span, and for refusals.
 ///
 /// ```swift
 /// let limiter = try RateLimiter(.tokenBucket(capacity: 20, tokensPerPeriod: 10, period: .seconds(1)))
