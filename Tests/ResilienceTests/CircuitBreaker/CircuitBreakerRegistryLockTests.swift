@@ -6,7 +6,7 @@ import Testing
 /// registry's lock is free; its hash collides for every key of the same length.
 private struct LockProbingKey: Hashable, Sendable, CustomStringConvertible {
     let name: String
-    let probe: RegistryLockProbe
+    let probe: LockProbe
 
     static func == (lhs: LockProbingKey, rhs: LockProbingKey) -> Bool {
         lhs.probe.check()
@@ -21,40 +21,13 @@ private struct LockProbingKey: Hashable, Sendable, CustomStringConvertible {
     var description: String { self.name }
 }
 
-/// Records each run of a key's `hash(into:)` or `==`, and each that found the registry's lock held.
-private final class RegistryLockProbe: Sendable {
-    private struct State {
-        var isLockHeld: (@Sendable () -> Bool)?
-        var runs = 0
-        var runsUnderTheLock = 0
-    }
-
-    private let state = Lock(State())
-
-    func watch(_ registry: CircuitBreakerRegistry<LockProbingKey>) {
-        self.state.withLock { $0.isLockHeld = { [weak registry] in registry?.isLockHeld ?? false } }
-    }
-
-    func check() {
-        let isLockHeld = self.state.withLock { $0.isLockHeld }
-        let held = isLockHeld?() ?? false
-        self.state.withLock {
-            $0.runs += 1
-            if held { $0.runsUnderTheLock += 1 }
-        }
-    }
-
-    var runs: Int { self.state.withLock { $0.runs } }
-    var runsUnderTheLock: Int { self.state.withLock { $0.runsUnderTheLock } }
-}
-
 @Suite struct CircuitBreakerRegistryLockTests {
     @Test func aKeysHashAndEqualityNeverRunUnderTheRegistrysLock() throws {
-        let probe = RegistryLockProbe()
+        let probe = LockProbe()
         let registry = try CircuitBreakerRegistry<LockProbingKey>(
             name: "probed", configuration: CircuitBreakerConfiguration(tripRule: .consecutiveFailures(1)),
             maximumCount: 4, clock: TestClock())
-        probe.watch(registry)
+        probe.watch { [weak registry] in registry?.isLockHeld ?? false }
         let names = ["a1", "b2", "c3", "d4", "e5", "f6", "g7"]  // one hash value for all
         var handed: [String: CircuitBreaker] = [:]
         for round in 0..<3 {
@@ -74,11 +47,11 @@ private final class RegistryLockProbe: Sendable {
     }
 
     @Test func collidingKeysKeepTheirOwnBreakersAndTheBoundEvictsAcrossAChain() async throws {
-        let probe = RegistryLockProbe()
+        let probe = LockProbe()
         let registry = try CircuitBreakerRegistry<LockProbingKey>(
             name: "probed", configuration: CircuitBreakerConfiguration(tripRule: .consecutiveFailures(1)),
             maximumCount: 2, clock: TestClock())
-        probe.watch(registry)
+        probe.watch { [weak registry] in registry?.isLockHeld ?? false }
         let first = LockProbingKey(name: "a1", probe: probe)
         let second = LockProbingKey(name: "b2", probe: probe)
         let third = LockProbingKey(name: "c3", probe: probe)

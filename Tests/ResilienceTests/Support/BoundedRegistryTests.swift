@@ -6,7 +6,7 @@ import Testing
 /// registry's lock was held; its hash collides for every key of the same length.
 private struct ProbingKey: Hashable, Sendable {
     let name: String
-    let probe: BoundedRegistryProbe
+    let probe: LockProbe
 
     static func == (lhs: ProbingKey, rhs: ProbingKey) -> Bool {
         lhs.probe.check()
@@ -19,36 +19,9 @@ private struct ProbingKey: Hashable, Sendable {
     }
 }
 
-/// Counts the runs of a key's `hash(into:)` and `==`, and those that found the registry's lock held.
-private final class BoundedRegistryProbe: Sendable {
-    private struct State {
-        var isLockHeld: (@Sendable () -> Bool)?
-        var runs = 0
-        var runsUnderTheLock = 0
-    }
-
-    private let state = Lock(State())
-
-    func watch(_ registry: BoundedRegistry<ProbingKey, Int>) {
-        self.state.withLock { $0.isLockHeld = { [weak registry] in registry?.isLockHeld ?? false } }
-    }
-
-    func check() {
-        let isLockHeld = self.state.withLock { $0.isLockHeld }
-        let held = isLockHeld?() ?? false
-        self.state.withLock {
-            $0.runs += 1
-            if held { $0.runsUnderTheLock += 1 }
-        }
-    }
-
-    var runs: Int { self.state.withLock { $0.runs } }
-    var runsUnderTheLock: Int { self.state.withLock { $0.runsUnderTheLock } }
-}
-
 @Suite struct BoundedRegistryTests {
     @Test func aKeysHashAndEqualityNeverRunUnderTheLockAndCollidingKeysKeepTheirOwnValues() throws {
-        let probe = BoundedRegistryProbe()
+        let probe = LockProbe()
         let made = Lock(0)
         let registry = try BoundedRegistry<ProbingKey, Int>(maximumCount: 3) { _ in
             made.withLock { count in
@@ -56,7 +29,7 @@ private final class BoundedRegistryProbe: Sendable {
                 return count
             }
         }
-        probe.watch(registry)
+        probe.watch { [weak registry] in registry?.isLockHeld ?? false }
         let a = ProbingKey(name: "a1", probe: probe)
         let b = ProbingKey(name: "b2", probe: probe)
         let c = ProbingKey(name: "c3", probe: probe)

@@ -100,3 +100,33 @@ func onSeparateThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
     }
     done.wait()
 }
+
+/// Counts the runs of a key's `hash(into:)` and `==`, and those that found a lock the test
+/// watches held: a registry's own, to show that no user code runs under it.
+final class LockProbe: Sendable {
+    private struct State {
+        var isLockHeld: (@Sendable () -> Bool)?
+        var runs = 0
+        var runsUnderTheLock = 0
+    }
+
+    private let state = Lock(State())
+
+    /// Watches the lock that `isLockHeld` reports on.
+    func watch(_ isLockHeld: @escaping @Sendable () -> Bool) {
+        self.state.withLock { $0.isLockHeld = isLockHeld }
+    }
+
+    /// Counts one run, and whether the watched lock was held during it.
+    func check() {
+        let isLockHeld = self.state.withLock { $0.isLockHeld }
+        let held = isLockHeld?() ?? false
+        self.state.withLock {
+            $0.runs += 1
+            if held { $0.runsUnderTheLock += 1 }
+        }
+    }
+
+    var runs: Int { self.state.withLock { $0.runs } }
+    var runsUnderTheLock: Int { self.state.withLock { $0.runsUnderTheLock } }
+}
