@@ -26,8 +26,10 @@ public import Synchronization
 /// ## What is detected, exactly
 ///
 /// The fact travels with the error value. A policy that retried a failure to
-/// exhaustion ends its call with the operation's error unchanged, and that error
-/// is the same value, the same heap box, all the way up: through a rethrow, a
+/// exhaustion ends its call with the operation's error unchanged (a
+/// ``CircuitBreakerOpenError`` excepted: one thread throws one box for equal
+/// rejections, so the policy ends with an equal error in a box of its own), and
+/// that error is the same value, the same heap box, all the way up: through a rethrow, a
 /// `catch` that throws `error` again, a `Result`, a child task, a task group or
 /// an `async let` (the machinery of ``RetryPolicy/execute(attemptTimeout:idempotency:operation:)``).
 /// The policy remembers that value, without keeping it alive, and a policy whose
@@ -160,6 +162,11 @@ enum NestedRetryLedger {
     /// How many records are kept now, live or not yet swept; for tests.
     static var count: Int {
         self.records.withLock { $0.byError.count }
+    }
+
+    /// Whether `one` and `other` are the same value in the same heap box.
+    static func isSameBox(_ one: any Error, _ other: any Error) -> Bool {
+        self.box(of: one) === self.box(of: other)
     }
 
     /// The heap box an `any Error` refers to: the value's identity, stable across rethrows.

@@ -42,8 +42,20 @@ extension RetryPolicy {
     nonisolated func noteStop(_ reason: RetryStopReason, error: any Error, call: CallState) -> any Error {
         guard (reason == .exhausted && call.attempts > 1) || reason == .retriedByInnerPolicy else { return error }
         var ending = error
-        if let rejection = error as? CircuitBreakerOpenError { ending = rejection }
+        if let rejection = error as? CircuitBreakerOpenError {
+            ending = Self.boxedAnew(rejection)
+            // Box identity is not a language guarantee; should a compiler ever hand back the
+            // shared box, leave no word rather than word other calls would find.
+            guard !NestedRetryLedger.isSameBox(ending, error) else { return error }
+        }
         NestedRetryLedger.recordExhausted(ending, by: self, passingOn: call.innerWriters)
         return ending
+    }
+
+    /// `rejection` rebuilt, in a heap box of its own.
+    @inline(never)
+    private nonisolated static func boxedAnew(_ rejection: CircuitBreakerOpenError) -> any Error {
+        CircuitBreakerOpenError(
+            breakerName: rejection.breakerName, state: rejection.state, retryAfter: rejection.retryAfter)
     }
 }

@@ -50,18 +50,25 @@ struct RateLimiterStateMachine: Sendable {
     }
 
     /// Takes a permit if one is free at `now` (no earlier than the latest time seen).
+    ///
+    /// A denial's `retryAfter` is counted from `reading`: a caller whose clock reads less
+    /// than the latest time seen (a clock set back) waits until its own clock reaches the
+    /// time a permit frees.
     mutating func acquire(at reading: Duration) -> Decision {
         let now = self.advanceTime(to: reading)
+        let decision: Decision
         switch self.state {
         case .tokenBucket(var bucket):
-            let decision = bucket.acquire(at: now)
+            decision = bucket.acquire(at: now)
             self.state = .tokenBucket(bucket)
-            return decision
         case .slidingWindow(var window):
-            let decision = window.acquire(at: now)
+            decision = window.acquire(at: now)
             self.state = .slidingWindow(window)
-            return decision
         }
+        if case .denied(let retryAfter) = decision, reading < now {
+            return .denied(retryAfter: retryAfter + (now - reading))
+        }
+        return decision
     }
 
     /// Permits lent to a lock-free path, and the span of elapsed time they may be taken in.

@@ -69,11 +69,15 @@ final class RateLimiterStorage: Sendable {
         var word = self.loanWord.load(ordering: .acquiring)
         guard word & Self.permitMask != 0 else { return false }
         guard let now = self.clock.upperBoundNanoseconds() else { return false }
+        // With the releasing exchange below: a settler that empties the loan after this take
+        // also sees any new measurement of the clock's margins that the bound was read with,
+        // so its check of the margin token fails rather than trusting a changed margin.
+        atomicMemoryFence(ordering: .acquiring)
         guard now >= self.spanStart.load(ordering: .acquiring), now < self.spanEnd.load(ordering: .acquiring)
         else { return false }
         while true {
             let (exchanged, original) = self.loanWord.compareExchange(
-                expected: word, desired: word &- 1, ordering: .relaxed)
+                expected: word, desired: word &- 1, ordering: .releasing)
             if exchanged { return true }
             // Another taker came first. A different loan's span was not checked: leave it to the lock.
             guard original & ~Self.permitMask == word & ~Self.permitMask, original & Self.permitMask != 0 else {
@@ -92,12 +96,17 @@ final class RateLimiterStorage: Sendable {
             let word = self.loanWord.bitwiseAnd(~Self.permitMask, ordering: .acquiringAndReleasing).oldValue
             let unused = Int(word & Self.permitMask)
             var takesMayBeLate = false
+            var settledAt = now
             if let margin = state.margin, unused < state.loan.permits {
                 // Reads the system clock only (never user code), after the last lent permit was taken.
                 takesMayBeLate = !self.clock.upperBoundsHeld(
                     below: Self.nanoseconds(state.loan.spanEnd, roundingUp: false), sinceMargin: margin)
+                // A late take can have come after `now` was read, up to the moment the loan was
+                // emptied above: count it no earlier than a reading taken after that moment (the
+                // system clock again, since a margin is kept for it alone).
+                if takesMayBeLate { settledAt = Swift.max(now, self.clock.now()) }
             }
-            state.machine.settle(state.loan, unused: unused, at: now, takesMayBeLate: takesMayBeLate)
+            state.machine.settle(state.loan, unused: unused, at: settledAt, takesMayBeLate: takesMayBeLate)
             let result = body(&state.machine)
             self.lend(&state)
             return result

@@ -215,7 +215,8 @@ public final actor RetryPolicy {
     ///
     /// - Parameter operation: The work to attempt. It runs in the caller's isolation.
     /// - Returns: The operation's value from the first attempt that succeeds.
-    /// - Throws: The error of the last attempt, unchanged, or `CancellationError` when
+    /// - Throws: The error of the last attempt, unchanged (a ``CircuitBreakerOpenError``
+    ///   retried to exhaustion comes as an equal error in a box of its own), or `CancellationError` when
     ///   the task was cancelled while waiting to retry.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(

@@ -155,21 +155,29 @@ package final class SystemClockSource: Sendable {
     /// Each bound's margin is measured with the read order that rounds it the safe way:
     /// the other clock first and the boot-time clock after for an upper bound, the
     /// reverse for the lower one. Measurements take turns, each reading and storing under a
-    /// lock (which no reader of a bound takes; the readings are the system's clocks, or a
-    /// test's simulation of them).
+    /// lock that runs nothing but those readings (the system's clocks, or a test's simulation
+    /// of them). A reader of a bound that finds the two bounds apart calls this, so after a
+    /// suspension several may queue here at once: a caller that finds a measurement was
+    /// stored while it waited takes that one instead of measuring again.
     package func recalibrate() {
-        self.measuring.withLock { _ in self.measureMargins() }
+        let seen = self.measurements.load(ordering: .acquiring)
+        self.measuring.withLock { _ in
+            if seen & 1 == 0, self.measurements.load(ordering: .relaxed) != seen { return }
+            self.measureMargins()
+        }
     }
 
     private func measureMargins() {
+        // Made odd first, and fenced, so that a reader who sees one of the new margins also
+        // sees a changed count when it reads the count again, and so that a caller of
+        // `recalibrate()` who saw the count even and then changed knows the readings below
+        // were taken after it looked.
+        self.measurements.wrappingAdd(1, ordering: .relaxed)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
         let monotonic = self.monotonic()
         let realtime = self.realtime()
         let boot = self.boot()
         let monotonicAfter = self.monotonic()
-        // Made odd first, and fenced, so that a reader who sees one of the new margins also
-        // sees a changed count when it reads the count again.
-        self.measurements.wrappingAdd(1, ordering: .relaxed)
-        atomicMemoryFence(ordering: .releasing)
         self.monotonicMargin.store(boot &- monotonic &+ self.slack, ordering: .relaxed)
         self.realtimeMargin.store(boot &- realtime &+ self.slack, ordering: .relaxed)
         self.monotonicFloor.store(boot &- monotonicAfter, ordering: .relaxed)

@@ -192,6 +192,16 @@ extension CircuitBreaker {
         #expect(clock.upperBoundsHeld(below: 7_000_000_000, sinceMargin: next))
     }
 
+    @Test func aTokenOtherThanTheEvenCountInForceNeverHolds() {
+        let clocks = SimulatedSystemClocks()
+        let source = clocks.source()
+        let token = source.marginToken()
+        #expect(token % 2 == 0)
+        clocks.advance(by: .seconds(2))
+        #expect(source.upperBoundsHeld(below: 0, since: token))
+        #expect(!source.upperBoundsHeld(below: 0, since: token + 1))
+    }
+
     @Test func aMeasurementOfTheMarginsSinceTheTokenAnswersThatBoundsMayHaveTrailed() {
         let clocks = SimulatedSystemClocks()
         let clock = ElapsedClock(simulating: clocks.source())

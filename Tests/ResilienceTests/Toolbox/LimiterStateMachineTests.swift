@@ -60,6 +60,36 @@ struct LimiterStateMachineTests {
         #expect(bucket.available(at: .seconds(10)) == 1)
     }
 
+    @Test func lateTakesCountNoEarlierThanAReadingTakenUnderTheLockAfterTheLoanWasEmptied() throws {
+        let clocks = SimulatedSystemClocks()
+        let clock = ElapsedClock(simulating: clocks.source())
+        let storage = RateLimiterStorage(
+            RateLimiterStateMachine(try .slidingWindow(limit: 2, window: .seconds(1), segments: 10), at: .zero),
+            clock: clock)
+        let stale = clock.now()  // a caller reads the clock, then waits for the lock
+        // A suspension and a wall clock set back by as much: both cheap bounds now trail.
+        clocks.suspend(for: .seconds(5))
+        clocks.stepWallClock(by: .seconds(-5))
+        clocks.advance(by: .milliseconds(50))
+        #expect(storage.tryTakeLentPermit())  // the bound says 0.05 s, within the loan's first segment
+        #expect(storage.tryTakeLentPermit())
+        let now = clock.now()
+        // The takes came at about 5.05 s: they hold the window until about 6.05 s.
+        #expect(storage.step(at: stale) { $0.available(at: now) } == 0)
+    }
+
+    @Test func aDenialAfterTheClockWasSetBackCountsItsWaitFromTheCallersOwnReading() {
+        var bucket = RateLimiterStateMachine(
+            try! .tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .seconds(1)), at: .zero)
+        #expect(bucket.acquire(at: .seconds(10)) == .granted)  // refilled at 10 s; the next token at 11 s
+        #expect(bucket.acquire(at: .seconds(4)) == .denied(retryAfter: .seconds(7)))  // set back 6 s
+        #expect(bucket.acquire(at: .milliseconds(10_500)) == .denied(retryAfter: .milliseconds(500)))
+        var window = RateLimiterStateMachine(
+            try! .slidingWindow(limit: 1, window: .seconds(1), segments: 10), at: .zero)
+        #expect(window.acquire(at: .seconds(10)) == .granted)  // frees when its segment leaves, at 11 s
+        #expect(window.acquire(at: .seconds(4)) == .denied(retryAfter: .seconds(7)))
+    }
+
     @Test func aBucketBelowCapacityLendsUntilTheRefillThatWouldFillItPastCapacity() {
         var bucket = RateLimiterStateMachine(
             try! .tokenBucket(capacity: 10, tokensPerPeriod: 2, period: .seconds(1)), at: .zero)
