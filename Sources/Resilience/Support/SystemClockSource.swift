@@ -114,12 +114,7 @@ package final class SystemClockSource: Sendable {
     /// The precise boot-time clock.
     @inline(__always)
     package func boot() -> Int64 {
-        if let simulated = self.simulated { return simulated.readings.boot() }
-        #if canImport(Glibc)
-            return Self.read(CLOCK_BOOTTIME)
-        #else
-            return 0
-        #endif
+        self.read(.boot)
     }
 
     /// A reading no earlier than ``boot()`` now, from the coarse clocks: the larger of the
@@ -129,8 +124,8 @@ package final class SystemClockSource: Sendable {
     /// bound unless both events happened.
     @inline(__always)
     package func upperBound() -> Int64 {
-        let monotonic = self.monotonicCoarse() &+ self.monotonicMargin.load(ordering: .relaxed)
-        let realtime = self.realtimeCoarse() &+ self.realtimeMargin.load(ordering: .relaxed)
+        let monotonic = self.read(.monotonicCoarse) &+ self.monotonicMargin.load(ordering: .relaxed)
+        let realtime = self.read(.realtimeCoarse) &+ self.realtimeMargin.load(ordering: .relaxed)
         let gap = monotonic &- realtime
         if gap > self.slack || gap < -self.slack { self.recalibrate() }
         return Swift.max(monotonic, realtime)
@@ -142,9 +137,9 @@ package final class SystemClockSource: Sendable {
     /// by a suspension it has just seen.
     @inline(__always)
     package func bounds() -> (lower: Int64, upper: Int64) {
-        let coarse = self.monotonicCoarse()
+        let coarse = self.read(.monotonicCoarse)
         let monotonic = coarse &+ self.monotonicMargin.load(ordering: .relaxed)
-        let realtime = self.realtimeCoarse() &+ self.realtimeMargin.load(ordering: .relaxed)
+        let realtime = self.read(.realtimeCoarse) &+ self.realtimeMargin.load(ordering: .relaxed)
         let gap = monotonic &- realtime
         if gap > self.slack || gap < -self.slack { self.recalibrate() }
         return (coarse &+ self.monotonicFloor.load(ordering: .relaxed), Swift.max(monotonic, realtime))
@@ -174,10 +169,10 @@ package final class SystemClockSource: Sendable {
         // were taken after it looked.
         self.measurements.wrappingAdd(1, ordering: .relaxed)
         atomicMemoryFence(ordering: .sequentiallyConsistent)
-        let monotonic = self.monotonic()
-        let realtime = self.realtime()
+        let monotonic = self.read(.monotonic)
+        let realtime = self.read(.realtime)
         let boot = self.boot()
-        let monotonicAfter = self.monotonic()
+        let monotonicAfter = self.read(.monotonic)
         self.monotonicMargin.store(boot &- monotonic &+ self.slack, ordering: .relaxed)
         self.realtimeMargin.store(boot &- realtime &+ self.slack, ordering: .relaxed)
         self.monotonicFloor.store(boot &- monotonicAfter, ordering: .relaxed)
@@ -212,7 +207,7 @@ package final class SystemClockSource: Sendable {
         atomicMemoryFence(ordering: .acquiring)
         guard self.measurements.load(ordering: .relaxed) == token else { return false }
         // The monotonic clock first, so that the time suspended is never under-read.
-        let monotonic = self.monotonic()
+        let monotonic = self.read(.monotonic)
         let suspended = self.boot() &- monotonic
         let tick = self.slack / 2
         // The margin is the time suspended when it was measured plus two ticks; a bound read
@@ -222,50 +217,44 @@ package final class SystemClockSource: Sendable {
         return false
     }
 
+    /// The clocks a source reads.
+    private enum Reading {
+        case boot, monotonic, realtime, monotonicCoarse, realtimeCoarse
+    }
+
+    /// `reading` in nanoseconds, from the simulation if there is one, or else from the system.
     @inline(__always)
-    private func monotonicCoarse() -> Int64 {
-        if let simulated = self.simulated { return simulated.readings.monotonicCoarse() }
+    private func read(_ reading: Reading) -> Int64 {
+        if let simulated = self.simulated {
+            switch reading {
+            case .boot: return simulated.readings.boot()
+            case .monotonic: return simulated.readings.monotonic()
+            case .realtime: return simulated.readings.realtime()
+            case .monotonicCoarse: return simulated.readings.monotonicCoarse()
+            case .realtimeCoarse: return simulated.readings.realtimeCoarse()
+            }
+        }
         #if canImport(Glibc)
-            return Self.read(CLOCK_MONOTONIC_COARSE)
-        #else
-            return 0
-        #endif
-    }
-
-    @inline(__always)
-    private func realtimeCoarse() -> Int64 {
-        if let simulated = self.simulated { return simulated.readings.realtimeCoarse() }
-        #if canImport(Glibc)
-            return Self.read(CLOCK_REALTIME_COARSE)
-        #else
-            return 0
-        #endif
-    }
-
-    private func monotonic() -> Int64 {
-        if let simulated = self.simulated { return simulated.readings.monotonic() }
-        #if canImport(Glibc)
-            return Self.read(CLOCK_MONOTONIC)
-        #else
-            return 0
-        #endif
-    }
-
-    private func realtime() -> Int64 {
-        if let simulated = self.simulated { return simulated.readings.realtime() }
-        #if canImport(Glibc)
-            return Self.read(CLOCK_REALTIME)
+            let clock: clockid_t
+            switch reading {
+            case .boot: clock = CLOCK_BOOTTIME
+            case .monotonic: clock = CLOCK_MONOTONIC
+            case .realtime: clock = CLOCK_REALTIME
+            case .monotonicCoarse: clock = CLOCK_MONOTONIC_COARSE
+            case .realtimeCoarse: clock = CLOCK_REALTIME_COARSE
+            }
+            var time = timespec()
+            clock_gettime(clock, &time)
+            return Self.nanoseconds(time)
         #else
             return 0
         #endif
     }
 
     #if canImport(Glibc)
-        /// `clock` in nanoseconds.
+        /// `time` in nanoseconds.
         @inline(__always)
-        private static func read(_ clock: clockid_t) -> Int64 {
-            var time = timespec()
-            clock_gettime(clock, &time)
+        private static func nanoseconds(_ time: timespec) -> Int64 {
             let seconds: Int64 = Int64(time.tv_sec)
             return seconds &* 1_000_000_000 &+ Int64(time.tv_nsec)
         }
@@ -274,8 +263,7 @@ package final class SystemClockSource: Sendable {
         private static func systemTick() -> Int64 {
             var resolution = timespec()
             clock_getres(CLOCK_MONOTONIC_COARSE, &resolution)
-            let seconds: Int64 = Int64(resolution.tv_sec)
-            return seconds * 1_000_000_000 + Int64(resolution.tv_nsec)
+            return Self.nanoseconds(resolution)
         }
     #else
         private static func systemTick() -> Int64 { 0 }
