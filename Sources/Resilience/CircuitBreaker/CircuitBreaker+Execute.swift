@@ -50,20 +50,20 @@ extension CircuitBreaker {
     /// It throws untyped, as its callers do: the rejection leaves as `any Error`, a box that
     /// ``CircuitBreakerRejectionCache`` lets a thread throw again while the error stays the
     /// same, where a typed throw would be boxed anew by each caller.
+    ///
+    /// Only the rejection while open on the system's clock is handled here; every other case
+    /// (a closed breaker, an isolated one, another clock, the lock) is out of line in
+    /// ``admitWithoutCoarseBounds(_:)``, so that this path keeps a small frame.
     @usableFromInline
     func admitSlowly(_ word: UInt64) throws -> CircuitBreakerPermit {
-        if word & CircuitBreakerStorage.closedBit != 0 {
-            return CircuitBreakerPermit(generation: word >> 2, ticket: 0, start: self.clock.now())
-        }
-        // While open with time left, or isolated, the rejection needs no lock: the open time's
-        // end is published in an atomic word of its own, in whole nanoseconds, and compared
-        // with the clock's reading in whole nanoseconds.
-        let mark = self.storage.openUntilMark
-        if mark == CircuitBreakerStorage.isolatedMark {
-            throw self.rejection(state: CircuitBreakerState(.isolated), retryAfter: nil)
-        }
-        if mark != CircuitBreakerStorage.notOpenMark {
-            if let bounds = self.clock.coarseBoundsNanoseconds() {
+        // While open with time left, the rejection needs no lock: the open time's end is
+        // published in an atomic word of its own, in whole nanoseconds, and compared with the
+        // clock's reading in whole nanoseconds.
+        if word & CircuitBreakerStorage.closedBit == 0 {
+            let mark = self.storage.openUntilMark
+            if mark != CircuitBreakerStorage.notOpenMark, mark != CircuitBreakerStorage.isolatedMark,
+                let bounds = self.clock.coarseBoundsNanoseconds()
+            {
                 // The system clock: coarse bounds instead of a precise reading. A bound that is
                 // never early and still short of the mark proves the open time has not passed;
                 // the wait is measured from one that is never late, and rounded up to whole
@@ -77,10 +77,28 @@ extension CircuitBreaker {
                         state: CircuitBreakerState(.open), retryAfter: Self.duration(milliseconds: left / 1_000_000 + 1)
                     )
                 }
-            } else if let now = self.clock.nanoseconds(), now >= self.storage.latestSeenMark, now < mark {
-                throw self.rejection(
-                    state: CircuitBreakerState(.open), retryAfter: Self.duration(nanoseconds: mark &- now))
             }
+        }
+        return try self.admitWithoutCoarseBounds(word)
+    }
+
+    /// Takes a permit, or throws the rejection, where ``admitSlowly(_:)`` could not settle the
+    /// call with the system clock's coarse bounds.
+    @inline(never)
+    private func admitWithoutCoarseBounds(_ word: UInt64) throws -> CircuitBreakerPermit {
+        if word & CircuitBreakerStorage.closedBit != 0 {
+            return CircuitBreakerPermit(generation: word >> 2, ticket: 0, start: self.clock.now())
+        }
+        let mark = self.storage.openUntilMark
+        if mark == CircuitBreakerStorage.isolatedMark {
+            throw self.rejection(state: CircuitBreakerState(.isolated), retryAfter: nil)
+        }
+        // Another clock is read precisely, still without the lock while the open time lasts.
+        // (The system clock's bounds fell short already: it takes the lock.)
+        if mark != CircuitBreakerStorage.notOpenMark, !self.clock.hasCoarseBounds,
+            let now = self.clock.nanoseconds(), now >= self.storage.latestSeenMark, now < mark
+        {
+            throw self.rejection(state: CircuitBreakerState(.open), retryAfter: Self.duration(nanoseconds: mark &- now))
         }
         let now = self.clock.now()
         let (admission, transition) = self.storage.update { $0.admit(at: now) }
@@ -95,12 +113,22 @@ extension CircuitBreaker {
 
     /// Tells the observer of a rejection, and makes the error to throw: this thread's cached box
     /// when it holds the same error.
+    ///
+    /// Inlined, so that a rejection thrown again from the cache makes no call of its own but the
+    /// thread-specific look-up; the observer is told out of line.
+    @inline(__always)
     private func rejection(state: CircuitBreakerState, retryAfter: Duration?) -> any Error {
-        if self.hasObserver, let observer = self.observer {
-            observer.callRejected(
-                CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
-        }
-        return CircuitBreakerRejectionCache.boxed(breakerName: self.name, state: state, retryAfter: retryAfter)
+        if self.hasObserver { self.tellObserverOfRejection(state: state, retryAfter: retryAfter) }
+        return CircuitBreakerRejectionCache.boxed(
+            in: self.rejectionSlot, breakerName: self.name, state: state, retryAfter: retryAfter)
+    }
+
+    /// Tells the observer, if there is one, of a rejection.
+    @inline(never)
+    private func tellObserverOfRejection(state: CircuitBreakerState, retryAfter: Duration?) {
+        guard let observer = self.observer else { return }
+        observer.callRejected(
+            CircuitBreakerRejectionEvent(breakerName: self.name, state: state, retryAfter: retryAfter))
     }
 
     /// Counts a success; inlined, and free (one atomic load) while closed under the consecutive

@@ -111,6 +111,9 @@ public final class CircuitBreaker: Sendable {
     /// existential, which copies and destroys it through its value witnesses (about 140
     /// instructions per rejection).
     let hasObserver: Bool
+    /// The thread-specific slot of ``CircuitBreakerRejectionCache``, read once here rather than
+    /// from its lazily made global at every rejection.
+    let rejectionSlot: CircuitBreakerRejectionCache.Slot?
 
     /// Creates a breaker from a validated configuration; it cannot fail, so it does not throw.
     ///
@@ -193,6 +196,7 @@ public final class CircuitBreaker: Sendable {
         self.configuration = configuration
         self.observer = observer
         self.hasObserver = observer != nil
+        self.rejectionSlot = CircuitBreakerRejectionCache.slot
         self.throttle = throttle
         self.clock = elapsedClock
         self.storage = CircuitBreakerStorage(CircuitBreakerStateMachine(configuration: configuration))

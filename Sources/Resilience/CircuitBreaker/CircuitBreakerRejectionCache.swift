@@ -44,6 +44,25 @@ final class CircuitBreakerRejectionCache {
         self.boxed = error
     }
 
+    /// The thread-specific slot the caches live in, or `nil` if the system had no key left (then
+    /// nothing is cached). A breaker reads it once, when it is made, and passes it to ``boxed(in:breakerName:state:retryAfter:)``:
+    /// read from a global at each rejection, the slot cost a check of the global's one-time
+    /// initialization (`swift_once`) every time.
+    static var slot: Slot? {
+        #if canImport(Darwin) || canImport(Glibc) || canImport(Musl) || canImport(Bionic)
+            threadKey.map(Slot.init)
+        #else
+            nil
+        #endif
+    }
+
+    /// A thread-specific slot (a POSIX key) that holds each thread's cache.
+    struct Slot: Sendable {
+        #if canImport(Darwin) || canImport(Glibc) || canImport(Musl) || canImport(Bionic)
+            let key: pthread_key_t
+        #endif
+    }
+
     /// Whether this cache holds the error these make, as `==` would say, checked in the order
     /// that settles a difference soonest: `retryAfter` changes most often, and the name is the
     /// same string (equal bits, no comparison of characters) when the same breaker made both.
@@ -57,9 +76,10 @@ final class CircuitBreakerRejectionCache {
         return self.error.state.kind == state.kind && self.error.breakerName == breakerName
     }
 
-    /// This cache's box if it holds the same error; otherwise a new box, which replaces it.
-    private func box(breakerName: String, state: CircuitBreakerState, retryAfter: Duration?) -> any Error {
-        if self.holds(breakerName: breakerName, state: state, retryAfter: retryAfter) { return self.boxed }
+    /// A new box for the error these make, which replaces this cache's; out of line, as it runs
+    /// once per thread and tick at most while a breaker stays open.
+    @inline(never)
+    private func replace(breakerName: String, state: CircuitBreakerState, retryAfter: Duration?) -> any Error {
         self.error = CircuitBreakerOpenError(breakerName: breakerName, state: state, retryAfter: retryAfter)
         self.boxed = self.error
         return self.boxed
@@ -68,24 +88,41 @@ final class CircuitBreakerRejectionCache {
     /// The ``CircuitBreakerOpenError`` these make, as `any Error`: this thread's last box if it
     /// holds the same error, or a new box that becomes this thread's last. The error itself is
     /// made only for a new box.
-    static func boxed(breakerName: String, state: CircuitBreakerState, retryAfter: Duration?) -> any Error {
+    ///
+    /// Inlined into the rejection: the look-up, the comparison and the retain of the box thrown
+    /// again; a new box and a thread's first cache are made out of line.
+    @inline(__always)
+    static func boxed(
+        in slot: Slot?, breakerName: String, state: CircuitBreakerState, retryAfter: Duration?
+    ) -> any Error {
         #if canImport(Darwin) || canImport(Glibc) || canImport(Musl) || canImport(Bionic)
-            if let key = threadKey {
-                if let pointer = pthread_getspecific(key) {
-                    // The slot holds a reference for as long as this call runs: no retain needed.
-                    return Unmanaged<CircuitBreakerRejectionCache>.fromOpaque(pointer)._withUnsafeGuaranteedRef {
-                        $0.box(breakerName: breakerName, state: state, retryAfter: retryAfter)
-                    }
+            if let slot, let pointer = pthread_getspecific(slot.key) {
+                // The slot holds a reference for as long as this call runs: no retain needed.
+                return Unmanaged<CircuitBreakerRejectionCache>.fromOpaque(pointer)._withUnsafeGuaranteedRef {
+                    if $0.holds(breakerName: breakerName, state: state, retryAfter: retryAfter) { return $0.boxed }
+                    return $0.replace(breakerName: breakerName, state: state, retryAfter: retryAfter)
                 }
-                let cache = CircuitBreakerRejectionCache(
-                    CircuitBreakerOpenError(breakerName: breakerName, state: state, retryAfter: retryAfter))
-                if pthread_setspecific(key, Unmanaged.passRetained(cache).toOpaque()) != 0 {
+            }
+        #endif
+        return Self.firstBox(in: slot, breakerName: breakerName, state: state, retryAfter: retryAfter)
+    }
+
+    /// The error these make, in a new box, and this thread's cache made to hold it (when there is a slot).
+    @inline(never)
+    private static func firstBox(
+        in slot: Slot?, breakerName: String, state: CircuitBreakerState, retryAfter: Duration?
+    ) -> any Error {
+        let error = CircuitBreakerOpenError(breakerName: breakerName, state: state, retryAfter: retryAfter)
+        #if canImport(Darwin) || canImport(Glibc) || canImport(Musl) || canImport(Bionic)
+            if let slot {
+                let cache = CircuitBreakerRejectionCache(error)
+                if pthread_setspecific(slot.key, Unmanaged.passRetained(cache).toOpaque()) != 0 {
                     Unmanaged.passUnretained(cache).release()  // no slot: nothing to cache in
                 }
                 return cache.boxed
             }
         #endif
-        return CircuitBreakerOpenError(breakerName: breakerName, state: state, retryAfter: retryAfter)
+        return error
     }
 }
 

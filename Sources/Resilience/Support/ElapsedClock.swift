@@ -112,6 +112,11 @@ package struct ElapsedClock: Sendable {
         return (lower &- system.origin, upper &- system.origin)
     }
 
+    /// Whether ``coarseBoundsNanoseconds()`` gives bounds: the system's continuous clock on Linux.
+    package var hasCoarseBounds: Bool {
+        self.system != nil
+    }
+
     /// Measures again the margins that make ``upperBoundNanoseconds()`` an upper bound, after
     /// a caller found it below a precise reading.
     package func recalibrateUpperBound() {

@@ -154,6 +154,10 @@ package final class SystemClockSource: Sendable {
     /// of them). A reader of a bound that finds the two bounds apart calls this, so after a
     /// suspension several may queue here at once: a caller that finds a measurement was
     /// stored while it waited takes that one instead of measuring again.
+    ///
+    /// Out of line: the bounds that call it are inlined into hot paths, which keep smaller
+    /// frames without the lock's code.
+    @inline(never)
     package func recalibrate() {
         let seen = self.measurements.load(ordering: .acquiring)
         self.measuring.withLock { _ in
