@@ -131,6 +131,31 @@ final class SimulatedSystemClocks: Sendable {
         }
     }
 
+    @Test func anObserverHearsOfEveryRejectionWithTheErrorThrown() async throws {
+        let clocks = SimulatedSystemClocks()
+        let observer = RecordingBreakerObserver()
+        let breaker = CircuitBreaker(
+            name: "system",
+            configuration: try CircuitBreakerConfiguration(
+                tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(30))),
+            observer: observer, elapsedClock: ElapsedClock(simulating: clocks.source()))
+        await breaker.fail()
+        var thrown: [CircuitBreakerOpenError] = []
+        for step in 0..<3 {
+            // Twice in one tick (the thread's cached box thrown again), then a tick later.
+            clocks.advance(by: .nanoseconds(step == 1 ? 0 : 2 * clocks.tick))
+            thrown.append(try #require(await Self.rejection(breaker)))
+        }
+        breaker.isolate()
+        thrown.append(try #require(await Self.rejection(breaker)))
+        let heard = observer.rejections.map {
+            CircuitBreakerOpenError(breakerName: $0.breakerName, state: $0.state, retryAfter: $0.retryAfter)
+        }
+        #expect(heard == thrown)
+        #expect(thrown.map(\.state) == [.open, .open, .open, .isolated])
+        #expect(thrown[0] == thrown[1] && thrown[1] != thrown[2], "a tick later, a shorter wait")
+    }
+
     @Test func theCoarseBoundsEncloseTheBootTimeClockAcrossSuspensionsAndSteps() throws {
         let clocks = SimulatedSystemClocks()
         let clock = ElapsedClock(simulating: clocks.source())
