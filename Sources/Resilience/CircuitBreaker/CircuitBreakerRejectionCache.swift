@@ -45,9 +45,11 @@ final class CircuitBreakerRejectionCache {
     }
 
     /// The thread-specific slot the caches live in, or `nil` if the system had no key left (then
-    /// nothing is cached). A breaker reads it once, when it is made, and passes it to ``boxed(in:breakerName:state:retryAfter:)``:
-    /// read from a global at each rejection, the slot cost a check of the global's one-time
-    /// initialization (`swift_once`) every time.
+    /// nothing is cached).
+    ///
+    /// A breaker reads it once, when it is made, and passes it to
+    /// ``boxed(in:breakerName:state:retryAfter:)``: read from a global at each rejection, the
+    /// slot cost a check of the global's one-time initialization (`swift_once`) every time.
     static var slot: Slot? {
         #if canImport(Darwin) || canImport(Glibc) || canImport(Musl) || canImport(Bionic)
             threadKey.map(Slot.init)
