@@ -25,6 +25,10 @@ package struct ElapsedClock: Sendable {
     private let system: (source: Unmanaged<SystemClockSource>, origin: Int64)?
     /// The source of ``system``.
     private let sourceOwner: SystemClockSource?
+    /// Whether the wrapped clock is one of the system's clocks (`ContinuousClock` or
+    /// `SuspendingClock`), on which no one can see who sleeps: a sleep left running there
+    /// is observable only by what it costs, unlike on a test clock that counts its sleepers.
+    package let isSystemClock: Bool
 
     /// Wraps `clock`, taking its current instant as the origin.
     package init<C: Clock<Duration>>(_ clock: C) {
@@ -33,6 +37,7 @@ package struct ElapsedClock: Sendable {
         self.sleepUntil = { elapsed in
             try await clock.sleep(until: origin.advanced(by: elapsed), tolerance: nil)
         }
+        self.isSystemClock = C.self == ContinuousClock.self || C.self == SuspendingClock.self
         #if canImport(Glibc)
             if C.self == ContinuousClock.self {
                 let source = SystemClockSource.system
@@ -55,6 +60,7 @@ package struct ElapsedClock: Sendable {
         let origin = source.boot()
         self.read = { Duration(attoseconds: Int128(source.boot() &- origin) &* 1_000_000_000) }
         self.sleepUntil = { _ in throw CancellationError() }
+        self.isSystemClock = false  // it cannot sleep
         self.system = (Unmanaged.passUnretained(source), origin)
         self.sourceOwner = source
     }

@@ -16,29 +16,56 @@ protocol DeadlineExpiry: Sendable {
 /// same way. The watcher task sleeps on the injected clock until the earliest
 /// deadline and then runs the expiry of every registration that is due.
 ///
-/// The watcher never leaves a sleep behind: when the last registration is
-/// withdrawn while it sleeps, the sleep is cancelled (so a test clock shows no
-/// sleeper once no call is in flight), and the next registration starts a new
-/// watcher task. A watcher with nothing to watch parks on a continuation, not on
-/// the clock, and the next registration wakes it; a woken watcher yields a few
-/// times before it sleeps, so a call that finishes within those few scheduling
-/// rounds costs no sleep at all. A watcher whose owner is gone ends.
+/// What happens to a sleep when the last registration is withdrawn depends on
+/// ``lingers``, chosen from the clock:
+///
+/// - On a clock whose sleepers nobody can see (the system's `ContinuousClock`
+///   and `SuspendingClock`), the sleep lingers: it runs to its end, and a
+///   registration due no earlier than that end needs no wake-up at all. A loop
+///   of calls with the same limit then shares one sleep per limit, instead of a
+///   wake-up, a sleep and its cancellation per call. A sleep that ends with
+///   nothing registered parks the watcher; a parked watcher woken by a
+///   registration sleeps at once until that registration's deadline, even when
+///   it was withdrawn before the watcher looked.
+/// - On every other clock (a test clock) the watcher leaves no sleep behind:
+///   the sleep is cancelled, so the clock shows no sleeper once no call is in
+///   flight, and the next registration starts a new watcher task. A woken
+///   watcher yields a few times before it sleeps, so a call that finishes within
+///   those few scheduling rounds costs no sleep at all.
+///
+/// A watcher with nothing to watch parks on a continuation, not on the clock,
+/// and the next registration wakes it. A watcher whose owner is gone ends: a
+/// parked watcher task is woken, and a sleeping one (a lingering sleep holds the
+/// watcher weakly) is cancelled.
 ///
 /// Never calls user code or awaits under its lock: the state machine returns
 /// what to do, and the caller does it after unlocking.
 final class DeadlineWatcher: Sendable {
     private let clock: ElapsedClock
-    private let state = Lock(DeadlineWatcherState())
+    private let state: Lock<DeadlineWatcherState>
+
+    /// Whether a sleep outlives the last registration instead of being cancelled.
+    ///
+    /// `true` on the system's clocks, where no one can see a sleeper and a sleep
+    /// left to run costs nothing until it ends; `false` on every other clock, so
+    /// that a test clock shows no sleeper once no call is in flight.
+    let lingers: Bool
 
     /// A watcher of deadlines measured on `clock`.
-    init(clock: ElapsedClock) {
+    ///
+    /// - Parameter lingers: Overrides the choice ``lingers`` makes from the clock; for tests.
+    init(clock: ElapsedClock, lingers: Bool? = nil) {
         self.clock = clock
+        self.lingers = lingers ?? clock.isSystemClock
+        self.state = Lock(DeadlineWatcherState(lingers: self.lingers))
     }
 
     deinit {
-        // A parked watcher task holds no reference to the watcher; wake it so that it ends.
-        let parked = self.state.withLock { $0.abandon() }
+        // A watcher task holds the watcher weakly: wake a parked one and cancel a sleeping
+        // one (a lingering sleep), so that it ends now rather than at its deadline.
+        let (parked, sleeping) = self.state.withLock { $0.abandon() }
         parked?.resume()
+        sleeping?.cancel()
     }
 
     /// The time now on the watcher's clock.
@@ -49,6 +76,11 @@ final class DeadlineWatcher: Sendable {
     /// The number of registrations neither withdrawn nor due.
     var registrations: Int {
         self.state.withLock { $0.count }
+    }
+
+    /// What the watcher task is doing now; for tests.
+    var phase: DeadlineWatcherState.Watcher {
+        self.state.withLock { $0.watcher }
     }
 
     /// Registers `expiry` to run once `deadline` (elapsed time on the clock) has passed.
@@ -74,7 +106,8 @@ final class DeadlineWatcher: Sendable {
         sleeping?.cancel()
     }
 
-    /// How often a woken watcher yields and looks again before it sleeps on the clock.
+    /// How often a woken watcher yields and looks again before it sleeps on the clock,
+    /// unless it ``lingers``.
     ///
     /// Sleeping on the clock and then being cancelled because the calls finished costs
     /// a task and a sleep (about as much as the timer task this watcher replaces);
@@ -82,7 +115,9 @@ final class DeadlineWatcher: Sendable {
     /// scheduling rounds go without any sleep; a longer call waits these few rounds
     /// more before its deadline is watched, which changes nothing, since the watcher
     /// sleeps until the deadline itself, not for a duration. Eight was measured with
-    /// the benchmark's `timeout.success` row.
+    /// the benchmark's `timeout.success` row. A lingering watcher does not yield: its
+    /// sleep is shared by the calls that come after, and it starts that sleep even when
+    /// the call that woke it has finished, so the yields would buy nothing.
     static let looksBeforeSleeping = 8
 
     /// Starts the watcher task of `generation`.
@@ -175,6 +210,8 @@ struct DeadlineWatcherState {
         var id: UInt64
     }
 
+    /// Whether a sleep outlives the last registration; see ``DeadlineWatcher/lingers``.
+    let lingers: Bool
     private var registrations: [UInt64: Registration] = [:]
     /// A binary min-heap of deadlines; an entry whose registration was withdrawn stays until it reaches the top.
     private var heap: [Due] = []
@@ -184,6 +221,14 @@ struct DeadlineWatcherState {
     private var generation: UInt64 = 0
     /// The live watcher task, once its starter has kept it.
     private var task: Task<Void, Never>?
+    /// When lingering: the earliest deadline registered since the watcher task last
+    /// looked, which it sleeps until even if that registration is withdrawn first.
+    private var wakeDeadline: Duration?
+
+    /// The state of a watcher that lingers or not (see ``DeadlineWatcher/lingers``).
+    init(lingers: Bool = false) {
+        self.lingers = lingers
+    }
 
     /// The number of registrations not yet withdrawn nor due.
     var count: Int { self.registrations.count }
@@ -195,25 +240,39 @@ struct DeadlineWatcherState {
         self.push(Due(deadline: deadline, id: id))
         switch self.watcher {
         case .none:
+            self.noteWake(deadline)
             return (id, self.replaceWatcher())
         case .parked(let parked):
+            self.noteWake(deadline)
             self.watcher = .running
             return (id, .resume(parked))
         case .running:
+            self.noteWake(deadline)
             return (id, .none)
         case .sleeping(let until):
             // Equal durations register in deadline order, so this is rare.
             guard deadline < until else { return (id, .none) }
+            self.noteWake(deadline)
             return (id, self.replaceWatcher())
         }
     }
 
-    /// Withdraws `id`; returns the watcher task to cancel when it sleeps for nothing.
+    /// When lingering, remembers `deadline` for the watcher task's next look: it sleeps
+    /// until the earliest such deadline even if the registration is withdrawn first.
+    private mutating func noteWake(_ deadline: Duration) {
+        guard self.lingers else { return }
+        if let wake = self.wakeDeadline, wake <= deadline { return }
+        self.wakeDeadline = deadline
+    }
+
+    /// Withdraws `id`; returns the watcher task to cancel when it sleeps for nothing
+    /// and does not linger.
     mutating func withdraw(_ id: UInt64) -> Task<Void, Never>? {
         guard self.registrations.removeValue(forKey: id) != nil else { return nil }
         if self.registrations.isEmpty {
             self.heap.removeAll(keepingCapacity: true)
-            guard case .sleeping = self.watcher else { return nil }
+            // A lingering sleep runs on: the next calls' deadlines come later, and need no wake-up.
+            guard case .sleeping = self.watcher, !self.lingers else { return nil }
             // Leave no sleep behind: a test clock must show no sleeper once no call is in flight.
             self.generation &+= 1
             self.watcher = .none
@@ -225,7 +284,8 @@ struct DeadlineWatcherState {
     }
 
     /// The next step of the watcher task of `generation`, at `now`; `settled` once it
-    /// looked twice since it was started or woken.
+    /// looked often enough since it was started or woken (a lingering watcher never waits
+    /// to settle).
     mutating func step(_ generation: UInt64, now: Duration, settled: Bool) -> Step {
         guard generation == self.generation else { return .end }
         var expired: [any DeadlineExpiry] = []
@@ -243,11 +303,19 @@ struct DeadlineWatcherState {
             self.watcher = .running
             return .fire(expired)
         }
+        let wake = self.wakeDeadline
+        self.wakeDeadline = nil
         guard let top = self.heap.first else {
+            if let wake, wake > now {
+                // Lingering, woken by a call that has already finished: sleep until its
+                // deadline anyway, so that the calls after it share the sleep.
+                self.watcher = .sleeping(until: wake)
+                return .sleep(until: wake)
+            }
             self.watcher = .running
             return .park
         }
-        guard settled else {
+        guard settled || self.lingers else {
             self.watcher = .running
             return .settle
         }
@@ -255,9 +323,12 @@ struct DeadlineWatcherState {
         return .sleep(until: top.deadline)
     }
 
-    /// Parks the watcher task of `generation`; `true` when it must go on at once instead.
+    /// Parks the watcher task of `generation`; `true` when it must go on at once instead
+    /// (a registration came, or, when lingering, came and went, since it last looked).
     mutating func park(_ parked: UnsafeContinuation<Void, Never>, _ generation: UInt64) -> Bool {
-        guard generation == self.generation, self.registrations.isEmpty else { return true }
+        guard generation == self.generation, self.registrations.isEmpty, self.wakeDeadline == nil else {
+            return true
+        }
         self.watcher = .parked(parked)
         return false
     }
@@ -269,12 +340,19 @@ struct DeadlineWatcherState {
         return false
     }
 
-    /// Ends the watcher for good; returns the parked task to wake so that it ends.
-    mutating func abandon() -> UnsafeContinuation<Void, Never>? {
+    /// Ends the watcher for good; returns the parked task to wake, or the sleeping task to
+    /// cancel, so that it ends.
+    mutating func abandon() -> (parked: UnsafeContinuation<Void, Never>?, sleeping: Task<Void, Never>?) {
         self.generation &+= 1
-        defer { self.watcher = .none }
-        guard case .parked(let parked) = self.watcher else { return nil }
-        return parked
+        defer {
+            self.watcher = .none
+            self.task = nil
+        }
+        switch self.watcher {
+        case .parked(let parked): return (parked, nil)
+        case .sleeping: return (nil, self.task)
+        case .none, .running: return (nil, nil)
+        }
     }
 
     private mutating func replaceWatcher() -> RegisterAction {

@@ -55,6 +55,14 @@ public struct Timeout: Sendable {
         self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
     }
 
+    /// A timeout whose deadlines `watcher` watches; for tests that choose how it sleeps.
+    init(_ duration: Duration, watcher: DeadlineWatcher) {
+        self.duration = duration
+        self.name = "timeout"
+        self.observer = nil
+        self.watcher = watcher
+    }
+
     /// Runs `operation`, ending it with ``TimeoutError`` if it outlives ``duration``.
     ///
     /// - Parameters:
