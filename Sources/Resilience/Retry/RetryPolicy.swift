@@ -388,9 +388,9 @@ public final actor RetryPolicy {
     /// its own (a pipeline's `@isolated(any)` operation would otherwise be a heap
     /// allocation per call, on its success path too). For that, every step other
     /// than the attempt itself is an out-of-line call that never takes the operation:
-    /// ``nextAttempt(_:)`` before an attempt, ``attemptSucceeded(isolation:_:)`` and
-    /// ``attemptFailed(isolation:_:ran:_:)`` after it, ``finish(isolation:_:_:_:)``
-    /// when the call stops before one.
+    /// `nextAttempt(_:)` before an attempt, `attemptSucceeded(isolation:_:)` and
+    /// `attemptFailed(isolation:_:ran:_:)` after it, `finish(isolation:_:_:_:)` when
+    /// the call stops before one.
     @inlinable
     func drive<Value>(
         isolation: isolated (any Actor)?,
@@ -399,28 +399,22 @@ public final actor RetryPolicy {
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
         // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
-        if let scope = self.scopeToHandDown(options) {
+        let scope = self.scopeToHandDown(options)
+        var call = self.begin(firstFailure: firstFailure, options: options)
+        if let scope {
             return await CallScope.handedDown.withValue(
-                scope,
-                operation: {
-                    await self.attempts(
-                        isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
-                },
-                isolation: isolation)
+                scope, operation: { await self.loop(isolation: isolation, &call, attempt) }, isolation: isolation)
         }
-        return await self.attempts(
-            isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
+        return await self.loop(isolation: isolation, &call, attempt)
     }
 
-    /// The loop of ``drive(isolation:firstFailure:options:attempt:)``, under the scope it hands down.
+    /// The loop of `drive(isolation:firstFailure:options:attempt:)`, under the scope it hands down.
     @inlinable
-    func attempts<Value>(
+    func loop<Value>(
         isolation: isolated (any Actor)?,
-        firstFailure: FirstAttemptFailure?,
-        options: CallOptions,
-        attempt: (Duration?) async throws -> Value
+        _ call: inout Call,
+        _ attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
-        var call = self.begin(firstFailure: firstFailure, options: options)
         while true {
             let failure: any Error
             let ran: Bool
@@ -562,7 +556,7 @@ public final actor RetryPolicy {
         var pendingFailure: (any Error)?
     }
 
-    /// What comes before the next attempt, as ``nextAttempt(_:)`` decides.
+    /// What comes before the next attempt, as `nextAttempt(_:)` decides.
     @usableFromInline
     enum NextAttempt {
         /// Run the attempt, with the time left before the deadline, if any.
