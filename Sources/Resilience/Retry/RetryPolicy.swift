@@ -577,14 +577,6 @@ public final actor RetryPolicy {
         @usableFromInline let stopReason: RetryStopReason
         @usableFromInline let retryAfter: Duration?
         @usableFromInline let elapsed: Duration
-
-        init(error: (any Error)?, attempts: Int, stopReason: RetryStopReason, retryAfter: Duration?, elapsed: Duration) {
-            self.error = error
-            self.attempts = attempts
-            self.stopReason = stopReason
-            self.retryAfter = retryAfter
-            self.elapsed = elapsed
-        }
     }
 
     enum Plan {
@@ -754,7 +746,6 @@ extension RetryPolicy.CallOptions {
     /// Options that declare nothing: the call inherits, or takes the classifier's word.
     @usableFromInline
     static var plain: Self { Self() }
-
 
     /// Options that declare `idempotency` and nothing else, for the package's other modules.
     package static func declaring(_ idempotency: Idempotency?) -> Self {
