@@ -89,7 +89,8 @@ extension RetryPolicy: ResilienceStrategy {
     /// operation. So the operation is only ever called directly, and the compiler
     /// keeps no closure for it: a pipeline's `@isolated(any)` operation costs no heap
     /// allocation on the success path. Inlining must reach the call that makes the
-    /// closure, so this stage is always inlined, loop and all.
+    /// closure, so this stage is always inlined; the loop is left to the inliner,
+    /// which takes it (forcing it too made the benchmark's code 2% larger for nothing).
     @inlinable @inline(__always)
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
