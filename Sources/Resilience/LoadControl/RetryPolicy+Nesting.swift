@@ -1,5 +1,6 @@
 extension RetryPolicy {
     /// The scope a call hands down to the calls nested in it, or `nil` when it has nothing to hand down.
+    @usableFromInline
     nonisolated func scopeToHandDown(_ options: CallOptions) -> CallScope? {
         var scope = CallScope.declaring(options.idempotency)
         if let deadline = self.deadline {

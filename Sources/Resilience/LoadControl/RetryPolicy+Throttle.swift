@@ -1,28 +1,23 @@
 extension RetryPolicy {
-    /// Runs one attempt of a call, through the policy's ``throttle`` when it has one.
-    ///
-    /// A policy with a throttle takes the full path even for a first attempt (see
-    /// `needsFullPath`), so a policy without one pays nothing here but a `nil` test.
-    ///
-    /// - Throws: ``AdaptiveThrottleRejection`` without running the attempt when the
-    ///   throttle rejects it; otherwise the attempt's error, unchanged.
-    func attempt<Value>(
-        isolation: isolated (any Actor)?,
-        remaining: Duration?,
-        _ attempt: (Duration?) async throws -> Value
-    ) async throws -> Value {
-        guard let throttle = self.throttle else { return try await attempt(remaining) }
-        guard throttle.admit() else {
-            throw AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)
-        }
-        let value: Value
-        do {
-            value = try await attempt(remaining)
-        } catch {
-            throttle.record(error)
-            throw error
-        }
-        throttle.recordAccepted()
-        return value
+    // Each attempt of a call goes through the policy's ``throttle`` when it has one: the
+    // loop asks before the attempt and records its outcome after. A policy with a throttle
+    // takes the full path even for a first attempt (see `needsFullPath`), so a policy
+    // without one pays nothing here but a `nil` test.
+
+    /// Asks the throttle to admit an attempt: `nil` to send it, or the ``AdaptiveThrottleRejection``
+    /// the call handles as the attempt's failure, without sending it.
+    nonisolated func admitAttempt() -> AdaptiveThrottleRejection? {
+        guard let throttle = self.throttle, !throttle.admit() else { return nil }
+        return AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)
+    }
+
+    /// Records an attempt the throttle admitted and that succeeded.
+    nonisolated func recordAttemptAccepted() {
+        self.throttle?.recordAccepted()
+    }
+
+    /// Records an attempt the throttle admitted and that failed with `error`.
+    nonisolated func recordAttemptFailure(_ error: any Error) {
+        self.throttle?.record(error)
     }
 }

@@ -43,7 +43,7 @@ public struct ResiliencePipeline<Strategies: ResilienceStrategy>: Sendable {
     /// - Parameter operation: The call to protect.
     /// - Returns: The operation's value.
     /// - Throws: Whatever the outermost stage ends the call with.
-    @inlinable
+    @inlinable @inline(__always)
     public nonisolated(nonsending) func execute<Value: Sendable>(
         @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
@@ -77,7 +77,7 @@ extension ResiliencePipeline {
 
 extension ResiliencePipeline: ResilienceStrategy {
     /// Runs `operation` through every stage, so that a pipeline can be a stage of another.
-    @inlinable
+    @inlinable @inline(__always)
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {

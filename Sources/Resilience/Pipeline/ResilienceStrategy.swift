@@ -62,7 +62,7 @@ public struct IsolatedOperation<Value: Sendable>: PipelineOperation {
     }
 
     /// Calls the closure in its own isolation; no hop when the caller is already there.
-    @inlinable
+    @inlinable @inline(__always)
     public nonisolated(nonsending) func run() async throws -> Value {
         try await self.body()
     }
@@ -83,7 +83,10 @@ public struct StagedOperation<Stage: ResilienceStrategy, Rest: PipelineOperation
     }
 
     /// Runs ``rest`` through ``stage``.
-    @inlinable
+    ///
+    /// Always inlined, as ``NestedStrategies/executeInPipeline(_:)`` is: a stage that
+    /// inlines its operation spares the closure only if inlining reaches the caller.
+    @inlinable @inline(__always)
     public nonisolated(nonsending) func run() async throws -> Rest.Value {
         try await self.stage.executeInPipeline(self.rest)
     }
@@ -104,7 +107,10 @@ public struct NestedStrategies<Outer: ResilienceStrategy, Inner: ResilienceStrat
     }
 
     /// Runs `operation` through ``inner``, inside ``outer``; the pair is a plain value, not a closure.
-    @inlinable
+    ///
+    /// Always inlined: forwarding only, it must not be where inlining stops, or the
+    /// caller's closure could no longer be dropped (see ``RetryPolicy``'s stage).
+    @inlinable @inline(__always)
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {

@@ -22,6 +22,7 @@ public struct RetryOutcome<Value> {
     public var elapsed: Duration
 
     /// Creates an outcome; the policy makes these.
+    @inlinable
     public init(
         result: Result<Value, any Error>,
         attempts: Int,
@@ -37,6 +38,7 @@ public struct RetryOutcome<Value> {
     }
 
     /// The value, or throws the error that ended the call.
+    @inlinable
     public func get() throws -> Value {
         try self.result.get()
     }

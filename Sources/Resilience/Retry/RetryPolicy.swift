@@ -365,7 +365,8 @@ public final actor RetryPolicy {
 
     // MARK: - The retry loop
 
-    /// The whole retry loop, in the caller's isolation.
+    /// The whole retry loop, in the caller's isolation: the out-of-line entry point of
+    /// every call but the inlined ones (``execute(operation:)`` and the pipeline stage).
     ///
     /// - Parameters:
     ///   - firstFailure: The failure of a first attempt the fast path already ran, if any.
@@ -377,78 +378,143 @@ public final actor RetryPolicy {
         options: CallOptions,
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
-        // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
-        if let scope = self.scopeToHandDown(options) {
-            return await CallScope.$current.withValue(
-                scope,
-                operation: {
-                    await self.loop(
-                        isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
-                },
-                isolation: isolation)
-        }
-        return await self.loop(isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
+        await self.drive(isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
     }
 
-    private func loop<Value>(
+    /// The retry loop, the one implementation every call goes through.
+    ///
+    /// It is inlinable so that a caller can inline it around its operation: an
+    /// operation that only this code calls, and only directly, needs no closure of
+    /// its own (a pipeline's `@isolated(any)` operation would otherwise be a heap
+    /// allocation per call, on its success path too). For that, every step other
+    /// than the attempt itself is an out-of-line call that never takes the operation:
+    /// `nextAttempt(_:)` before an attempt, `attemptSucceeded(isolation:_:)` and
+    /// `attemptFailed(isolation:_:ran:_:)` after it, `finish(isolation:_:_:_:)` when
+    /// the call stops before one.
+    @inlinable
+    func drive<Value>(
         isolation: isolated (any Actor)?,
         firstFailure: FirstAttemptFailure?,
         options: CallOptions,
         attempt: (Duration?) async throws -> Value
     ) async -> RetryOutcome<Value> {
-        let start = self.clock.now()
-        var call = CallState(attempts: firstFailure == nil ? 0 : 1)
-        call.ledgerMark = firstFailure?.ledgerMark ?? 0
-        var pendingFailure = firstFailure?.error
+        // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
+        let scope = self.scopeToHandDown(options)
+        var call = self.begin(firstFailure: firstFailure, options: options)
+        if let scope {
+            return await CallScope.handedDown.withValue(
+                scope, operation: { await self.loop(isolation: isolation, &call, attempt) }, isolation: isolation)
+        }
+        return await self.loop(isolation: isolation, &call, attempt)
+    }
 
+    /// The loop of `drive(isolation:firstFailure:options:attempt:)`, under the scope it hands down.
+    @inlinable
+    func loop<Value>(
+        isolation: isolated (any Actor)?,
+        _ call: inout Call,
+        _ attempt: (Duration?) async throws -> Value
+    ) async -> RetryOutcome<Value> {
         while true {
-            let error: any Error
-            if let failure = pendingFailure {
-                error = failure
-                pendingFailure = nil
-            } else {
-                // The first attempt runs even in a cancelled task, as a bare call would;
-                // a retry never starts in one.
-                if call.attempts > 0, Task.isCancelled {
-                    return await self.finish(
-                        isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
-                }
-                let remaining = self.timeLeft(start: start)
-                if let remaining, remaining <= .zero, let lastError = call.lastError {
-                    return await self.finish(
-                        isolation: isolation, call, .failure(lastError), .deadlineExceeded, start: start)
-                }
-                call.attempts += 1
-                call.ledgerMark = NestedRetryLedger.mark
+            let failure: any Error
+            let ran: Bool
+            switch self.nextAttempt(&call) {
+            case .run(let remaining):
                 do {
-                    let value = try await self.attempt(isolation: isolation, remaining: remaining, attempt)
-                    self.budget?.recordSuccess()
-                    return await self.finish(isolation: isolation, call, .success(value), .succeeded, start: start)
-                } catch let thrown {
-                    error = thrown
-                }
-            }
-            call.lastError = error
-
-            switch await self.plan(isolation: isolation, after: error, options: options, call: &call, start: start) {
-            case .stop(let reason):
-                return await self.finish(isolation: isolation, call, .failure(error), reason, start: start)
-            case .stopWithError(let reason, let replacement):
-                return await self.finish(isolation: isolation, call, .failure(replacement), reason, start: start)
-            case .retryNow:
-                continue
-            case .wait(let delay):
-                do {
-                    try await self.clock.sleepUntil(self.clock.now() + delay)
+                    let value = try await attempt(remaining)
+                    return RetryOutcome(await self.attemptSucceeded(isolation: isolation, &call), value: value)
                 } catch {
-                    return await self.finish(
-                        isolation: isolation, call, .failure(CancellationError()), .cancelled, start: start)
+                    failure = error
+                    ran = true
                 }
+            case .failed(let error):
+                failure = error
+                ran = false
+            case .stop(let error, let reason):
+                return RetryOutcome(await self.finish(isolation: isolation, call, .failure(error), reason))
+            }
+            if let end = await self.attemptFailed(isolation: isolation, failure, ran: ran, &call) {
+                return RetryOutcome(end)
             }
         }
     }
 
+    /// The state of a call about to make its first attempt, or to handle the failure of the one the fast path made.
+    @usableFromInline
+    nonisolated func begin(firstFailure: FirstAttemptFailure?, options: CallOptions) -> Call {
+        var state = CallState(attempts: firstFailure == nil ? 0 : 1)
+        state.ledgerMark = firstFailure?.ledgerMark ?? 0
+        return Call(options: options, start: self.clock.now(), state: state, pendingFailure: firstFailure?.error)
+    }
+
+    /// What comes before the next attempt: the checks that may stop the call, the attempt's count, and the throttle.
+    @usableFromInline
+    nonisolated func nextAttempt(_ call: inout Call) -> NextAttempt {
+        if let failure = call.pendingFailure {
+            call.pendingFailure = nil
+            return .failed(failure)
+        }
+        // The first attempt runs even in a cancelled task, as a bare call would;
+        // a retry never starts in one.
+        if call.state.attempts > 0, Task.isCancelled {
+            return .stop(CancellationError(), .cancelled)
+        }
+        let remaining = self.timeLeft(start: call.start)
+        if let remaining, remaining <= .zero, let lastError = call.state.lastError {
+            return .stop(lastError, .deadlineExceeded)
+        }
+        call.state.attempts += 1
+        call.state.ledgerMark = NestedRetryLedger.mark
+        if let rejection = self.admitAttempt() {
+            return .failed(rejection)
+        }
+        return .run(remaining: remaining)
+    }
+
+    /// Ends a call whose attempt succeeded.
+    @usableFromInline
+    func attemptSucceeded(isolation: isolated (any Actor)?, _ call: inout Call) async -> CallEnd {
+        self.recordAttemptAccepted()
+        self.budget?.recordSuccess()
+        return await self.finish(isolation: isolation, call, .success(()), .succeeded)
+    }
+
+    /// Handles a failure: plans what follows it and waits for the next attempt, or ends the call.
+    ///
+    /// - Parameters:
+    ///   - error: The attempt's error, or the throttle's rejection of it.
+    ///   - ran: Whether the attempt ran (and its failure counts for the throttle).
+    /// - Returns: How the call ended, or `nil` to make another attempt.
+    @usableFromInline
+    func attemptFailed(
+        isolation: isolated (any Actor)?,
+        _ error: any Error,
+        ran: Bool,
+        _ call: inout Call
+    ) async -> CallEnd? {
+        if ran { self.recordAttemptFailure(error) }
+        call.state.lastError = error
+        switch await self.plan(
+            isolation: isolation, after: error, options: call.options, call: &call.state, start: call.start)
+        {
+        case .stop(let reason):
+            return await self.finish(isolation: isolation, call, .failure(error), reason)
+        case .stopWithError(let reason, let replacement):
+            return await self.finish(isolation: isolation, call, .failure(replacement), reason)
+        case .retryNow:
+            return nil
+        case .wait(let delay):
+            do {
+                try await self.clock.sleepUntil(self.clock.now() + delay)
+            } catch {
+                return await self.finish(isolation: isolation, call, .failure(CancellationError()), .cancelled)
+            }
+            return nil
+        }
+    }
+
     /// What the caller declared about one call.
+    @usableFromInline
     package struct CallOptions {
         /// The call's idempotency; `nil` to inherit, or to take the classifier's.
         var idempotency: Idempotency?
@@ -477,6 +543,40 @@ public final actor RetryPolicy {
         /// The nested-retry ledger's mark when the last attempt started: only records
         /// written after it are an inner policy's word about that attempt.
         var ledgerMark: UInt64 = 0
+    }
+
+    /// One call's progress through the loop, which only the loop's out-of-line steps read.
+    @usableFromInline
+    struct Call {
+        let options: CallOptions
+        /// The policy's clock reading when the call began.
+        let start: Duration
+        var state: CallState
+        /// The failure of a first attempt the fast path ran, until the loop handles it.
+        var pendingFailure: (any Error)?
+    }
+
+    /// What comes before the next attempt, as `nextAttempt(_:)` decides.
+    @usableFromInline
+    enum NextAttempt {
+        /// Run the attempt, with the time left before the deadline, if any.
+        case run(remaining: Duration?)
+        /// Handle `error` as the attempt's failure without running it: the fast path's
+        /// failure, or the throttle's rejection.
+        case failed(any Error)
+        /// Stop before the attempt, ending the call with `error`.
+        case stop(any Error, RetryStopReason)
+    }
+
+    /// How a call ended, less its value: what the loop needs to build the ``RetryOutcome``.
+    @usableFromInline
+    struct CallEnd {
+        /// The error that ended the call, or `nil` when it succeeded.
+        @usableFromInline let error: (any Error)?
+        @usableFromInline let attempts: Int
+        @usableFromInline let stopReason: RetryStopReason
+        @usableFromInline let retryAfter: Duration?
+        @usableFromInline let elapsed: Duration
     }
 
     enum Plan {
@@ -557,31 +657,29 @@ public final actor RetryPolicy {
         return .wait(delay)
     }
 
-    private func finish<Value>(
+    /// Ends a call with `result` (its value left out), reporting to the observer and the counters.
+    @usableFromInline
+    func finish(
         isolation: isolated (any Actor)?,
-        _ call: CallState,
-        _ result: Result<Value, any Error>,
-        _ reason: RetryStopReason,
-        start: Duration
-    ) async -> RetryOutcome<Value> {
-        let elapsed = self.clock.now() - start
-        var result = result
-        if case .failure(let error) = result { result = .failure(self.noteStop(reason, error: error, call: call)) }
-        if let observer = self.observer {
-            var error: (any Error)?
-            if case .failure(let failure) = result { error = failure }
-            observer.callFinished(
-                .init(
-                    policyName: self.name, attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint,
-                    elapsed: elapsed,
-                    error: error))
+        _ call: Call,
+        _ result: Result<Void, any Error>,
+        _ reason: RetryStopReason
+    ) async -> CallEnd {
+        let state = call.state
+        let elapsed = self.clock.now() - call.start
+        var error: (any Error)?
+        if case .failure(let failure) = result { error = self.noteStop(reason, error: failure, call: state) }
+        self.observer?.callFinished(
+            .init(
+                policyName: self.name, attempts: state.attempts, stopReason: reason, retryAfter: state.lastHint,
+                elapsed: elapsed,
+                error: error))
+        if reason != .succeeded || state.attempts > 1 {
+            let failed = reason == .succeeded ? state.attempts - 1 : state.attempts
+            await self.record(failedAttempts: failed, retries: state.retries, stop: reason)
         }
-        if reason != .succeeded || call.attempts > 1 {
-            let failed = reason == .succeeded ? call.attempts - 1 : call.attempts
-            await self.record(failedAttempts: failed, retries: call.retries, stop: reason)
-        }
-        return RetryOutcome(
-            result: result, attempts: call.attempts, stopReason: reason, retryAfter: call.lastHint, elapsed: elapsed)
+        return CallEnd(
+            error: error, attempts: state.attempts, stopReason: reason, retryAfter: state.lastHint, elapsed: elapsed)
     }
 
     // MARK: - Actor-isolated state
@@ -625,7 +723,30 @@ public final actor RetryPolicy {
     }
 }
 
+extension RetryOutcome {
+    /// The outcome of a call that ended with `value`.
+    @inlinable
+    init(_ end: RetryPolicy.CallEnd, value: Value) {
+        self.init(
+            result: .success(value), attempts: end.attempts, stopReason: end.stopReason, retryAfter: end.retryAfter,
+            elapsed: end.elapsed)
+    }
+
+    /// The outcome of a call that ended with an error.
+    @inlinable
+    init(_ end: RetryPolicy.CallEnd) {
+        // A call that ends without a value always ends with an error; the fallback is never taken.
+        self.init(
+            result: .failure(end.error ?? CancellationError()), attempts: end.attempts, stopReason: end.stopReason,
+            retryAfter: end.retryAfter, elapsed: end.elapsed)
+    }
+}
+
 extension RetryPolicy.CallOptions {
+    /// Options that declare nothing: the call inherits, or takes the classifier's word.
+    @usableFromInline
+    static var plain: Self { Self() }
+
     /// Options that declare `idempotency` and nothing else, for the package's other modules.
     package static func declaring(_ idempotency: Idempotency?) -> Self {
         Self(idempotency: idempotency)

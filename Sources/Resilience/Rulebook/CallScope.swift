@@ -17,6 +17,7 @@ import Synchronization
 ///   attempts, time limits and waits of policies nested inside end by then.
 ///
 /// Nested code reads the scope on its failure path only.
+@usableFromInline
 struct CallScope: Sendable {
     /// The idempotency declared by the nearest enclosing call that declared one.
     var idempotency: Idempotency?
@@ -30,6 +31,9 @@ struct CallScope: Sendable {
     var deadline: InheritedDeadline?
 
     @TaskLocal static var current = CallScope()
+
+    /// The task-local that holds ``current``, for inlinable code that binds a scope around an operation.
+    @usableFromInline static var handedDown: TaskLocal<CallScope> { Self.$current }
 
     /// Whether a library time limit enclosing this task has fired.
     var timeLimitFired: Bool {
