@@ -347,4 +347,140 @@ struct NestedSeamTests {
             ])
         #expect(breakerEvents.transitions == ["closed->open", "open->halfOpen", "halfOpen->closed"])
     }
+
+    // MARK: - Through pipelines and every entry point
+
+    @Test func anInnerPipelineStageExhaustedOnRejectionsStopsTheOuterStage() async throws {
+        let breakerEvents = RecordingBreakerObserver()
+        let breaker = try await Self.stuckOpenBreaker("down", observer: breakerEvents)
+        let clock = TestClock()
+        let log = RetryEventLog()
+        let outer = try Self.policy("outer", attempts: 3, log: log, clock: clock)
+        let inner = try Self.policy("inner", attempts: 3, log: log, clock: clock)
+        let timeout = try Timeout(.seconds(60), clock: TestClock())
+        let pipeline = ResiliencePipeline {
+            outer
+            ResiliencePipeline {
+                inner
+                breaker
+                timeout
+            }
+        }
+        let runs = Counter()
+        let result = await advancingThroughEachWait(clock) {
+            await Result { try await pipeline.execute { runs.increment() } }
+        }
+        #expect(runs.value == 0)
+        #expect(throws: Self.rejection("down")) { try result.get() }
+        #expect(
+            log.lines.values.suffix(3) == [
+                "inner exhausted after 3", "outer failed 1 hint \(Self.waitOf30s)",
+                "outer retriedByInnerPolicy after 1",
+            ])
+        #expect(clock.sleepRequests == [.seconds(30), .seconds(30)])
+        #expect(breakerEvents.rejections.count == 3)
+    }
+
+    /// A fallback outermost answers for the rejection a policy ran out on; given one more
+    /// attempt, the policy waits out the open time and the probe's answer comes through instead.
+    @Test(arguments: [3, 4])
+    func aPipelineFallsBackOnlyWhenThePolicyRunsOutOnTheRejection(attempts: Int) async throws {
+        let clock = TestClock()
+        let breakerEvents = RecordingBreakerObserver()
+        let breaker = try Self.breaker("flaky", failures: 2, observer: breakerEvents, clock: clock)
+        let log = RetryEventLog()
+        let policy = try Self.policy("policy", attempts: attempts, log: log, clock: clock)
+        let answered = Recorder<any Error>()
+        let fallback = Fallback<Int> { context in
+            answered.record(context.error)
+            return -1
+        }
+        let pipeline = try ResiliencePipeline {
+            fallback
+            policy
+            breaker
+            try Timeout(.seconds(60), clock: TestClock())
+        }
+        let runs = Counter()
+        let result = await advancingThroughEachWait(clock) {
+            await Result {
+                try await pipeline.execute {
+                    if runs.increment() <= 2 { throw ServiceFailure() }
+                    return 42
+                }
+            }
+        }
+        if attempts == 3 {
+            #expect(try result.get() == -1)
+            #expect(answered.values.count == 1)
+            #expect(
+                answered.values.first as? CircuitBreakerOpenError == Self.rejection("flaky", retryAfter: .seconds(29)))
+            #expect(runs.value == 2)
+            #expect(clock.sleepRequests == [.seconds(1), .seconds(1)])
+            #expect(log.lines.values.last == "policy exhausted after 3")
+        } else {
+            #expect(try result.get() == 42)
+            #expect(answered.values.isEmpty)
+            #expect(runs.value == 3)
+            #expect(clock.sleepRequests == [.seconds(1), .seconds(1), .seconds(29)])
+            #expect(log.lines.values.last == "policy succeeded after 4")
+            #expect(breakerEvents.transitions == ["closed->open", "open->halfOpen", "halfOpen->closed"])
+        }
+    }
+
+    enum OuterEntry: CaseIterable, Sendable {
+        case outcome, outcomeNotIdempotent, executeNotIdempotent, outcomeWithAttemptTimeout, executeWithAttemptTimeout
+    }
+
+    enum InnerEntry: CaseIterable, Sendable {
+        case execute, outcome, executeWithAttemptTimeout
+    }
+
+    /// Every entry point, outside and in: the inner policy retries the rejections (a rejection
+    /// never reached the server, so even a call that is not idempotent may be sent again), and the
+    /// outer stops on its word. The outer's clock carries only its attempts' time limits.
+    @Test(arguments: OuterEntry.allCases, InnerEntry.allCases)
+    func everyEntryPointStopsTheOuterOnAnInnerPolicysExhaustedRejection(
+        outer entry: OuterEntry, inner innerEntry: InnerEntry
+    ) async throws {
+        let breaker = try await Self.stuckOpenBreaker("down", observer: RecordingBreakerObserver())
+        let outerClock = TestClock()
+        let clock = TestClock()
+        let log = RetryEventLog()
+        let outer = try Self.policy("outer", attempts: 3, log: log, clock: outerClock)
+        let inner = try Self.policy("inner", attempts: 3, log: log, clock: clock)
+        let runs = Counter()
+        let operation: @Sendable () async throws -> Int = {
+            switch innerEntry {
+            case .execute: try await inner.execute { try await breaker.execute { runs.increment() } }
+            case .outcome: try await inner.outcome { try await breaker.execute { runs.increment() } }.get()
+            case .executeWithAttemptTimeout:
+                try await inner.execute(attemptTimeout: .seconds(3_600)) {
+                    try await breaker.execute { runs.increment() }
+                }
+            }
+        }
+        // The inner clock's time limits are never due: each advance is at most the 30 s wait.
+        let result = await advancingThroughEachWait(outerClock, clock, longest: .seconds(30)) {
+            await Result { () async throws -> Int in
+                switch entry {
+                case .outcome: try await outer.outcome(operation: operation).get()
+                case .outcomeNotIdempotent:
+                    try await outer.outcome(idempotency: .notIdempotent, operation: operation).get()
+                case .executeNotIdempotent: try await outer.execute(idempotency: .notIdempotent, operation: operation)
+                case .outcomeWithAttemptTimeout:
+                    try await outer.outcome(attemptTimeout: .seconds(3_600), operation: operation).get()
+                case .executeWithAttemptTimeout:
+                    try await outer.execute(attemptTimeout: .seconds(3_600), operation: operation)
+                }
+            }
+        }
+        #expect(runs.value == 0)
+        #expect(throws: Self.rejection("down")) { try result.get() }
+        #expect(
+            log.lines.values.filter { $0.contains("after") } == [
+                "inner exhausted after 3", "outer retriedByInnerPolicy after 1",
+            ])
+        #expect(clock.sleepRequests.filter { $0 == .seconds(30) }.count == 2)
+    }
 }
