@@ -100,12 +100,12 @@ struct NestedSeamTests {
         #expect(breakerEvents.rejections.count == 3)
         #expect(breakerEvents.transitions == ["closed->open"])
         #expect(breaker.state == .open)
-        // On the main actor every rejection is made on one thread: they share one box, and the
-        // call ends with an equal error in another.
+        // On the main actor every rejection is made on one thread, which throws its last box again
+        // (unless another main-actor test rejected in between); the call ends with an equal error
+        // in a box none of them was thrown in.
         let rejections = caught.values
         #expect(rejections.count == 3)
-        #expect(rejections.allSatisfy { NestedRetryLedger.isSameBox($0, rejections[0]) })
-        #expect(!NestedRetryLedger.isSameBox(thrown, rejections[0]))
+        #expect(!rejections.contains { NestedRetryLedger.isSameBox(thrown, $0) })
     }
 
     @Test @MainActor func unrelatedPoliciesRejectedAlikeOneAfterTheOtherEachMakeTheirOwnAttempts() async throws {
@@ -174,10 +174,11 @@ struct NestedSeamTests {
         #expect(helperEndings.values.count == 3)
         #expect(helperEndings.values.allSatisfy { $0 as? CircuitBreakerOpenError == Self.rejection("down") })
         // The precondition of the test: the caller's rejection is the very box the helper's
-        // attempts caught, and not the box the helper ended with.
+        // attempts caught (at least once: another main-actor test rejecting in between takes the
+        // thread's box for a moment), and never the box the helper ended with.
         let own = callerRejections.values
         #expect(own.count == 3)
-        #expect(own.allSatisfy { mine in helperRejections.values.contains { NestedRetryLedger.isSameBox($0, mine) } })
+        #expect(own.contains { mine in helperRejections.values.contains { NestedRetryLedger.isSameBox($0, mine) } })
         #expect(!own.contains { mine in helperEndings.values.contains { NestedRetryLedger.isSameBox($0, mine) } })
         #expect(breakerEvents.rejections.count == 3 * (2 + 1))
     }
