@@ -462,14 +462,6 @@ struct JitteredOpenDurationTests {
     }
 }
 
-extension RetryOutcome {
-    /// The error the call ended with, if it failed.
-    fileprivate var error: (any Error)? {
-        if case .failure(let error) = self.result { return error }
-        return nil
-    }
-}
-
 @Suite("Request metadata headers")
 struct RequestMetadataHeaderTests {
     @Test func sendsTheAttemptNumberAndTheTimeLeftAndCutsTheTimeout() throws {

@@ -442,17 +442,6 @@ private struct MatrixFixture: Sendable {
     }
 }
 
-extension Result where Failure == any Error {
-    /// The result of an async throwing closure.
-    fileprivate init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
-        }
-    }
-}
-
 /// Parks tasks on continuations; a parked task's cancellation resumes it with `CancellationError`.
 private final class MatrixParking: Sendable {
     private struct State {

@@ -78,6 +78,33 @@ func driveThroughEveryWait<T: Sendable>(
     return value
 }
 
+/// Runs `body` while advancing each of `clocks` by the full length of every sleep requested on it,
+/// as soon as it is requested (at most `longest` at a time, so that a long time limit parked beside
+/// the waits never comes due), so each wait passes exactly and `sleepRequests` reads as the schedule.
+func advancingThroughEachWait<T: Sendable>(
+    _ clocks: TestClock..., longest: Duration = .seconds(3_600), _ body: @escaping @Sendable () async -> T
+) async -> T {
+    // Counted before `body` starts, so that no request is missed however late a driver starts.
+    let starts = clocks.map { $0.sleepRequests.count }
+    let task = Task { await body() }
+    let drivers = zip(clocks, starts).map { clock, start in
+        Task.detached {
+            var advanced = start
+            while !Task.isCancelled {
+                await clock.waitForSleepRequests(count: advanced + 1)
+                let requests = clock.sleepRequests
+                while advanced < requests.count {
+                    clock.advance(by: Swift.max(.zero, Swift.min(requests[advanced], longest)))
+                    advanced += 1
+                }
+            }
+        }
+    }
+    let value = await task.value
+    for driver in drivers { driver.cancel() }
+    return value
+}
+
 /// Runs `body` on `count` threads of its own, all released together, and returns when every one has finished.
 func onSeparateThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     let ready = DispatchGroup()
@@ -129,4 +156,23 @@ final class LockProbe: Sendable {
 
     var runs: Int { self.state.withLock { $0.runs } }
     var runsUnderTheLock: Int { self.state.withLock { $0.runsUnderTheLock } }
+}
+
+extension RetryOutcome {
+    /// The error the call ended with, if it failed.
+    var error: (any Error)? {
+        if case .failure(let error) = self.result { return error }
+        return nil
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The result of an async throwing closure.
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
 }
