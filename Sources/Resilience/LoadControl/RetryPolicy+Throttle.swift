@@ -1,11 +1,11 @@
 extension RetryPolicy {
-    // Each attempt of a call goes through the policy's ``throttle`` when it has one: the
-    // loop asks before the attempt and records its outcome after. A policy with a throttle
-    // takes the full path even for a first attempt (see `needsFullPath`), so a policy
-    // without one pays nothing here but a `nil` test.
-
     /// Asks the throttle to admit an attempt: `nil` to send it, or the ``AdaptiveThrottleRejection``
     /// the call handles as the attempt's failure, without sending it.
+    ///
+    /// Each attempt of a call goes through the policy's ``throttle`` when it has one: the
+    /// loop asks before the attempt and records its outcome after. A policy with a throttle
+    /// takes the full path even for a first attempt (see `needsFullPath`), so a policy
+    /// without one pays nothing here but a `nil` test.
     nonisolated func admitAttempt() -> AdaptiveThrottleRejection? {
         guard let throttle = self.throttle, !throttle.admit() else { return nil }
         return AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)

@@ -115,7 +115,9 @@ final class DeadlineWatcher: Sendable {
     /// scheduling rounds go without any sleep; a longer call waits these few rounds
     /// more before its deadline is watched, which changes nothing, since the watcher
     /// sleeps until the deadline itself, not for a duration. Eight was measured with
-    /// the benchmark's `timeout.success` row. A lingering watcher does not yield: its
+    /// the benchmark's `timeout.success` row before watchers on the system's clocks
+    /// lingered; it now governs only the other clocks (a `TestClock`, a user's own),
+    /// which no benchmark row measures. A lingering watcher does not yield: its
     /// sleep is shared by the calls that come after, and it starts that sleep even when
     /// the call that woke it has finished, so the yields would buy nothing.
     static let looksBeforeSleeping = 8

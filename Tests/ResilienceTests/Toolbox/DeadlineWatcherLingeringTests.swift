@@ -146,6 +146,7 @@ struct DeadlineWatcherLingeringTests {
         _ = watcher.register(.seconds(5), log.expiry("same end"))
         _ = watcher.register(.seconds(7), log.expiry("later"))
         clock.advance(by: .seconds(3))  // t = 4 s
+        #expect(Self.sleepingUntil(watcher) == .seconds(5))  // so nothing can fire before t = 5 s
         #expect(log.fired == [])
         clock.advance(by: .seconds(1))  // t = 5 s
         await log.waitForFired(count: 1)
@@ -226,6 +227,38 @@ struct DeadlineWatcherLingeringTests {
         #expect(state.withdraw(id) == nil)  // before the watcher task first looked
         #expect(state.step(generation, now: .seconds(1), settled: false) == .sleep(until: .seconds(5)))
         #expect(state.step(generation, now: .seconds(5), settled: true) == .park)
+    }
+
+    @Test func aRegistrationThatCameAndWentWhileTheWatcherLookedStopsItFromParking() async {
+        var state = DeadlineWatcherState(lingers: true)
+        let (first, action) = state.register(.seconds(5), NoExpiry())
+        guard case .start(let generation, _) = action else {
+            Issue.record("no watcher started")
+            return
+        }
+        #expect(state.withdraw(first) == nil)
+        #expect(state.step(generation, now: .seconds(6), settled: true) == .park)  // its deadline has passed
+        // Between the look and the park, a call registers and leaves again.
+        let (second, _) = state.register(.seconds(9), NoExpiry())
+        #expect(state.withdraw(second) == nil)
+        var goesOn = false
+        await withUnsafeContinuation { (parked: UnsafeContinuation<Void, Never>) in
+            goesOn = state.park(parked, generation)
+            parked.resume()  // the test goes on either way; `goesOn` says what the watcher would do
+        }
+        #expect(goesOn)
+        #expect(state.step(generation, now: .seconds(6), settled: false) == .sleep(until: .seconds(9)))
+    }
+
+    @Test func aWakeDeadlineThatHasPassedLetsTheWatcherPark() {
+        var state = DeadlineWatcherState(lingers: true)
+        let (id, action) = state.register(.seconds(5), NoExpiry())
+        guard case .start(let generation, _) = action else {
+            Issue.record("no watcher started")
+            return
+        }
+        #expect(state.withdraw(id) == nil)  // before the watcher task first looked
+        #expect(state.step(generation, now: .seconds(5), settled: false) == .park)
     }
 
     @Test func anEarlierDeadlineReplacesALingeringSleep() {
