@@ -58,6 +58,19 @@ struct NestedSeamTests {
         CircuitBreakerOpenError(breakerName: name, state: .open, retryAfter: retryAfter)
     }
 
+    /// Calls `breaker` with an operation that counts its runs, and records the error of a
+    /// call that fails before rethrowing it; in the caller's isolation, so on its thread.
+    nonisolated(nonsending) static func call(
+        _ breaker: CircuitBreaker, counting runs: Counter, recordingRejectionsIn errors: Recorder<any Error>
+    ) async throws -> Int {
+        do {
+            return try await breaker.execute { runs.increment() }
+        } catch {
+            errors.record(error)
+            throw error
+        }
+    }
+
     // MARK: - Outer policy, inner policy, open breaker
 
     /// The documented behaviour (``NestedRetries``): the inner policy retries the rejection,
@@ -75,12 +88,7 @@ struct NestedSeamTests {
         let outcome = await advancingThroughEachWait(clock) { @MainActor in
             await outer.outcome {
                 try await inner.execute {
-                    do {
-                        return try await breaker.execute { runs.increment() }
-                    } catch {
-                        caught.record(error)
-                        throw error
-                    }
+                    try await Self.call(breaker, counting: runs, recordingRejectionsIn: caught)
                 }
             }
         }
@@ -148,20 +156,10 @@ struct NestedSeamTests {
         let outcome = await advancingThroughEachWait(clock) { @MainActor in
             await caller.outcome {
                 let helped = await helper.outcome {
-                    do {
-                        return try await breaker.execute { runs.increment() }
-                    } catch {
-                        helperRejections.record(error)
-                        throw error
-                    }
+                    try await Self.call(breaker, counting: runs, recordingRejectionsIn: helperRejections)
                 }
                 if let ending = helped.error { helperEndings.record(ending) }
-                do {
-                    return try await breaker.execute { runs.increment() }
-                } catch {
-                    callerRejections.record(error)
-                    throw error
-                }
+                return try await Self.call(breaker, counting: runs, recordingRejectionsIn: callerRejections)
             }
         }
         #expect(runs.value == 0)

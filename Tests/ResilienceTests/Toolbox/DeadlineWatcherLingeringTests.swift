@@ -186,6 +186,21 @@ struct DeadlineWatcherLingeringTests {
 
     // MARK: - State machine
 
+    /// A lingering watcher's state with one registration due at 5 s, and the generation
+    /// of the watcher task that registration starts.
+    static func lingeringWatcherStarted() throws -> (DeadlineWatcherState, id: UInt64, generation: UInt64) {
+        var state = DeadlineWatcherState(lingers: true)
+        let (id, action) = state.register(.seconds(5), NoExpiry())
+        guard case .start(let generation, superseding: nil) = action else {
+            throw WatcherDidNotStart(action: "\(action)")
+        }
+        return (state, id, generation)
+    }
+
+    struct WatcherDidNotStart: Error {
+        let action: String
+    }
+
     @Test func aLingeringWatcherSleepsAtOnceAndKeepsTheSleepWhenTheLastCallLeaves() {
         var state = DeadlineWatcherState(lingers: true)
         let (id, action) = state.register(.seconds(5), NoExpiry())
@@ -205,37 +220,25 @@ struct DeadlineWatcherLingeringTests {
         #expect(state.step(generation, now: .seconds(5), settled: true) == .sleep(until: .seconds(6)))
     }
 
-    @Test func aLingeringSleepThatEndsWithNothingRegisteredParks() {
-        var state = DeadlineWatcherState(lingers: true)
-        let (id, action) = state.register(.seconds(5), NoExpiry())
-        guard case .start(let generation, _) = action else {
-            Issue.record("no watcher started")
-            return
-        }
+    @Test func aLingeringSleepThatEndsWithNothingRegisteredParks() throws {
+        let (started, id, generation) = try Self.lingeringWatcherStarted()
+        var state = started
         #expect(state.step(generation, now: .zero, settled: false) == .sleep(until: .seconds(5)))
         #expect(state.withdraw(id) == nil)
         #expect(state.step(generation, now: .seconds(5), settled: true) == .park)
     }
 
-    @Test func aLingeringWatcherWokenByACallThatAlreadyLeftStillSleepsUntilItsDeadline() {
-        var state = DeadlineWatcherState(lingers: true)
-        let (id, action) = state.register(.seconds(5), NoExpiry())
-        guard case .start(let generation, _) = action else {
-            Issue.record("no watcher started")
-            return
-        }
+    @Test func aLingeringWatcherWokenByACallThatAlreadyLeftStillSleepsUntilItsDeadline() throws {
+        let (started, id, generation) = try Self.lingeringWatcherStarted()
+        var state = started
         #expect(state.withdraw(id) == nil)  // before the watcher task first looked
         #expect(state.step(generation, now: .seconds(1), settled: false) == .sleep(until: .seconds(5)))
         #expect(state.step(generation, now: .seconds(5), settled: true) == .park)
     }
 
-    @Test func aRegistrationThatCameAndWentWhileTheWatcherLookedStopsItFromParking() async {
-        var state = DeadlineWatcherState(lingers: true)
-        let (first, action) = state.register(.seconds(5), NoExpiry())
-        guard case .start(let generation, _) = action else {
-            Issue.record("no watcher started")
-            return
-        }
+    @Test func aRegistrationThatCameAndWentWhileTheWatcherLookedStopsItFromParking() async throws {
+        let (started, first, generation) = try Self.lingeringWatcherStarted()
+        var state = started
         #expect(state.withdraw(first) == nil)
         #expect(state.step(generation, now: .seconds(6), settled: true) == .park)  // its deadline has passed
         // Between the look and the park, a call registers and leaves again.
@@ -250,24 +253,16 @@ struct DeadlineWatcherLingeringTests {
         #expect(state.step(generation, now: .seconds(6), settled: false) == .sleep(until: .seconds(9)))
     }
 
-    @Test func aWakeDeadlineThatHasPassedLetsTheWatcherPark() {
-        var state = DeadlineWatcherState(lingers: true)
-        let (id, action) = state.register(.seconds(5), NoExpiry())
-        guard case .start(let generation, _) = action else {
-            Issue.record("no watcher started")
-            return
-        }
+    @Test func aWakeDeadlineThatHasPassedLetsTheWatcherPark() throws {
+        let (started, id, generation) = try Self.lingeringWatcherStarted()
+        var state = started
         #expect(state.withdraw(id) == nil)  // before the watcher task first looked
         #expect(state.step(generation, now: .seconds(5), settled: false) == .park)
     }
 
-    @Test func anEarlierDeadlineReplacesALingeringSleep() {
-        var state = DeadlineWatcherState(lingers: true)
-        let (id, action) = state.register(.seconds(5), NoExpiry())
-        guard case .start(let old, _) = action else {
-            Issue.record("no watcher started")
-            return
-        }
+    @Test func anEarlierDeadlineReplacesALingeringSleep() throws {
+        let (started, id, old) = try Self.lingeringWatcherStarted()
+        var state = started
         _ = state.step(old, now: .zero, settled: false)
         let sleeper = Task<Void, Never> {}
         _ = state.keep(sleeper, old)
