@@ -6,7 +6,7 @@ import Foundation
 /// reported as not measured. A missed goal carries its gap: how far the measured
 /// figure is from the goal, in the goal's own unit.
 struct TargetCheck: Sendable {
-    /// What the goal asks, with its limit: "retry.success (nonisolated): at most 1.3x the direct call".
+    /// What the goal asks, with its limit: "retry.success (nonisolated): at most 1.5x the direct call".
     var description: String
     /// What the measured figure is compared against: the baseline, the reference or the other row.
     var comparedWith: String
