@@ -1,13 +1,14 @@
 extension Timeout: ResilienceStrategy {
     /// Runs `operation` under this time limit, as ``execute(idempotency:operation:)`` does.
     ///
-    /// The operation is copied into the timeout's task: one closure per call, the
-    /// price of running it where a timer can race it.
+    /// The operation is copied into the timeout's task, isolated to the caller's actor:
+    /// the task starts there, at once, and the stages inside it run there too, so from
+    /// the main actor no stage leaves it. No closure is made for the operation.
     @inlinable
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {
-        try await self.execute { try await operation.run() }
+        try await self.run(operation, on: #isolation, idempotency: nil, calling: { try await $0.run() })
     }
 }
 

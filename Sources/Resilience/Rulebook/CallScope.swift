@@ -82,6 +82,9 @@ final class TimeLimitSignal: Sendable {
     private static let completed: UInt8 = 2
 
     private let state = Atomic<UInt8>(TimeLimitSignal.pending)
+    /// For a ``Timeout``: whether the attempt handed its outcome over at its start
+    /// (``handOverAtStart()``) or the caller stopped waiting for that (``closeStart()``).
+    private let start = Atomic<UInt8>(TimeLimitSignal.pending)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
 
@@ -111,6 +114,27 @@ final class TimeLimitSignal: Sendable {
         _ = self.state.compareExchange(
             expected: Self.pending, desired: Self.completed, successOrdering: .acquiringAndReleasing,
             failureOrdering: .acquiring)
+    }
+
+    /// Claims the right to hand the attempt's outcome to the caller as it starts the
+    /// attempt; `false` once the caller closed that window with ``closeStart()``.
+    ///
+    /// Exactly one of this and ``closeStart()`` returns `true`: the winner resumes the
+    /// caller's wait for the start, the attempt with its outcome, the caller with none.
+    func handOverAtStart() -> Bool {
+        self.start.compareExchange(
+            expected: Self.pending, desired: Self.completed, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring
+        ).exchanged
+    }
+
+    /// Closes the window in which the attempt hands its outcome over at its start;
+    /// `false` when the attempt already did.
+    func closeStart() -> Bool {
+        self.start.compareExchange(
+            expected: Self.pending, desired: Self.fired, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring
+        ).exchanged
     }
 
     /// Whether the attempt's own task marked it completed before any limit claimed it.

@@ -73,28 +73,57 @@ public struct Timeout: Sendable {
     /// - Returns: The operation's value.
     /// - Throws: ``TimeoutError`` when the limit ended the operation; otherwise
     ///   the operation's own error, unchanged.
+    @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
         @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Value
     ) async throws -> Value {
         // `@_inheritActorContext` is the attribute `Task.init` uses: a closure
         // written on the main actor stays on the main actor when it reaches the task.
+        // The parameter is `sending` and is sent exactly once, to the task; the compiler
+        // cannot follow it through the call that starts the task, hence the unsafe local.
+        nonisolated(unsafe) let operation = operation
+        return try await self.run(
+            SentOperation(body: operation), on: operation.isolation, idempotency: idempotency,
+            calling: { try await $0.run() })
+    }
+
+    /// Runs `operation` in a task isolated to `isolation`, ending it with ``TimeoutError``
+    /// if it outlives ``duration``: ``execute(idempotency:operation:)``, and the pipeline's
+    /// stage, which hands in the rest of the pipeline and its caller's isolation, so that
+    /// the stages inside run where the caller runs, with no closure made for them.
+    ///
+    /// `call` runs the operation in the task. The caller writes it where `Operation` is
+    /// known, capturing nothing: it costs no allocation, and the stages inside run as code
+    /// specialized for them, where this function, not inlined, could only call them generically.
+    @usableFromInline
+    nonisolated(nonsending) func run<Operation: PipelineOperation>(
+        _ operation: Operation,
+        on isolation: (any Actor)?,
+        idempotency: Idempotency?,
+        calling call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value
+    ) async throws -> Operation.Value {
         var (scope, signal) = CallScope.limited()
         if let idempotency { scope.idempotency = idempotency }
         let declared = scope.idempotency
         let deadline = self.watcher.now() + self.duration
-        // The parameter is `sending` and is sent exactly once, to the task; the compiler
-        // cannot follow it through the call that starts the task, hence the unsafe local.
-        nonisolated(unsafe) let operation = operation
-        let task = await Self.start(on: operation.isolation, scope: scope, signal: signal, operation)
-        // No timer task per call: the shared watcher claims the signal, then cancels the task.
-        let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
-        let result = await withTaskCancellationHandler {
-            await task.result
-        } onCancel: {
-            task.cancel()
+        let (task, early) = await Self.start(
+            operation, call, on: isolation, scope: scope, signal: signal, callerCancelled: Task.isCancelled)
+        let result: Result<Operation.Value, any Error>
+        if let early {
+            // The operation returned before it first suspended: nothing is left to watch
+            // or to cancel, and no wait for the task's result.
+            result = early
+        } else {
+            // No timer task per call: the shared watcher claims the signal, then cancels the task.
+            let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
+            result = await withTaskCancellationHandler {
+                await task.result
+            } onCancel: {
+                task.cancel()
+            }
+            self.watcher.withdraw(registration)
         }
-        self.watcher.withdraw(registration)
         switch result {
         case .success(let value):
             return value
@@ -108,28 +137,99 @@ public struct Timeout: Sendable {
         }
     }
 
-    /// Starts the task that runs `operation` on the operation's own actor (the main
-    /// actor for a main-actor closure), so it starts there without a hop.
+    /// Starts the task that runs `operation` on `isolation` (the main actor for a
+    /// main-actor closure), and runs it there at once, up to its first suspension;
+    /// returns the task, and the operation's outcome if it returned before it first
+    /// suspended.
+    ///
+    /// Running it at once (`Task.immediate`) spares the task's first trip through the
+    /// executor: no enqueue and no thread woken to start it. This function is isolated
+    /// to `isolation`, so the operation starts there in every case: on the caller's
+    /// thread when the caller is already there (a main-actor closure from the main
+    /// actor, a nonisolated one from a nonisolated caller), otherwise after the hop
+    /// into this function. Where `Task.immediate` is missing (Apple systems before
+    /// their 2026 releases) the task is enqueued as a plain `Task`.
+    ///
+    /// An operation that returns before it first suspends hands its outcome over
+    /// through the continuation this function waits on, which is then resumed before
+    /// it is awaited: no suspension, and no wait for the task's result, which from an
+    /// actor would leave the actor and come back. Otherwise this function resumes the
+    /// continuation itself, with no outcome, once the task has suspended; the signal
+    /// decides which of the two does, once.
     ///
     /// The task inherits `scope` from the binding around its creation. The binding is
     /// made here, synchronously: an `async` binding's closure would leave the caller's
     /// actor and come back, two hops on the main actor. The task marks `signal` completed
     /// as soon as the operation returns, before its result is published: a watcher that
-    /// looks after that finds the call settled and leaves it alone.
-    private static func start<Value: Sendable>(
+    /// looks after that finds the call settled and leaves it alone. A caller already
+    /// cancelled gets a task cancelled before the operation starts, as the cancellation
+    /// handler the caller installs afterwards would have done.
+    private static func start<Operation: PipelineOperation>(
+        _ operation: Operation,
+        _ call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value,
         on isolation: isolated (any Actor)?,
         scope: CallScope,
         signal: TimeLimitSignal,
-        _ operation: sending @escaping @isolated(any) () async throws -> Value
-    ) -> Task<Value, any Error> {
-        nonisolated(unsafe) let operation = operation  // sent once, to the task
-        return CallScope.$current.withValue(scope) {
-            Task {
-                _ = isolation  // captured, so the task starts on the operation's actor
-                defer { signal.complete() }
-                return try await operation()
+        callerCancelled: Bool
+    ) async -> (Task<Operation.Value, any Error>, Result<Operation.Value, any Error>?) {
+        var started: Task<Operation.Value, any Error>?
+        let early = await withUnsafeContinuation(isolation: isolation) {
+            (start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>) in
+            started = CallScope.$current.withValue(scope) {
+                if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                    Task.immediate {
+                        _ = isolation  // captured, so the task starts on `isolation`
+                        return try await Self.attempt(operation, call, signal: signal, start: start, callerCancelled)
+                    }
+                } else {
+                    Task {
+                        _ = isolation
+                        return try await Self.attempt(operation, call, signal: signal, start: start, callerCancelled)
+                    }
+                }
             }
+            if signal.closeStart() { start.resume(returning: nil) }
         }
+        return (started!, early)
+    }
+
+    /// The body of the task that runs `operation`: marks `signal` completed as soon as
+    /// the operation returns, and hands the outcome to `start` if the caller still waits there.
+    private nonisolated(nonsending) static func attempt<Operation: PipelineOperation>(
+        _ operation: Operation,
+        _ call: nonisolated(nonsending) @Sendable (Operation) async throws -> Operation.Value,
+        signal: TimeLimitSignal,
+        start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>,
+        _ callerCancelled: Bool
+    ) async throws -> Operation.Value {
+        if callerCancelled { withUnsafeCurrentTask { $0?.cancel() } }
+        let outcome: Result<Operation.Value, any Error>
+        do {
+            outcome = .success(try await call(operation))
+        } catch {
+            outcome = .failure(error)
+        }
+        signal.complete()
+        if signal.handOverAtStart() { start.resume(returning: outcome) }
+        return try outcome.get()
+    }
+}
+
+/// The operation handed to ``Timeout/execute(idempotency:operation:)``, as the
+/// pipeline operation its task runs: no closure is made around it.
+@usableFromInline
+struct SentOperation<Value: Sendable>: PipelineOperation {
+    /// The caller's closure; sent once, to the task that calls it, hence unchecked.
+    @usableFromInline nonisolated(unsafe) let body: @isolated(any) () async throws -> Value
+
+    @inlinable
+    init(body: @escaping @isolated(any) () async throws -> Value) {
+        self.body = body
+    }
+
+    @inlinable
+    nonisolated(nonsending) func run() async throws -> Value {
+        try await self.body()
     }
 }
 
