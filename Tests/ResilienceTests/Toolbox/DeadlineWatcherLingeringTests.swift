@@ -176,8 +176,20 @@ struct DeadlineWatcherLingeringTests {
         var timeout: Timeout? = Timeout(
             .seconds(5), watcher: DeadlineWatcher(clock: ElapsedClock(clock), lingers: true))
         weak let probe = timeout?.watcher
-        #expect(try await timeout?.execute { 1 } == 1)
-        await clock.waitForSleepers(count: 1)
+        do {
+            // An operation that suspends, so that its deadline is registered (one that
+            // returns before it first suspends leaves the watcher alone).
+            let gate = Gate()
+            let call = Task { [timeout] in
+                try await timeout?.execute {
+                    await gate.wait()
+                    return 1
+                }
+            }
+            await clock.waitForSleepers(count: 1)
+            gate.open()
+            #expect(try await call.value == 1)
+        }
         #expect(clock.sleeperCount == 1)  // the watcher's sleep, left to run
         timeout = nil
         #expect(probe == nil)
