@@ -1,7 +1,10 @@
 /// Ends an operation that takes longer than a limit, total or per attempt, at any nesting.
 ///
 /// The operation runs in a task of its own, started on the caller's actor, so a
-/// `@MainActor` caller keeps its closure as it is. Its deadline is watched on the
+/// `@MainActor` caller keeps its closure as it is. The task starts at once, on the
+/// caller's thread when the caller already runs there; an operation that returns
+/// before it first suspends hands its outcome straight back, with no deadline to
+/// watch and no hop. Its deadline is watched on the
 /// injected clock by one watcher task that all calls through this timeout (and
 /// its copies) share, not by a timer task per call. When the deadline passes
 /// first, the timeout first records that its own limit,
