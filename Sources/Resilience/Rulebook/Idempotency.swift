@@ -14,7 +14,8 @@
 /// 2. The call: `policy.execute(idempotency: .notIdempotent) { ... }`; policies
 ///    nested inside such a call inherit it.
 /// 3. The policy's classifier (``RetryClassifier/declaredIdempotency``), such as
-///    `HTTPRetryClassifier(method: "POST")`.
+///    `HTTPRetryClassifier(method: "POST")`, for that policy's own decisions;
+///    unlike a declaration, nested calls do not inherit it.
 /// 4. Otherwise the call is taken as idempotent: wrapping an operation in a retry
 ///    policy says it may run again.
 ///
