@@ -22,7 +22,7 @@ enum ErrorChain {
     /// How many levels of stored values reflection looks through within one error.
     static let maximumReflectionDepth = 3
     /// How many stored values reflection looks at in all, over the whole walk.
-    static let maximumReflectedValues = 4_096
+    static let maximumReflectedValues = 1_024
 
     /// Calls `visit` for `error` and each error below it, outermost first, until it returns `false`.
     static func walk(_ error: any Error, _ visit: (any Error) -> Bool) {
