@@ -44,8 +44,9 @@ public enum ErrorHints {
 
     /// The longest retry-after advice in `error`'s chain, or `nil`.
     ///
-    /// Negative, NaN and infinite values are ignored; values too large to
-    /// represent are clamped to about 146 years, which any policy's
+    /// Negative, NaN and infinite values are ignored, as are malformed `Retry-After`
+    /// texts, so a well-formed entry under another key still counts; values too
+    /// large to represent are clamped to about 146 years, which any policy's
     /// `maximumRetryAfter` then refuses.
     public static func retryAfter(of error: any Error) -> Duration? {
         var longest: Duration?
@@ -82,15 +83,14 @@ public enum ErrorHints {
         }
         if error is CancellationError { return nil }
         let userInfo = (error as NSError).userInfo
-        if let value = userInfo[self.cloudKitRetryAfterKey] {
-            return self.seconds(from: value)
+        // A malformed entry is ignored, so it cannot hide a well-formed one under another key.
+        if let value = userInfo[self.cloudKitRetryAfterKey], let hint = self.seconds(from: value) {
+            return hint
         }
         for key in self.retryAfterKeys {
             guard let value = userInfo[key] else { continue }
-            if let text = value as? String {
-                return RetryAfterHeader.delay(parsing: text)
-            }
-            return self.seconds(from: value)
+            let hint = (value as? String).map { RetryAfterHeader.delay(parsing: $0) } ?? self.seconds(from: value)
+            if let hint { return hint }
         }
         return nil
     }

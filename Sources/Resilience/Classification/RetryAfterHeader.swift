@@ -16,6 +16,9 @@ public import Foundation
 /// dates, and trailing garbage are all rejected. Values that parse but are
 /// absurdly large, including numbers too large for 64 bits, are clamped to about
 /// 146 years; ``RetryPolicy`` then refuses them through its `maximumRetryAfter`.
+/// A duplicated header that a recipient joined into one value (`120, 120`) is a
+/// list, which this singleton field does not allow (RFC 9110, section 5.3): it
+/// is rejected too.
 ///
 /// ```swift
 /// RetryAfterHeader.delay(parsing: "120")                             // 120 seconds

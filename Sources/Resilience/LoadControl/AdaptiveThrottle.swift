@@ -150,12 +150,13 @@ public final class AdaptiveThrottle: Sendable {
     /// Counts a failed request as the failure says: see ``isAccepted(_:)``.
     ///
     /// A call the caller cancelled is not counted at all: it says nothing of the
-    /// server. Neither is a call a breaker or another throttle rejected locally
-    /// (``CircuitBreakerOpenError``, ``AdaptiveThrottleRejection``): it never reached it.
+    /// server. Neither is a hedge cancelled because another attempt won
+    /// (``Interruption/superseded``), nor a call a breaker or another throttle
+    /// rejected locally (``CircuitBreakerOpenError``, ``AdaptiveThrottleRejection``): it never reached it.
     public func record(_ error: any Error) {
         if error is CircuitBreakerOpenError || error is AdaptiveThrottleRejection { return }
         let analysis = FailureAnalysis(error)
-        if analysis.interruption == .caller { return }
+        if analysis.interruption == .caller || analysis.interruption == .superseded { return }
         if Self.isAccepted(analysis) { self.recordAccepted() } else { self.recordRejected() }
     }
 

@@ -10,28 +10,31 @@ import Foundation
 /// values (an enum case's payload, a struct's properties, the elements of an
 /// array or dictionary), a few levels into each.
 ///
-/// The walk is bounded in depth and in the number of errors visited, so a
-/// cyclic or enormous structure costs a fixed amount; it runs on failure paths only.
+/// The walk is bounded in depth, in the number of errors visited and in the
+/// number of stored values reflection looks at, so a cyclic or enormous structure
+/// costs a fixed amount; it runs on failure paths only. The bounds are wide enough
+/// for a batch of hundreds of items: a 429 from its last item must still be seen.
 enum ErrorChain {
     /// How many wrappers deep the walk goes.
     static let maximumDepth = 8
     /// How many errors it visits at most.
-    static let maximumErrors = 64
+    static let maximumErrors = 1_024
     /// How many levels of stored values reflection looks through within one error.
     static let maximumReflectionDepth = 3
-    /// How many stored values reflection looks at within one level.
-    static let maximumReflectedChildren = 32
+    /// How many stored values reflection looks at in all, over the whole walk.
+    static let maximumReflectedValues = 1_024
 
     /// Calls `visit` for `error` and each error below it, outermost first, until it returns `false`.
     static func walk(_ error: any Error, _ visit: (any Error) -> Bool) {
         var queue: [(error: any Error, depth: Int)] = [(error, 0)]
         var index = 0
+        var reflectionBudget = Self.maximumReflectedValues
         while index < queue.count, index < Self.maximumErrors {
             let (current, depth) = queue[index]
             index += 1
             guard visit(current) else { return }
             guard depth < Self.maximumDepth else { continue }
-            for child in self.children(of: current) {
+            for child in self.children(of: current, reflectionBudget: &reflectionBudget) {
                 queue.append((child, depth + 1))
             }
         }
@@ -47,8 +50,8 @@ enum ErrorChain {
         return found
     }
 
-    /// The errors directly below `error`.
-    static func children(of error: any Error) -> [any Error] {
+    /// The errors directly below `error`; reflection spends `reflectionBudget`, one for each stored value it looks at.
+    static func children(of error: any Error, reflectionBudget: inout Int) -> [any Error] {
         if let provider = error as? any UnderlyingErrorProviding {
             return provider.underlyingErrors
         }
@@ -71,7 +74,7 @@ enum ErrorChain {
         }
         if children.isEmpty, !(type(of: error) is AnyObject.Type) {
             // A Swift value type that says nothing of what it wraps: look at its stored values.
-            self.reflect(error, depth: 0, into: &children)
+            self.reflect(error, depth: 0, budget: &reflectionBudget, into: &children)
         }
         return children
     }
@@ -79,14 +82,16 @@ enum ErrorChain {
     /// `NSMultipleUnderlyingErrorsKey`, spelled out: the constant is not on every platform's Foundation.
     static let multipleUnderlyingErrorsKey = "NSMultipleUnderlyingErrorsKey"
 
-    private static func reflect(_ value: Any, depth: Int, into children: inout [any Error]) {
+    private static func reflect(_ value: Any, depth: Int, budget: inout Int, into children: inout [any Error]) {
         guard depth < Self.maximumReflectionDepth else { return }
         let mirror = Mirror(reflecting: value)
-        for child in mirror.children.prefix(Self.maximumReflectedChildren) {
+        for child in mirror.children {
+            guard budget > 0 else { return }
+            budget -= 1
             if let error = child.value as? any Error {
                 children.append(error)
             } else if self.mayHoldErrors(child.value) {
-                self.reflect(child.value, depth: depth + 1, into: &children)
+                self.reflect(child.value, depth: depth + 1, budget: &budget, into: &children)
             }
         }
     }

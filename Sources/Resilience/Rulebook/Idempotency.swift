@@ -14,7 +14,8 @@
 /// 2. The call: `policy.execute(idempotency: .notIdempotent) { ... }`; policies
 ///    nested inside such a call inherit it.
 /// 3. The policy's classifier (``RetryClassifier/declaredIdempotency``), such as
-///    `HTTPRetryClassifier(method: "POST")`.
+///    `HTTPRetryClassifier(method: "POST")`, for that policy's own decisions;
+///    unlike a declaration, nested calls do not inherit it.
 /// 4. Otherwise the call is taken as idempotent: wrapping an operation in a retry
 ///    policy says it may run again.
 ///
@@ -53,12 +54,13 @@ public struct Idempotency: Sendable, Hashable, CustomStringConvertible {
     ///
     /// Idempotent when the method is (RFC 9110, section 9.2.2), or when the request
     /// carries a non-empty `Idempotency-Key` header, which asks the server to
-    /// apply it at most once.
+    /// apply it at most once. A key of spaces and tabs only is empty: HTTP strips a
+    /// field value's surrounding whitespace (RFC 9110, section 5.5), so the server sees none.
     public static func http(method: String, headers: [String: String] = [:]) -> Idempotency {
         let method = method.uppercased()
         if Self.idempotentHTTPMethods.contains(method) { return Idempotency(isIdempotent: true, method: method) }
         let hasKey = headers.contains { name, value in
-            Self.idempotencyKeyHeaders.contains(name.lowercased()) && !value.isEmpty
+            Self.idempotencyKeyHeaders.contains(name.lowercased()) && value.contains { $0 != " " && $0 != "\t" }
         }
         return Idempotency(isIdempotent: hasKey, method: method)
     }
