@@ -8,7 +8,7 @@ struct BenchmarkOptions: Sendable {
         case simulations
     }
 
-    /// `--quick`: few, short repetitions; for CI, not for publishing.
+    /// `--quick`: few, short repetitions and smaller toolbox simulations; for CI, not for publishing.
     var isQuick = false
     /// `--json`: print one JSON document instead of tables.
     var printsJSON = false
@@ -40,7 +40,7 @@ struct BenchmarkOptions: Sendable {
         Measures what swift-resilience costs when nothing fails, and what it does to a
         server when things do. Build in release mode: swift run -c release resilience-benchmarks
 
-          --quick        few short repetitions (for CI; figures are noisier)
+          --quick        few short repetitions and smaller toolbox simulations (for CI; figures are noisier)
           --json         print one JSON document on standard output instead of tables
           --svg DIR      also write the charts as SVG files into DIR
           --seed N       seed of the simulations (default 2015); the same seed gives the same figures

@@ -56,7 +56,8 @@ do {
         report.primitives = PrimitiveCatalog.all.map { ($0.name, $0.detail, $0.measure(settings: settings)) }
     }
     if options.parts.contains(.simulations) {
-        report.simulations = try await SimulationCatalog.run(seed: options.seed, progress: progress)
+        report.simulations = try await SimulationCatalog.run(
+            seed: options.seed, isQuick: options.isQuick, progress: progress)
     }
     if let directory = options.svgDirectory {
         for path in try report.writeCharts(to: directory) {

@@ -59,11 +59,16 @@ extension BenchmarkReport {
                 row.algorithm, Format.decimal(row.configuredPerSecond, 0), Format.decimal(row.admittedPerSecond, 2),
             ])
         }
-        return "Hedging (20,000 requests; 3% of attempts take 300 to 1,000 ms; hedge at the tracked p95)\n"
+        // The sizes come from the rows: `--quick` runs smaller simulations.
+        let requests = results.hedging.first.map { Format.grouped($0.requests) + " requests; " } ?? ""
+        let arrivals =
+            results.bulkhead.first.map { Format.grouped($0.arrivals) + " Poisson arrivals" } ?? "Poisson arrivals"
+        let seconds = results.rateLimiter.first.map { " for " + Format.decimal($0.seconds, 0) + " s" } ?? ""
+        return "Hedging (\(requests)3% of attempts take 300 to 1,000 ms; hedge at the tracked p95)\n"
             + hedging.rendered
-            + "\n\nBulkhead (Poisson arrivals at 1.5x capacity, 50 ms mean service, queue as long as the limit, "
+            + "\n\nBulkhead (\(arrivals) at 1.5x capacity, 50 ms mean service, queue as long as the limit, "
             + "100 ms queue timeout)\n" + bulkhead.rendered
-            + "\n\nRate limiter (offered 3x the configured 100/s for 60 s)\n" + rate.rendered
+            + "\n\nRate limiter (offered 3x the configured 100/s\(seconds))\n" + rate.rendered
     }
 
     /// The toolbox goals, reported and never asserted.

@@ -13,7 +13,8 @@ import ResilienceTesting
 /// with ``LimiterRejectionError`` (queue full, or its queue timeout passed) counts
 /// as rejected.
 struct BulkheadSimulation {
-    var arrivals = 20_000
+    /// Arrivals offered (20,000 in a standard run).
+    var arrivals: Int
     var meanService = 50.0
     var overload = 1.5
     var queueTimeout = 100.0

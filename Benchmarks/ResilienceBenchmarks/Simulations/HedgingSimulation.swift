@@ -19,7 +19,8 @@ import ResilienceTesting
 /// tasks are the library's own. Load counts every attempt that reached the server,
 /// the cancelled loser included.
 struct HedgingSimulation {
-    var requests = 20_000
+    /// Requests sent one after another (20,000 in a standard run).
+    var requests: Int
     var seed: UInt64
 
     private struct Tally {

@@ -20,8 +20,9 @@ enum SimulationCatalog {
         OutageSimulation.retryVariants + Self.circuitBreakerOutageVariants
     }
 
-    /// Runs every simulation with `seed`.
-    static func run(seed: UInt64, progress: Progress) async throws -> Results {
+    /// Runs every simulation with `seed`; `isQuick` (`--quick`) shrinks the toolbox
+    /// simulations to ``ToolboxSimulations/Size/quick``, and leaves the others as they are.
+    static func run(seed: UInt64, isQuick: Bool, progress: Progress) async throws -> Results {
         var results = Results()
         let contention = ContentionSimulation(seed: seed)
         for schedule in ContentionSimulation.schedules {
@@ -47,7 +48,8 @@ enum SimulationCatalog {
             )
             results.throttle.append(result)
         }
-        results.toolbox = try await ToolboxSimulations.run(seed: seed, progress: progress)
+        results.toolbox = try await ToolboxSimulations.run(
+            seed: seed, size: isQuick ? .quick : .standard, progress: progress)
         results.loadDiscipline = try await Self.runLoadDiscipline(seed: seed, progress: progress)
         return results
     }

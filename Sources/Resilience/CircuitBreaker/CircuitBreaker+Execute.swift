@@ -21,6 +21,19 @@ extension CircuitBreaker {
         operation: () async throws -> Value
     ) async throws -> Value {
         if let throttle = self.throttle { return try await self.execute(throttledBy: throttle, operation: operation) }
+        return try await self.executeWithoutThrottle(operation: operation)
+    }
+
+    /// The breaker's own part of a call: takes a permit (or throws the rejection), runs
+    /// `operation`, and counts its result.
+    ///
+    /// Always inlined, into ``execute(operation:)`` and into the throttled path, which wraps
+    /// it in the throttle's admission and counting: one body for both, and the unthrottled
+    /// call's code is what it would be written out in place.
+    @inlinable @inline(__always)
+    nonisolated(nonsending) func executeWithoutThrottle<Value>(
+        operation: () async throws -> Value
+    ) async throws -> Value {
         let permit = try self.admit()
         let value: Value
         do {

@@ -62,7 +62,10 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     ///
     /// `makeBreaker` runs outside the registry's lock; if two tasks ask for a
     /// new key at once, both may call it, and the breaker made second is
-    /// dropped unused.
+    /// dropped unused. The same holds for the `makeThrottle` closure of the other
+    /// initializers, which the breaker they make calls: it runs once per breaker made,
+    /// outside the lock, and a throttle it makes for a breaker that is dropped unused,
+    /// or later forgotten at the bound, goes with that breaker.
     ///
     /// - Parameters:
     ///   - maximumCount: The most breakers kept; at least 1. Defaults to 1,000.
@@ -89,11 +92,32 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     /// Each breaker is named `"<name>[<key>]"`, and all of them measure time
     /// from the registry's creation, so their snapshots and events compare directly.
     ///
+    /// With `makeThrottle`, each breaker asks a client-side ``AdaptiveThrottle``
+    /// before every call, as ``CircuitBreaker/throttle`` describes: return a new
+    /// throttle for each key when the keys are separate servers (a registry of
+    /// hosts), so that one host's outage throttles only the calls to it; return one
+    /// shared throttle for every key when the keys are endpoints of one server:
+    ///
+    /// ```swift
+    /// let clock = ContinuousClock()
+    /// // A throttle per host, made with the breaker and forgotten with it.
+    /// let hosts = try CircuitBreakerRegistry<String>(name: "hosts", makeThrottle: { _ in
+    ///     try? AdaptiveThrottle(floor: 10, clock: clock)
+    /// }, clock: clock)
+    /// // One throttle for every endpoint of one server.
+    /// let throttle = try AdaptiveThrottle(clock: clock)
+    /// let endpoints = try CircuitBreakerRegistry<String>(
+    ///     name: "api", makeThrottle: { _ in throttle }, clock: clock)
+    /// ```
+    ///
     /// - Parameters:
     ///   - name: The prefix of each breaker's name.
     ///   - configuration: The settings of every breaker.
     ///   - maximumCount: The most breakers kept; at least 1. Defaults to 1,000.
     ///   - observer: Receives every breaker's events, or `nil`.
+    ///   - makeThrottle: Returns the throttle of the breaker the registry is making for a
+    ///     key, or `nil` for none; `nil` (the default) gives no breaker a throttle. See
+    ///     ``init(maximumCount:makeBreaker:)`` for when the registry calls it.
     ///   - clock: The clock every breaker uses.
     /// - Throws: ``ConfigurationError`` when `maximumCount` is below 1.
     public convenience init(
@@ -101,13 +125,14 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         configuration: CircuitBreakerConfiguration = .default,
         maximumCount: Int = 1_000,
         observer: (any CircuitBreakerObserver)? = nil,
+        makeThrottle: (@Sendable (Key) -> AdaptiveThrottle?)? = nil,
         clock: some Clock<Duration> = ContinuousClock()
     ) throws(ConfigurationError) {
         let elapsedClock = ElapsedClock(clock)
         try self.init(maximumCount: maximumCount) { key in
             CircuitBreaker(
                 name: "\(name)[\(key)]", configuration: configuration, observer: observer,
-                elapsedClock: elapsedClock)
+                throttle: makeThrottle?(key), elapsedClock: elapsedClock)
         }
     }
 
@@ -115,17 +140,25 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     ///
     /// Each breaker is named `"<name>[<key>]"`, is made with `configuration.breaker`, and
     /// measures time from the registry's creation, as with
-    /// ``init(name:configuration:maximumCount:observer:clock:)``.
+    /// ``init(name:configuration:maximumCount:observer:makeThrottle:clock:)``, which also
+    /// says how to choose between a throttle per key and one shared by every key.
+    ///
+    /// A throttle is not one of the encoded settings: it carries a clock, a random
+    /// generator and counts, and a shared one is an object several layers hold. A
+    /// decoded configuration takes its throttles here, through `makeThrottle`.
     ///
     /// - Parameters:
     ///   - name: The prefix of each breaker's name.
     ///   - configuration: The bound and the settings of every breaker.
     ///   - observer: Receives every breaker's events, or `nil`.
+    ///   - makeThrottle: Returns the throttle of the breaker the registry is making for a
+    ///     key, or `nil` for none; `nil` (the default) gives no breaker a throttle.
     ///   - clock: The clock every breaker uses.
     public convenience init(
         name: String,
         configuration: CircuitBreakerRegistryConfiguration,
         observer: (any CircuitBreakerObserver)? = nil,
+        makeThrottle: (@Sendable (Key) -> AdaptiveThrottle?)? = nil,
         clock: some Clock<Duration> = ContinuousClock()
     ) {
         let elapsedClock = ElapsedClock(clock)
@@ -133,7 +166,7 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         self.init(uncheckedMaximumCount: configuration.maximumCount) { key in
             CircuitBreaker(
                 name: "\(name)[\(key)]", configuration: breakerConfiguration, observer: observer,
-                elapsedClock: elapsedClock)
+                throttle: makeThrottle?(key), elapsedClock: elapsedClock)
         }
     }
 

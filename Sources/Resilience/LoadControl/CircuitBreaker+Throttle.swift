@@ -5,6 +5,9 @@ extension CircuitBreaker {
     /// and leaves the breaker's counts alone; a call the breaker rejects after the
     /// throttle admitted it is not counted by the throttle (``AdaptiveThrottle/admit()``
     /// counts nothing, and ``AdaptiveThrottle/record(_:)`` ignores a breaker's rejection).
+    ///
+    /// The breaker's part is ``executeWithoutThrottle(operation:)``, the body of the
+    /// unthrottled ``execute(operation:)`` too, inlined into both.
     @usableFromInline
     nonisolated(nonsending) func execute<Value>(
         throttledBy throttle: AdaptiveThrottle,
@@ -13,16 +16,14 @@ extension CircuitBreaker {
         guard throttle.admit() else {
             throw AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)
         }
-        let permit = try self.admit()
         let value: Value
         do {
-            value = try await operation()
+            value = try await self.executeWithoutThrottle(operation: operation)
         } catch {
-            self.recordFailure(error, for: permit)
+            // The breaker's own rejection lands here too; `record(_:)` ignores it.
             throttle.record(error)
             throw error
         }
-        self.recordSuccess(for: permit)
         throttle.recordAccepted()
         return value
     }
