@@ -362,13 +362,6 @@ struct HedgedCallStart: Sendable {
     @usableFromInline let scope: CallScope
     @usableFromInline let declared: Idempotency
     @usableFromInline let delay: Duration
-
-    init(id: UInt64, scope: CallScope, declared: Idempotency, delay: Duration) {
-        self.id = id
-        self.scope = scope
-        self.declared = declared
-        self.delay = delay
-    }
 }
 
 /// The supersession signal of one attempt, as the inlined call path sees it.
