@@ -1,6 +1,7 @@
 /// What a hedged call hears about while it waits.
+@usableFromInline
 enum HedgedCallEvent: Sendable, Equatable {
-    /// The attempt with this index finished; its task holds the result.
+    /// The attempt with this index finished while the call was not waiting; its task holds the result.
     case finished(Int)
     /// The hedge delay passed.
     case hedgeDue
@@ -20,7 +21,7 @@ struct HedgedCalls {
         var finished: UInt16 = 0
         var hedgeDue = false
         var callerCancelled = false
-        var parked: UnsafeContinuation<HedgedCallEvent, Never>?
+        var parked: (any HedgedCallWaiter)?
 
         /// Takes the most urgent pending event: a finished attempt, the caller's cancellation, the hedge.
         mutating func take() -> HedgedCallEvent? {
@@ -59,17 +60,17 @@ struct HedgedCalls {
         self.calls[id] = nil
     }
 
-    /// Records `event` for the call `id`; returns the continuation to resume, with the event, when it waits.
+    /// Records `event` for the call `id`; returns the waiter to resume, with the event, when it waits.
     mutating func post(
         _ event: HedgedCallEvent, to id: UInt64
-    ) -> (UnsafeContinuation<HedgedCallEvent, Never>, HedgedCallEvent)? {
+    ) -> (any HedgedCallWaiter, HedgedCallEvent)? {
         guard var call = self.calls[id] else { return nil }
         switch event {
         case .finished(let index): call.finished |= 1 << UInt16(index)
         case .hedgeDue: call.hedgeDue = true
         case .callerCancelled: call.callerCancelled = true
         }
-        var wake: (UnsafeContinuation<HedgedCallEvent, Never>, HedgedCallEvent)?
+        var wake: (any HedgedCallWaiter, HedgedCallEvent)?
         if let parked = call.parked, let next = call.take() {
             call.parked = nil
             wake = (parked, next)
@@ -78,9 +79,27 @@ struct HedgedCalls {
         return wake
     }
 
+    /// Records that attempt `index` of the call `id` ended; returns the waiter to hand the
+    /// outcome to, when the call waits with nothing else pending.
+    ///
+    /// A call that waits has nothing pending (it parks only when nothing is), so the end
+    /// handed over directly comes in the order the events happened. A call that does not
+    /// wait takes the end later as ``HedgedCallEvent/finished(_:)``, after any event posted before it.
+    mutating func end(_ index: Int, of id: UInt64) -> (any HedgedCallWaiter)? {
+        guard var call = self.calls[id] else { return nil }
+        guard let parked = call.parked else {
+            call.finished |= 1 << UInt16(index)
+            self.calls[id] = call
+            return nil
+        }
+        call.parked = nil
+        self.calls[id] = call
+        return parked
+    }
+
     /// The next pending event of the call `id`, or `nil` after parking `parked` to wait for one.
     mutating func next(
-        of id: UInt64, parking parked: UnsafeContinuation<HedgedCallEvent, Never>
+        of id: UInt64, parking parked: any HedgedCallWaiter
     ) -> HedgedCallEvent? {
         guard var call = self.calls[id] else { return .callerCancelled }
         if let event = call.take() {
@@ -91,4 +110,12 @@ struct HedgedCalls {
         self.calls[id] = call
         return nil
     }
+}
+
+/// A hedged call waiting for its next event: what a strategy's table keeps, without knowing
+/// the call's value type.
+@usableFromInline
+protocol HedgedCallWaiter: Sendable {
+    /// Wakes the call with `event`.
+    func resume(with event: HedgedCallEvent)
 }

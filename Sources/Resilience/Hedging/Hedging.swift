@@ -33,6 +33,8 @@ public final class Hedging: Sendable {
     /// The calls in flight, by number: what each has to hear about, and where it waits.
     let calls = Lock(HedgedCalls())
     let observer: (any StrategyObserver)?
+    /// The most extra attempts a call starts, for the inlined call path.
+    @usableFromInline var hedgeLimit: Int { self.maximumHedges }
 
     /// Creates a hedging strategy.
     ///
@@ -72,29 +74,27 @@ public final class Hedging: Sendable {
     ///   - operation: One attempt of the call.
     /// - Returns: The value of the first attempt that succeeds.
     /// - Throws: The last failure when every attempt failed.
+    @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        let declared = idempotency ?? CallScope.current.idempotency ?? .idempotent
-        guard declared.isIdempotent else {
+        // Inlined into the caller, so the call's generic values are specialized for its
+        // value type; everything that does not depend on it stays out of line.
+        guard let start = self.begin(idempotency) else {
             return try await operation()  // the rules forbid a second copy
         }
-        let delay = self.state.withLock { $0.currentDelay }
-        var scope = CallScope.current
-        scope.idempotency = declared
-        let id = self.calls.withLock { $0.open() }
         // One value holds the call's state, handed to the helpers `inout`: local functions
         // capturing the call's variables made each captured variable a heap box.
-        var call = HedgedCall<Value>(hedgesLeft: self.maximumHedges)
-        await self.startNext(&call, scope: scope, id: id, operation: operation)
-        call.timer = self.armTimer(after: delay, for: id)
+        var call = HedgedCall<Value>(hedgesLeft: self.hedgeLimit)
+        await self.startNext(&call, start, operation: operation)
+        call.timer = self.armTimer(after: start.delay, for: start.id)
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
-            await self.run(&call, scope: scope, id: id, declared: declared, delay: delay, operation: operation)
+            await self.run(&call, start, operation: operation)
         } onCancel: {
-            self.post(.callerCancelled, to: id)
+            self.post(.callerCancelled, to: start.id)
         }
-        if let timer = call.timer { self.watcher.withdraw(timer) }
+        if let timer = call.timer { self.disarmTimer(timer) }
         if let winner = call.winner, !call.hedges.isEmpty {
             // The losers were superseded: each records it before its cancellation, so a
             // breaker inside counts it as nothing; the call waits for them, as a task group would.
@@ -103,163 +103,250 @@ public final class Hedging: Sendable {
             for (index, loser) in attempts.enumerated() where index != winner { loser.task.cancel() }
             for (index, loser) in attempts.enumerated() where index != winner { _ = await loser.task.result }
         }
-        self.calls.withLock { $0.close(id) }
+        self.close(start.id)
         return try outcome.get()
     }
 
-    /// Takes the events of the call `id` until one decides it: a success, or a failure
+    /// Takes the wakes of the call until one decides it: a success, or a failure
     /// with nothing left to start.
-    private nonisolated(nonsending) func run<Value: Sendable>(
+    @inlinable
+    nonisolated(nonsending) func run<Value: Sendable>(
         _ call: inout HedgedCall<Value>,
-        scope: CallScope,
-        id: UInt64,
-        declared: Idempotency,
-        delay: Duration,
+        _ start: HedgedCallStart,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> Result<Value, any Error> {
         while true {
-            switch await self.nextEvent(of: id) {
-            case .finished(let index):
-                call.taken |= 1 << UInt16(index)
-                switch await call.attempt(index).task.result {
-                case .success(let timed):
-                    call.winner = index
-                    self.state.withLock { $0.record(timed.latency) }
-                    return .success(timed.value)
-                case .failure(let error):
-                    call.running -= 1
-                    let analysis = FailureAnalysis(error)
-                    if Rulebook.stopReason(for: analysis, idempotency: declared) != nil { call.mayHedge = false }
-                    if call.running == 0 {
-                        guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, self.spendHedge() else {
-                            return .failure(error)
-                        }
-                        call.hedgesLeft -= 1
-                        await self.startNext(&call, scope: scope, id: id, operation: operation)
-                    }
-                }
-                // A hedge delay taken while this attempt's end was on its way is handled now,
-                // after the end, as if the two events had come in that order.
-                if call.isHedgeDeferred, !call.anAttemptEndedUntaken {
-                    call.isHedgeDeferred = false
-                    await self.hedgeIsDue(&call, scope: scope, id: id, delay: delay, operation: operation)
-                }
-            case .hedgeDue:
+            // The attempt that ended and its outcome; every other wake is handled and loops.
+            let index: Int
+            let result: Result<Timed<Value>, any Error>
+            switch await self.nextWake(of: start.id, as: Value.self) {
+            case .ended(let ended, let outcome):
+                (index, result) = (ended, outcome)  // handed over by the attempt: no second wait
+            case .event(.finished(let ended)):
+                (index, result) = (ended, await call.attempt(ended).task.result)
+            case .event(.hedgeDue):
                 call.timer = nil
-                // An attempt that returned before the delay passed is on its way as `.finished`:
-                // its outcome decides first, then the delay is handled.
+                // An attempt that returned before the delay passed is on its way (handed over,
+                // or as `.finished`): its outcome decides first, then the delay is handled.
                 guard !call.anAttemptEndedUntaken else {
                     call.isHedgeDeferred = true
                     continue
                 }
-                await self.hedgeIsDue(&call, scope: scope, id: id, delay: delay, operation: operation)
-            case .callerCancelled:
+                await self.hedgeIsDue(&call, start, operation: operation)
+                continue
+            case .event(.callerCancelled):
                 // The caller gave up: no more hedges, and the running attempts are cancelled
                 // without a signal, so a breaker inside counts nothing.
                 call.callerCancelled = true
                 call.first?.task.cancel()
                 for hedge in call.hedges { hedge.task.cancel() }
+                continue
+            }
+            call.taken |= 1 << UInt16(index)
+            switch result {
+            case .success(let timed):
+                call.winner = index
+                self.record(timed.latency)
+                return .success(timed.value)
+            case .failure(let error):
+                call.running -= 1
+                if self.endsHedging(error, start.declared) { call.mayHedge = false }
+                if call.running == 0 {
+                    guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, self.spendHedge() else {
+                        return .failure(error)
+                    }
+                    call.hedgesLeft -= 1
+                    await self.startNext(&call, start, operation: operation)
+                }
+            }
+            // A hedge delay taken while this attempt's end was on its way is handled now,
+            // after the end, as if the two events had come in that order.
+            if call.isHedgeDeferred, !call.anAttemptEndedUntaken {
+                call.isHedgeDeferred = false
+                await self.hedgeIsDue(&call, start, operation: operation)
             }
         }
     }
 
     /// Starts a hedge, if the rules, the budget and the caller allow one, and arms the next.
-    private nonisolated(nonsending) func hedgeIsDue<Value: Sendable>(
+    @inlinable
+    nonisolated(nonsending) func hedgeIsDue<Value: Sendable>(
         _ call: inout HedgedCall<Value>,
-        scope: CallScope,
-        id: UInt64,
-        delay: Duration,
+        _ start: HedgedCallStart,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async {
         guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, !Task.isCancelled, self.spendHedge() else {
             return
         }
         call.hedgesLeft -= 1
-        self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .hedged))
-        await self.startNext(&call, scope: scope, id: id, operation: operation)
-        if call.hedgesLeft > 0 { call.timer = self.armTimer(after: delay, for: id) }
+        self.reportHedge()
+        await self.startNext(&call, start, operation: operation)
+        if call.hedgesLeft > 0 { call.timer = self.armTimer(after: start.delay, for: start.id) }
     }
 
     /// Starts the call's next attempt under a supersession signal of its own.
-    private nonisolated(nonsending) func startNext<Value: Sendable>(
+    @inlinable
+    nonisolated(nonsending) func startNext<Value: Sendable>(
         _ call: inout HedgedCall<Value>,
-        scope: CallScope,
-        id: UInt64,
+        _ start: HedgedCallStart,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async {
         let index = call.count
-        let signal = TimeLimitSignal(enclosing: scope.supersessions)
-        var attemptScope = scope
-        attemptScope.supersessions = signal
+        let (scope, signal) = self.attemptScope(start.scope)
         let task = await self.startAttempt(
-            on: operation.isolation, scope: attemptScope, index: index, of: id, signal: signal, operation: operation)
+            on: operation.isolation, scope: scope, index: index, of: start.id, signal: signal, operation: operation)
         call.add(HedgedAttempt(task: task, signal: signal))
-    }
-
-    /// Registers the next hedge of the call `id` with the shared watcher: no timer task per call.
-    private func armTimer(after delay: Duration, for id: UInt64) -> UInt64 {
-        self.watcher.register(self.watcher.now() + delay, HedgeDue(hedging: self, call: id))
     }
 
     /// Starts attempt `index` of the call `id` as a task on the operation's own actor,
     /// so that a main-actor operation starts on the main actor without a hop; the
-    /// task tells the call when it ends.
-    private func startAttempt<Value: Sendable>(
+    /// task hands its outcome to the call when it ends.
+    @inlinable
+    func startAttempt<Value: Sendable>(
         on isolation: isolated (any Actor)?,
         scope: CallScope,
         index: Int,
         of id: UInt64,
-        signal: TimeLimitSignal,
+        signal: HedgedAttemptSignal,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) -> Task<Timed<Value>, any Error> {
         // Bound around the creation, so the attempt inherits it with the caller's other
         // task-local values; bound here, synchronously, because an `async` binding's
         // closure would leave the caller's actor and come back.
-        CallScope.$current.withValue(scope) {
+        CallScope.handedDown.withValue(scope) {
             self.attemptTask(on: isolation, index: index, of: id, signal: signal, operation: operation)
         }
     }
 
     /// The task of attempt `index`, isolated to `isolation`.
-    private func attemptTask<Value: Sendable>(
+    @inlinable
+    func attemptTask<Value: Sendable>(
         on isolation: isolated (any Actor)?,
         index: Int,
         of id: UInt64,
-        signal: TimeLimitSignal,
+        signal: HedgedAttemptSignal,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) -> Task<Timed<Value>, any Error> {
         Task { [self] () async throws -> Timed<Value> in
             _ = isolation  // captured, so the task starts on the operation's actor
-            defer { self.post(.finished(index), to: id) }  // the caller then awaits the task's result
-            let started = self.watcher.now()
-            let value: Value
+            let started = self.now()
+            let result: Result<Timed<Value>, any Error>
             do {
-                value = try await operation()
-            } catch {
+                let value = try await operation()
                 signal.complete()  // the attempt's own end, marked before a hedge timer can be taken
-                throw error
+                result = .success(Timed(value: value, latency: self.now() - started))
+            } catch {
+                signal.complete()
+                result = .failure(error)
             }
-            signal.complete()
-            return Timed(value: value, latency: self.watcher.now() - started)
+            // A waiting call takes the outcome from here, woken once; one that is not waiting
+            // takes `.finished` later and reads the task's result.
+            if let waiter = self.end(index, of: id) as? HedgedWaiter<Value> {
+                waiter.continuation.resume(returning: .ended(index, result))
+            }
+            return try result.get()
         }
+    }
+
+    /// Waits for the next event of the call `id`, or for an attempt's outcome handed over directly.
+    @inlinable
+    nonisolated(nonsending) func nextWake<Value: Sendable>(
+        of id: UInt64, as _: Value.Type
+    ) async -> HedgedWake<Value> {
+        await withUnsafeContinuation { (parked: UnsafeContinuation<HedgedWake<Value>, Never>) in
+            if let ready = self.next(of: id, parking: HedgedWaiter(continuation: parked)) {
+                parked.resume(returning: .event(ready))
+            }
+        }
+    }
+
+    // MARK: - Out of line: what does not depend on the value type
+
+    /// Opens a hedged call, or returns `nil` when the call may not run twice.
+    @usableFromInline
+    func begin(_ idempotency: Idempotency?) -> HedgedCallStart? {
+        let declared = idempotency ?? CallScope.current.idempotency ?? .idempotent
+        guard declared.isIdempotent else { return nil }
+        let delay = self.state.withLock { $0.currentDelay }
+        var scope = CallScope.current
+        scope.idempotency = declared
+        let id = self.calls.withLock { $0.open() }
+        return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay)
+    }
+
+    /// Forgets the call `id`.
+    @usableFromInline
+    func close(_ id: UInt64) {
+        self.calls.withLock { $0.close(id) }
+    }
+
+    /// The scope of a new attempt of a call with `scope`: a supersession signal of its own.
+    @usableFromInline
+    func attemptScope(_ scope: CallScope) -> (CallScope, HedgedAttemptSignal) {
+        let signal = TimeLimitSignal(enclosing: scope.supersessions)
+        var attemptScope = scope
+        attemptScope.supersessions = signal
+        return (attemptScope, HedgedAttemptSignal(signal: signal))
+    }
+
+    /// Registers the next hedge of the call `id` with the shared watcher: no timer task per call.
+    @usableFromInline
+    func armTimer(after delay: Duration, for id: UInt64) -> UInt64 {
+        self.watcher.register(self.watcher.now() + delay, HedgeDue(hedging: self, call: id))
+    }
+
+    /// Withdraws a registration made by ``armTimer(after:for:)``.
+    @usableFromInline
+    func disarmTimer(_ timer: UInt64) {
+        self.watcher.withdraw(timer)
+    }
+
+    /// The time on the strategy's clock.
+    @usableFromInline
+    func now() -> Duration {
+        self.watcher.now()
+    }
+
+    /// Records a winning attempt's latency.
+    @usableFromInline
+    func record(_ latency: Duration) {
+        self.state.withLock { $0.record(latency) }
+    }
+
+    /// Whether the rules end hedging after an attempt failed with `error` (a 429, say).
+    @usableFromInline
+    func endsHedging(_ error: any Error, _ declared: Idempotency) -> Bool {
+        Rulebook.stopReason(for: FailureAnalysis(error), idempotency: declared) != nil
+    }
+
+    /// Reports a hedge started to the observer.
+    @usableFromInline
+    func reportHedge() {
+        self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .hedged))
     }
 
     /// Tells the call `id` about `event`, waking it if it waits.
-    fileprivate func post(_ event: HedgedCallEvent, to id: UInt64) {
+    @usableFromInline
+    func post(_ event: HedgedCallEvent, to id: UInt64) {
         let wake = self.calls.withLock { $0.post(event, to: id) }
-        if let (parked, event) = wake { parked.resume(returning: event) }
+        if let (parked, event) = wake { parked.resume(with: event) }
     }
 
-    /// Waits for the next event of the call `id`.
-    private nonisolated(nonsending) func nextEvent(of id: UInt64) async -> HedgedCallEvent {
-        await withUnsafeContinuation { (parked: UnsafeContinuation<HedgedCallEvent, Never>) in
-            let ready = self.calls.withLock { $0.next(of: id, parking: parked) }
-            if let ready { parked.resume(returning: ready) }
-        }
+    /// Records that attempt `index` of the call `id` ended; returns the waiter to hand its outcome to.
+    @usableFromInline
+    func end(_ index: Int, of id: UInt64) -> (any HedgedCallWaiter)? {
+        self.calls.withLock { $0.end(index, of: id) }
+    }
+
+    /// The next pending event of the call `id`, or `nil` after parking `waiter`.
+    @usableFromInline
+    func next(of id: UInt64, parking waiter: any HedgedCallWaiter) -> HedgedCallEvent? {
+        self.calls.withLock { $0.next(of: id, parking: waiter) }
     }
 
     /// Takes a hedge from the budget; `false` when the budget is spent.
-    private func spendHedge() -> Bool {
+    @usableFromInline
+    func spendHedge() -> Bool {
         guard let budget = self.budget else { return true }
         guard budget.allowsRetry else { return false }
         budget.recordFailure()
@@ -267,42 +354,80 @@ public final class Hedging: Sendable {
     }
 }
 
+/// What a hedged call settles once, before its first attempt: its number, its scope, its
+/// declared idempotency and its hedge delay.
+@usableFromInline
+struct HedgedCallStart: Sendable {
+    @usableFromInline let id: UInt64
+    @usableFromInline let scope: CallScope
+    @usableFromInline let declared: Idempotency
+    @usableFromInline let delay: Duration
+}
+
+/// The supersession signal of one attempt, as the inlined call path sees it.
+@usableFromInline
+struct HedgedAttemptSignal: Sendable {
+    let signal: TimeLimitSignal
+
+    init(signal: TimeLimitSignal) {
+        self.signal = signal
+    }
+
+    /// Records that the attempt lost the race, before it is cancelled.
+    @usableFromInline
+    func fire() { self.signal.fire() }
+
+    /// Marks the attempt's own end.
+    @usableFromInline
+    func complete() { self.signal.complete() }
+
+    /// Whether the attempt's own task marked its end.
+    @usableFromInline
+    var isCompleted: Bool { self.signal.isCompleted }
+}
+
 /// The state of one hedged call while it waits for its attempts.
 ///
 /// The first attempt is kept apart from the hedges, so that a call that starts no hedge
 /// allocates no array.
-private struct HedgedCall<Value: Sendable> {
-    var first: HedgedAttempt<Value>?
-    var hedges: [HedgedAttempt<Value>] = []
-    var running = 0
-    var hedgesLeft: Int
-    var mayHedge = true
-    var callerCancelled = false
+@usableFromInline
+struct HedgedCall<Value: Sendable> {
+    @usableFromInline var first: HedgedAttempt<Value>?
+    @usableFromInline var hedges: [HedgedAttempt<Value>] = []
+    @usableFromInline var running = 0
+    @usableFromInline var hedgesLeft: Int
+    @usableFromInline var mayHedge = true
+    @usableFromInline var callerCancelled = false
     /// The registration of the next hedge with the watcher, while it is pending.
-    var timer: UInt64?
-    var winner: Int?
+    @usableFromInline var timer: UInt64?
+    @usableFromInline var winner: Int?
     /// The attempts whose end the call has taken, one bit each.
-    var taken: UInt16 = 0
+    @usableFromInline var taken: UInt16 = 0
     /// Whether the hedge delay passed while an attempt's end was on its way.
-    var isHedgeDeferred = false
+    @usableFromInline var isHedgeDeferred = false
 
+    @inlinable
     init(hedgesLeft: Int) {
         self.hedgesLeft = hedgesLeft
     }
 
     /// The number of attempts started.
+    @inlinable
     var count: Int { self.hedges.count + (self.first == nil ? 0 : 1) }
 
+    @inlinable
     func attempt(_ index: Int) -> HedgedAttempt<Value> {
         index == 0 ? self.first! : self.hedges[index - 1]
     }
 
+    @inlinable
     mutating func add(_ attempt: HedgedAttempt<Value>) {
         if self.first == nil { self.first = attempt } else { self.hedges.append(attempt) }
         self.running += 1
     }
 
     /// Whether an attempt's own task marked its end and the call has not taken that end yet.
+    @inlinable
     var anAttemptEndedUntaken: Bool {
         for index in 0..<self.count where self.taken & (1 << UInt16(index)) == 0 {
             if self.attempt(index).signal.isCompleted { return true }
@@ -312,15 +437,52 @@ private struct HedgedCall<Value: Sendable> {
 }
 
 /// One attempt of a hedged call: its task and the signal it is superseded by.
-private struct HedgedAttempt<Value: Sendable> {
-    var task: Task<Timed<Value>, any Error>
-    var signal: TimeLimitSignal
+@usableFromInline
+struct HedgedAttempt<Value: Sendable> {
+    @usableFromInline var task: Task<Timed<Value>, any Error>
+    @usableFromInline var signal: HedgedAttemptSignal
+
+    @inlinable
+    init(task: Task<Timed<Value>, any Error>, signal: HedgedAttemptSignal) {
+        self.task = task
+        self.signal = signal
+    }
+}
+
+/// What wakes a hedged call: an event, or an attempt's outcome handed over by the attempt itself.
+@usableFromInline
+enum HedgedWake<Value: Sendable>: Sendable {
+    case event(HedgedCallEvent)
+    case ended(Int, Result<Timed<Value>, any Error>)
+}
+
+/// A hedged call waiting with its value type known, so that an attempt can hand its outcome over.
+@usableFromInline
+struct HedgedWaiter<Value: Sendable>: HedgedCallWaiter {
+    @usableFromInline let continuation: UnsafeContinuation<HedgedWake<Value>, Never>
+
+    @inlinable
+    init(continuation: UnsafeContinuation<HedgedWake<Value>, Never>) {
+        self.continuation = continuation
+    }
+
+    @inlinable
+    func resume(with event: HedgedCallEvent) {
+        self.continuation.resume(returning: .event(event))
+    }
 }
 
 /// An attempt's value and how long it took.
-private struct Timed<Value: Sendable>: Sendable {
-    var value: Value
-    var latency: Duration
+@usableFromInline
+struct Timed<Value: Sendable>: Sendable {
+    @usableFromInline var value: Value
+    @usableFromInline var latency: Duration
+
+    @inlinable
+    init(value: Value, latency: Duration) {
+        self.value = value
+        self.latency = latency
+    }
 }
 
 /// What the watcher does when a hedged call's delay passes: tell the call.

@@ -190,3 +190,27 @@ struct HedgingTests {
         #expect(clock.sleeperCount == 0)
     }
 }
+
+@Suite("Hedging hand-over")
+struct HedgingHandOverTests {
+    @Test func anAttemptThatFailsWhileTheCallWaitsStartsTheNextHedgeAndTheHedgeWins() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: clock)
+        let attempts = Counter()
+        let call = Task {
+            try await hedging.execute { () async throws -> Int in
+                let attempt = attempts.increment()
+                if attempt == 1 {
+                    try await clock.sleep(for: .milliseconds(500))
+                    throw TransientError(id: attempt)
+                }
+                return attempt
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the first attempt and the hedge timer
+        clock.advance(by: .milliseconds(500))  // the first attempt fails before the delay
+        #expect(try await call.value == 2)
+        #expect(attempts.value == 2)
+        #expect(hedging.calls.withLock { $0.count } == 0)
+    }
+}

@@ -1,0 +1,49 @@
+import Testing
+
+@testable import Resilience
+
+@Suite("Hedged calls table")
+struct HedgedCallsTests {
+    @Test func anAttemptThatEndsWhileTheCallWaitsIsHandedOverAndLeavesNothingPending() {
+        var calls = HedgedCalls()
+        let id = calls.open()
+        let waiter = RecordingWaiter()
+        #expect(calls.next(of: id, parking: waiter) == nil)
+        let handedTo = calls.end(0, of: id)
+        #expect(handedTo is RecordingWaiter)
+        // Nothing waits as `.finished`, so the call does not take the end twice.
+        #expect(calls.next(of: id, parking: RecordingWaiter()) == nil)
+    }
+
+    @Test func anAttemptThatEndsWhileTheCallIsBusyWaitsAsFinished() {
+        var calls = HedgedCalls()
+        let id = calls.open()
+        #expect(calls.end(0, of: id) == nil)
+        #expect(calls.next(of: id, parking: RecordingWaiter()) == .finished(0))
+    }
+
+    @Test func aHedgeDueBeforeTheEndWakesTheCallAndTheEndThenWaitsAsFinished() {
+        // The timer wins the race: the call is woken with the hedge, and the attempt's
+        // end, coming while the call handles it, is kept for the call's next look.
+        var calls = HedgedCalls()
+        let id = calls.open()
+        #expect(calls.next(of: id, parking: RecordingWaiter()) == nil)
+        let wake = calls.post(.hedgeDue, to: id)
+        #expect(wake?.1 == .hedgeDue)
+        #expect(calls.end(0, of: id) == nil)
+        #expect(calls.next(of: id, parking: RecordingWaiter()) == .finished(0))
+    }
+
+    @Test func anEndAfterTheCallClosedIsDropped() {
+        var calls = HedgedCalls()
+        let id = calls.open()
+        calls.close(id)
+        #expect(calls.end(0, of: id) == nil)
+        #expect(calls.count == 0)
+    }
+}
+
+/// A waiter that only says it was resumed.
+private struct RecordingWaiter: HedgedCallWaiter {
+    func resume(with event: HedgedCallEvent) {}
+}
