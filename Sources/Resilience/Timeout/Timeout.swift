@@ -15,7 +15,11 @@
 ///
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
-/// ignores cancellation is not cut short.
+/// ignores cancellation is not cut short. The limit and the caller's cancellation
+/// reach the operation at its first suspension: what it does synchronously before
+/// its first `await` runs to its end even if it checks for cancellation, since the
+/// task starts at once and is watched only once it suspends. Put long synchronous
+/// work behind an `await` (such as `await Task.yield()`) when the limit must stop it.
 ///
 /// Where it sits decides what it limits: outside a ``RetryPolicy`` it bounds
 /// the whole call, waits included; inside, each attempt.
