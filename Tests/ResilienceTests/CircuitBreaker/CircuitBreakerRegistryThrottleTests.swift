@@ -34,26 +34,6 @@ struct CircuitBreakerRegistryThrottleTests {
         var callsUnderTheLock: Int { self.underLock.withLock { $0 } }
     }
 
-    /// Sends `calls` calls through `breaker`, each failing with a 503 if it runs; returns how many
-    /// ran and how many the throttle rejected with ``AdaptiveThrottleRejection``.
-    private static func sendFailingCalls(_ calls: Int, through breaker: CircuitBreaker) async -> (
-        ran: Int, throttled: Int
-    ) {
-        let ran = Counter()
-        var throttled = 0
-        for _ in 0..<calls {
-            do {
-                try await breaker.execute {
-                    _ = ran.increment()
-                    throw HTTPResponseError(statusCode: 503)
-                }
-            } catch is AdaptiveThrottleRejection {
-                throttled += 1
-            } catch {}
-        }
-        return (ran.value, throttled)
-    }
-
     @Test func aRegistryBreakerAsksItsThrottleAndCountsWhatRuns() async throws {
         let clock = TestClock()
         let registry = try CircuitBreakerRegistry<String>(
@@ -74,7 +54,7 @@ struct CircuitBreakerRegistryThrottleTests {
         let breaker = registry.breaker(for: "down.example")
         let throttle = try #require(breaker.throttle)
         for _ in 0..<10_000 { throttle.recordRejected() }
-        let (ran, throttled) = await Self.sendFailingCalls(20, through: breaker)
+        let (ran, throttled) = await sendFailingCalls(20, through: breaker)
         #expect(throttled >= 18)
         #expect(ran + throttled == 20)
         // Only the calls that ran reached the breaker: a throttled call is neither a call nor a failure.
@@ -108,7 +88,7 @@ struct CircuitBreakerRegistryThrottleTests {
 
         // One host's outage shuts its own throttle; the other host's calls all run.
         for _ in 0..<10_000 { downThrottle.recordRejected() }
-        let downCalls = await Self.sendFailingCalls(20, through: down)
+        let downCalls = await sendFailingCalls(20, through: down)
         #expect(downCalls.throttled >= 18)
         let ran = Counter()
         for _ in 0..<20 { _ = try await registry.breaker(for: "up.example").execute { ran.increment() } }
@@ -131,7 +111,7 @@ struct CircuitBreakerRegistryThrottleTests {
         #expect(orders.throttle === shared && profile.throttle === shared)
 
         // One endpoint sees the server fail everything; the shared throttle learns it is down.
-        let failing = await Self.sendFailingCalls(200, through: orders)
+        let failing = await sendFailingCalls(200, through: orders)
         #expect(failing.ran > 0 && failing.ran < 50)
         #expect(shared.rejectionProbability > 0.9)
         // The other endpoint's calls are now mostly rejected locally, and its breaker counts none of them.

@@ -131,21 +131,10 @@ struct ThrottleOptionTests {
         for _ in 0..<10_000 { throttle.recordRejected() }
         let breaker = try CircuitBreaker(
             name: "api", tripRule: .consecutiveFailures(3), throttle: throttle, clock: clock)
-        let ran = Counter()
-        var throttled = 0
-        for _ in 0..<20 {
-            do {
-                try await breaker.execute {
-                    _ = ran.increment()
-                    throw HTTPResponseError(statusCode: 503)
-                }
-            } catch is AdaptiveThrottleRejection {
-                throttled += 1
-            } catch {}
-        }
+        let (ran, throttled) = await sendFailingCalls(20, through: breaker)
         #expect(throttled >= 18)
-        #expect(ran.value + throttled == 20)
-        #expect(ran.value < 3)
+        #expect(ran + throttled == 20)
+        #expect(ran < 3)
         #expect(breaker.state == .closed)
     }
 

@@ -176,3 +176,23 @@ extension Result where Failure == any Error {
         }
     }
 }
+
+/// Sends `calls` calls through `breaker`, each failing with a 503 if it runs; returns how many
+/// ran and how many the throttle rejected with ``AdaptiveThrottleRejection``.
+func sendFailingCalls(_ calls: Int, through breaker: CircuitBreaker) async -> (
+    ran: Int, throttled: Int
+) {
+    let ran = Counter()
+    var throttled = 0
+    for _ in 0..<calls {
+        do {
+            try await breaker.execute {
+                _ = ran.increment()
+                throw HTTPResponseError(statusCode: 503)
+            }
+        } catch is AdaptiveThrottleRejection {
+            throttled += 1
+        } catch {}
+    }
+    return (ran.value, throttled)
+}

@@ -94,55 +94,9 @@ private func isIdle(_ phase: DeadlineWatcherState.Watcher) -> Bool {
 @globalActor
 private actor Counted {
     static let shared = Counted()
-    static let executor = HeldJobs()
+    static let executor = ManualExecutor()
 
     nonisolated var unownedExecutor: UnownedSerialExecutor {
         Self.executor.asUnownedSerialExecutor()
-    }
-}
-
-/// A serial executor that holds its jobs until the test runs them, one at a time.
-private final class HeldJobs: SerialExecutor {
-    private struct State {
-        var jobs: [UnownedJob] = []
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let state = Lock(State())
-
-    /// The jobs enqueued and not yet run.
-    var pending: Int { self.state.withLock { $0.jobs.count } }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let waiter = self.state.withLock { state in
-            state.jobs.append(job)
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
-
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
-    }
-
-    /// Runs held jobs one at a time, waiting for each to be enqueued, until `done` holds.
-    func run(until done: () -> Bool) async {
-        while !done() { await self.runOne() }
-    }
-
-    /// Waits for a held job and runs it on the calling thread.
-    func runOne() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = self.state.withLock { state in
-                if !state.jobs.isEmpty { return true }
-                state.waiter = continuation
-                return false
-            }
-            if ready { continuation.resume() }
-        }
-        let next = self.state.withLock { $0.jobs.removeFirst() }
-        next.runSynchronously(on: self.asUnownedSerialExecutor())
     }
 }
