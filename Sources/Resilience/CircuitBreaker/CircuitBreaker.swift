@@ -50,7 +50,7 @@
 /// one after the operation: no lock, no clock, no allocation (a slow-call rule
 /// adds two clock reads). Under a time-window rule, a success reads a cheap
 /// reading of the clock that is never early (with the system's continuous clock on
-/// Linux, the coarse monotonic clock plus two ticks) and counts itself in the
+/// Linux, the coarse monotonic clock plus three ticks) and counts itself in the
 /// current bucket with one compare-and-exchange, no lock, unless it is the first
 /// call of a new bucket. A rejection while open or
 /// isolated takes no lock either. Failures, count-window rules (which record

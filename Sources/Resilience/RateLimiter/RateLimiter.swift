@@ -21,15 +21,16 @@
 /// compare-and-exchange and no lock when a cheap reading of the clock meant never to
 /// be early falls within that span: with the system's `ContinuousClock` on Linux, the
 /// later of the coarse monotonic clock and the coarse wall clock, each plus a margin
-/// measured against the precise clock with two ticks to spare (no precise clock read);
+/// measured against the precise clock with three ticks to spare (no precise clock read);
 /// with any other clock, its own precise reading, so a test clock gets exactly the
-/// locked step's answers. Near a span's end (up to its last two ticks, 8 ms with a
+/// locked step's answers. Near a span's end (up to its last three ticks, 12 ms with a
 /// 250 Hz kernel's tick) calls take the lock.
 ///
 /// The coarse reading is never early, so a permit is never taken after its span ends
 /// and the limiter never admits more than its algorithm allows, on two assumptions:
-/// the coarse clocks trail the precise one by at most about a tick and a half (about
-/// one tick was measured), and the system was not both suspended and its wall clock
+/// the coarse clocks trail the precise one by at most two ticks and a half (between one
+/// and two, and a little over two under load, were measured), and the system was not
+/// both suspended and its wall clock
 /// set back since the margins were measured (they are measured again as soon as the
 /// two coarse readings disagree; either event alone leaves the later of them a bound).
 /// A loan settled past its span therefore first checks that no bound read during it

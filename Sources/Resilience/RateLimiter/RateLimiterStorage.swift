@@ -17,8 +17,9 @@ import Synchronization
 /// reading outside the span, takes the lock; the locked step first settles the loan (the
 /// machine never counts a permit twice).
 ///
-/// "Never early" assumes the coarse clocks trail the precise one by at most about a
-/// tick and a half (about one tick was measured), and that the system was not both
+/// "Never early" assumes the coarse clocks trail the precise one by at most two ticks
+/// and a half (between one and two, a little over two under load, were measured), and
+/// that the system was not both
 /// suspended and its wall clock set back since the margins were measured. When a
 /// loan is settled past its span, the storage asks the clock whether any bound read
 /// during the loan can have trailed (``ElapsedClock/upperBoundsHeld(below:sinceMargin:)``),

@@ -92,9 +92,9 @@ package struct ElapsedClock: Sendable {
     ///
     /// For the system's continuous clock on Linux this is ``SystemClockSource/upperBound()``:
     /// the coarse monotonic and wall clocks (updated once per kernel tick, read without a
-    /// hardware timer), each plus a margin of two ticks (the coarse clocks trail the precise
-    /// one by a tick, a little more when the tick interrupt comes late on a loaded machine;
-    /// one tick was measured to fall short by a few hundred nanoseconds) and its measured
+    /// hardware timer), each plus a margin of three ticks (the coarse clocks were measured to
+    /// trail the precise one by between one and two ticks, a little over two when the tick
+    /// interrupt came late on a loaded machine) and its measured
     /// offset from the boot-time clock, whichever is later. A suspension stops the monotonic
     /// clock but not the wall clock, so the bound holds across one. Should both trail a
     /// precise reading (a suspension and a step back of the wall clock since the margins were
