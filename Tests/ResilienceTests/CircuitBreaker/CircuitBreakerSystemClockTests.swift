@@ -16,8 +16,16 @@ final class SimulatedSystemClocks: Sendable {
     var boot: Int64 { self.running.load(ordering: .relaxed) + self.suspended.load(ordering: .relaxed) }
     var monotonic: Int64 { self.running.load(ordering: .relaxed) }
     var realtime: Int64 { self.boot + self.wallOffset.load(ordering: .relaxed) }
-    /// How far the coarse clocks trail: back to the last tick of running time.
-    private var sinceTick: Int64 { self.monotonic % self.tick }
+    /// How much further the coarse clocks trail than back to the last tick, in nanoseconds.
+    private let extraLag = Atomic<Int64>(0)
+    /// How far the coarse clocks trail: back to the last tick of running time, and the extra lag.
+    private var sinceTick: Int64 { self.monotonic % self.tick + self.extraLag.load(ordering: .relaxed) }
+
+    /// Makes the coarse clocks trail by `duration` more: what a reading published a tick late,
+    /// by an interrupt that itself came late, looks like.
+    func delayCoarseClocks(by duration: Duration) {
+        self.extraLag.store(Self.nanoseconds(duration), ordering: .relaxed)
+    }
 
     /// Runs for `duration`.
     func advance(by duration: Duration) {
@@ -215,6 +223,24 @@ extension CircuitBreaker {
         #expect(next > token)
         clocks.advance(by: .seconds(2))
         #expect(clock.upperBoundsHeld(below: 7_000_000_000, sinceMargin: next))
+    }
+
+    @Test func boundsHoldWhileTheCoarseClocksTrailByTwoTicksAndAHalf() throws {
+        // A coarse reading was measured to trail the precise one by between one and two ticks,
+        // and by a little over two when the tick interrupt came late. Here it trails by up to
+        // two ticks and a half, less two nanoseconds.
+        let clocks = SimulatedSystemClocks()
+        clocks.delayCoarseClocks(by: .nanoseconds(clocks.tick / 2 * 3 - 1))
+        let clock = ElapsedClock(simulating: clocks.source())
+        let token = try #require(clock.upperBoundMargin())
+        for step in 0..<200 {
+            clocks.advance(by: .nanoseconds(Int64(step) * 37_501 % clocks.tick + 1))
+            let precise = try #require(clock.nanoseconds())
+            #expect(try #require(clock.upperBoundNanoseconds()) >= precise, "step \(step)")
+            #expect(try #require(clock.coarseBoundsNanoseconds()).upper >= precise, "step \(step)")
+        }
+        // No suspension, so the margins in force since the token still cover every bound read.
+        #expect(clock.upperBoundsHeld(below: 0, sinceMargin: token))
     }
 
     @Test func aTokenOtherThanTheEvenCountInForceNeverHolds() {
