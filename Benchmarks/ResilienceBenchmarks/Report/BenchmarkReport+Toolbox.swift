@@ -120,11 +120,20 @@ extension BenchmarkReport {
             }
             let timeout = self.overheadRow("timeout.success", caller)
             let pipeline = self.overheadRow("pipeline.standard.success", caller)
-            let ratio = pipeline.flatMap { row in timeout.map { row.subject.median / $0.subject.median } }
+            // Judged on the timeout timed in turns with the pipeline, repetition by repetition; the
+            // ratio of the two rows' medians, measured seconds apart, is shown beside it when both ran.
+            let acrossRows = pipeline.flatMap { row in timeout.map { row.subject.median / $0.subject.median } }
+            let inTurns = pipeline?.reference.flatMap { $0.name == "timeout.success" ? $0.ratio.median : nil }
+            let ratio = inTurns ?? acrossRows
             checks.append(
                 TargetCheck(
                     description: "pipeline.standard.success (\(caller.rawValue)): at most 2.5x timeout.success",
-                    comparedWith: "timeout.success", measured: ratio.map { Format.decimal($0, 2) + "x" },
+                    comparedWith: inTurns == nil ? "timeout.success" : "timeout.success, timed in turns",
+                    measured: ratio.map { ratio in
+                        let shown = Format.decimal(ratio, 2) + "x"
+                        guard inTurns != nil, let acrossRows else { return shown }
+                        return shown + " (rows: " + Format.decimal(acrossRows, 2) + "x)"
+                    },
                     isMet: ratio.map { $0 <= 2.5 },
                     gap: ratio.map { "+" + Format.decimal(Swift.max(0, $0 - 2.5), 2) + "x over 2.5x" }))
             let inline = self.overheadRow("pipeline.inline.success", caller)
