@@ -110,6 +110,7 @@ for row in overhead:
         else:
             number(reference, "ns_per_op")
             number(reference, "ratio")
+            number(reference, "cpu_time_ratio", nullable=True)
 
 memory = {row.get("name"): row for row in report.get("memory", [])}
 if counter_verified:

@@ -145,4 +145,7 @@ struct ReferenceMeasurement: Sendable {
     var reference: Summary
     /// The subject's time over the reference's, per repetition (each pair timed back to back).
     var ratio: Summary
+    /// The same ratio of the CPU time the process used, per repetition; it does not
+    /// move with the share of a core the loops got on a busy machine.
+    var processorTimeRatio: Summary?
 }

@@ -78,6 +78,7 @@ struct OverheadRunner {
         var plainSamples: [Double] = []
         var referenceSamples: [Double] = []
         var referenceRatios: [Double] = []
+        var processorTimeRatios: [Double] = []
         // Alternate the loops so that drift (frequency scaling, a noisy
         // neighbour) affects them alike.
         for _ in 0..<self.settings.repetitions {
@@ -93,6 +94,11 @@ struct OverheadRunner {
                 let otherPerCall = other.elapsed.nanoseconds / Double(referenceIterations)
                 referenceSamples.append(otherPerCall)
                 referenceRatios.append(perCall / Swift.max(otherPerCall, .leastNonzeroMagnitude))
+                if let own = measured.processorTime, let theirs = other.processorTime {
+                    let ownPerCall = own.nanoseconds / Double(subjectIterations)
+                    let theirsPerCall = theirs.nanoseconds / Double(referenceIterations)
+                    processorTimeRatios.append(ownPerCall / Swift.max(theirsPerCall, .leastNonzeroMagnitude))
+                }
             }
         }
         var allocationsPerOperation: Double?
@@ -111,7 +117,8 @@ struct OverheadRunner {
             repetitions: self.settings.repetitions,
             reference: reference.map {
                 ReferenceMeasurement(
-                    name: $0.name, reference: Summary(referenceSamples), ratio: Summary(referenceRatios))
+                    name: $0.name, reference: Summary(referenceSamples), ratio: Summary(referenceRatios),
+                    processorTimeRatio: processorTimeRatios.isEmpty ? nil : Summary(processorTimeRatios))
             })
     }
 

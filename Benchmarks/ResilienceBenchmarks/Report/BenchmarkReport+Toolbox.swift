@@ -123,16 +123,22 @@ extension BenchmarkReport {
             // Judged on the timeout timed in turns with the pipeline, repetition by repetition; the
             // ratio of the two rows' medians, measured seconds apart, is shown beside it when both ran.
             let acrossRows = pipeline.flatMap { row in timeout.map { row.subject.median / $0.subject.median } }
-            let inTurns = pipeline?.reference.flatMap { $0.name == "timeout.success" ? $0.ratio.median : nil }
+            let paired = pipeline?.reference.flatMap { $0.name == "timeout.success" ? $0 : nil }
+            let inTurns = paired?.ratio.median
+            let processorTime = paired?.processorTimeRatio?.median
             let ratio = inTurns ?? acrossRows
             checks.append(
                 TargetCheck(
                     description: "pipeline.standard.success (\(caller.rawValue)): at most 2.5x timeout.success",
                     comparedWith: inTurns == nil ? "timeout.success" : "timeout.success, timed in turns",
                     measured: ratio.map { ratio in
-                        let shown = Format.decimal(ratio, 2) + "x"
-                        guard inTurns != nil, let acrossRows else { return shown }
-                        return shown + " (rows: " + Format.decimal(acrossRows, 2) + "x)"
+                        var shown = Format.decimal(ratio, 2) + "x"
+                        guard inTurns != nil else { return shown }
+                        var notes: [String] = []
+                        if let processorTime { notes.append("CPU time: " + Format.decimal(processorTime, 2) + "x") }
+                        if let acrossRows { notes.append("rows: " + Format.decimal(acrossRows, 2) + "x") }
+                        if !notes.isEmpty { shown += " (" + notes.joined(separator: "; ") + ")" }
+                        return shown
                     },
                     isMet: ratio.map { $0 <= 2.5 },
                     gap: ratio.map { "+" + Format.decimal(Swift.max(0, $0 - 2.5), 2) + "x over 2.5x" }))

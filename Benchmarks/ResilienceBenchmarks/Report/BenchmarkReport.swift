@@ -86,6 +86,7 @@ struct BenchmarkReport: Sendable {
                                         ("name", .string(reference.name)),
                                         ("ns_per_op", .decimal(reference.reference.median, 2)),
                                         ("ratio", .decimal(reference.ratio.median, 3)),
+                                        ("cpu_time_ratio", .decimal(reference.processorTimeRatio?.median, 3)),
                                     ])
                                 } ?? .null
                             ),
