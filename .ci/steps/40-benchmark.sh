@@ -102,6 +102,15 @@ for row in overhead:
     number(row, "allocations_per_op", nullable=not counter_verified)
     if row.get("caller") not in CALLERS:
         problems.append(f"overhead row {row.get('name')}: unknown caller {row.get('caller')!r}")
+    # The pipeline's goal is judged on timeout.success timed in turns with it.
+    if row.get("name") == "pipeline.standard.success":
+        reference = row.get("reference")
+        if not isinstance(reference, dict) or reference.get("name") != "timeout.success":
+            problems.append(f"pipeline.standard.success ({row.get('caller')}): no timeout.success reference")
+        else:
+            number(reference, "ns_per_op")
+            number(reference, "ratio")
+            number(reference, "cpu_time_ratio", nullable=True)
 
 memory = {row.get("name"): row for row in report.get("memory", [])}
 if counter_verified:

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where a benchmark loop runs.
 enum Caller: String, Sendable, CaseIterable {
     /// A task on the global concurrent executor, isolated to no actor.
@@ -12,6 +18,8 @@ struct LoopMeasurement: Sendable {
     var elapsed: Duration
     /// Heap allocations during the loop, when they were counted.
     var allocations: Int?
+    /// CPU time the process used during the run, starting the loop's tasks included.
+    var processorTime: Duration? = nil
 }
 
 /// The timed loops. Each is generic over the subject, so the compiler specializes
@@ -83,13 +91,28 @@ enum MeasurementLoops {
         iterations: Int,
         countingAllocations: Bool = false
     ) async -> LoopMeasurement {
-        switch configuration.caller {
-        case .mainActor:
-            await Self.mainActor(subject, iterations: iterations, countingAllocations: countingAllocations)
-        case .nonisolated:
-            await Self.concurrent(
-                subject, tasks: configuration.tasks, iterations: iterations,
-                countingAllocations: countingAllocations)
-        }
+        let processorStart = Self.processorTime()
+        var measured =
+            switch configuration.caller {
+            case .mainActor:
+                await Self.mainActor(subject, iterations: iterations, countingAllocations: countingAllocations)
+            case .nonisolated:
+                await Self.concurrent(
+                    subject, tasks: configuration.tasks, iterations: iterations,
+                    countingAllocations: countingAllocations)
+            }
+        measured.processorTime = Self.processorTime() - processorStart
+        return measured
+    }
+
+    /// The CPU time the whole process has used so far (`CLOCK_PROCESS_CPUTIME_ID`).
+    ///
+    /// Unlike the wall-clock time, it does not grow while the loop's thread waits for
+    /// a core that other work on the machine holds. The loops run while the rest of
+    /// the process is idle, so the difference over a run is the loop's own CPU time.
+    static func processorTime() -> Duration {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
     }
 }

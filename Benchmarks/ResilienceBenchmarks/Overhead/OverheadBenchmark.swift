@@ -39,6 +39,8 @@ struct OverheadBenchmark: Sendable {
     let configurations: [OverheadConfiguration]
     /// Builds the fixture and returns its runner.
     let prepare: @Sendable () async throws -> PreparedOverheadBenchmark
+    /// Another row's subject, timed in alternation with this one for a goal that compares the two.
+    let reference: OverheadReference?
 
     /// A benchmark of the subject `makeSubject` builds.
     init<Subject: OverheadSubject>(
@@ -55,22 +57,46 @@ struct OverheadBenchmark: Sendable {
                     subject, configuration, iterations: iterations, countingAllocations: countingAllocations)
             }
         }
+        self.reference = nil
     }
 
     /// The same benchmark measured in other configurations.
     func with(configurations: [OverheadConfiguration]) -> OverheadBenchmark {
-        OverheadBenchmark(name: self.name, configurations: configurations, prepare: self.prepare)
+        OverheadBenchmark(
+            name: self.name, configurations: configurations, prepare: self.prepare, reference: self.reference)
+    }
+
+    /// The same benchmark, with `other`'s subject timed in alternation with its own.
+    ///
+    /// For a goal stated against another row: two rows are measured one after the
+    /// other, seconds apart, and on a shared machine the load can change in between,
+    /// so the ratio of their medians moves with it. Timed in turns, repetition by
+    /// repetition, the two loops see the same load.
+    func timed(against other: OverheadBenchmark) -> OverheadBenchmark {
+        OverheadBenchmark(
+            name: self.name, configurations: self.configurations, prepare: self.prepare,
+            reference: OverheadReference(name: other.name, prepare: other.prepare))
     }
 
     private init(
         name: String,
         configurations: [OverheadConfiguration],
-        prepare: @escaping @Sendable () async throws -> PreparedOverheadBenchmark
+        prepare: @escaping @Sendable () async throws -> PreparedOverheadBenchmark,
+        reference: OverheadReference?
     ) {
         self.name = name
         self.configurations = configurations
         self.prepare = prepare
+        self.reference = reference
     }
+}
+
+/// A row's subject timed beside another row's: see ``OverheadBenchmark/timed(against:)``.
+struct OverheadReference: Sendable {
+    /// The name of the other row.
+    let name: String
+    /// Builds the other row's fixture and returns its runner.
+    let prepare: @Sendable () async throws -> PreparedOverheadBenchmark
 }
 
 /// A fixture ready to be timed.
@@ -97,6 +123,8 @@ struct OverheadResult: Sendable {
     var iterations: Int
     /// Repetitions of each loop.
     var repetitions: Int
+    /// The other row's subject timed in alternation with this one, when the benchmark names one.
+    var reference: ReferenceMeasurement? = nil
 
     /// The subject's median over the baseline's median.
     var ratio: Double {
@@ -107,4 +135,17 @@ struct OverheadResult: Sendable {
     var plainRatio: Double {
         self.subject.median / self.plainBaseline.median
     }
+}
+
+/// Another row's subject, timed in the same repetitions as a row's subject.
+struct ReferenceMeasurement: Sendable {
+    /// The other row's name.
+    var name: String
+    /// Nanoseconds per call of the other row's subject.
+    var reference: Summary
+    /// The subject's time over the reference's, per repetition (each pair timed back to back).
+    var ratio: Summary
+    /// The same ratio of the CPU time the process used, per repetition; it does not
+    /// move with the share of a core the loops got on a busy machine.
+    var processorTimeRatio: Summary?
 }

@@ -30,9 +30,11 @@ struct OverheadRunner {
         var results: [OverheadResult] = []
         for benchmark in benchmarks {
             let prepared = try await benchmark.prepare()
+            var reference: (name: String, runner: PreparedOverheadBenchmark)?
+            if let other = benchmark.reference { reference = (other.name, try await other.prepare()) }
             for configuration in benchmark.configurations {
                 let result = await self.measure(
-                    benchmark.name, prepared, against: baseline, plainBaseline, in: configuration)
+                    benchmark.name, prepared, against: baseline, plainBaseline, beside: reference, in: configuration)
                 self.progress.note(
                     "overhead \(result.name) [\(configuration.caller.rawValue), \(configuration.tasks) task(s)]: "
                         + "\(Format.decimal(result.subject.median, 1)) ns/op, ratio \(Format.decimal(result.ratio, 2))")
@@ -63,23 +65,41 @@ struct OverheadRunner {
         _ subject: PreparedOverheadBenchmark,
         against baseline: PreparedOverheadBenchmark,
         _ plainBaseline: PreparedOverheadBenchmark,
+        beside reference: (name: String, runner: PreparedOverheadBenchmark)?,
         in configuration: OverheadConfiguration
     ) async -> OverheadResult {
         let subjectIterations = await self.calibrate(subject, configuration)
         let baselineIterations = await self.calibrate(baseline, configuration)
         let plainIterations = await self.calibrate(plainBaseline, configuration)
+        var referenceIterations = 0
+        if let reference { referenceIterations = await self.calibrate(reference.runner, configuration) }
         var subjectSamples: [Double] = []
         var baselineSamples: [Double] = []
         var plainSamples: [Double] = []
-        // Alternate the two loops so that drift (frequency scaling, a noisy
-        // neighbour) affects both alike.
+        var referenceSamples: [Double] = []
+        var referenceRatios: [Double] = []
+        var processorTimeRatios: [Double] = []
+        // Alternate the loops so that drift (frequency scaling, a noisy
+        // neighbour) affects them alike.
         for _ in 0..<self.settings.repetitions {
             let base = await baseline.run(configuration, baselineIterations, false)
             baselineSamples.append(base.elapsed.nanoseconds / Double(baselineIterations))
             let plain = await plainBaseline.run(configuration, plainIterations, false)
             plainSamples.append(plain.elapsed.nanoseconds / Double(plainIterations))
             let measured = await subject.run(configuration, subjectIterations, false)
-            subjectSamples.append(measured.elapsed.nanoseconds / Double(subjectIterations))
+            let perCall = measured.elapsed.nanoseconds / Double(subjectIterations)
+            subjectSamples.append(perCall)
+            if let reference {
+                let other = await reference.runner.run(configuration, referenceIterations, false)
+                let otherPerCall = other.elapsed.nanoseconds / Double(referenceIterations)
+                referenceSamples.append(otherPerCall)
+                referenceRatios.append(perCall / Swift.max(otherPerCall, .leastNonzeroMagnitude))
+                if let own = measured.processorTime, let theirs = other.processorTime {
+                    let ownPerCall = own.nanoseconds / Double(subjectIterations)
+                    let theirsPerCall = theirs.nanoseconds / Double(referenceIterations)
+                    processorTimeRatios.append(ownPerCall / Swift.max(theirsPerCall, .leastNonzeroMagnitude))
+                }
+            }
         }
         var allocationsPerOperation: Double?
         if self.countsAllocations {
@@ -94,7 +114,12 @@ struct OverheadRunner {
             plainBaseline: Summary(plainSamples),
             allocationsPerOperation: allocationsPerOperation,
             iterations: subjectIterations,
-            repetitions: self.settings.repetitions)
+            repetitions: self.settings.repetitions,
+            reference: reference.map {
+                ReferenceMeasurement(
+                    name: $0.name, reference: Summary(referenceSamples), ratio: Summary(referenceRatios),
+                    processorTimeRatio: processorTimeRatios.isEmpty ? nil : Summary(processorTimeRatios))
+            })
     }
 
     /// The iteration count whose loop takes about the target time, after a warm-up run.

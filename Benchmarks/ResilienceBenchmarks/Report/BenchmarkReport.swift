@@ -79,6 +79,17 @@ struct BenchmarkReport: Sendable {
                             ("baseline_ns_per_op_max", .decimal(row.baseline.maximum, 2)),
                             ("iterations", .integer(row.iterations)),
                             ("repetitions", .integer(row.repetitions)),
+                            (
+                                "reference",
+                                row.reference.map { reference in
+                                    .object([
+                                        ("name", .string(reference.name)),
+                                        ("ns_per_op", .decimal(reference.reference.median, 2)),
+                                        ("ratio", .decimal(reference.ratio.median, 3)),
+                                        ("cpu_time_ratio", .decimal(reference.processorTimeRatio?.median, 3)),
+                                    ])
+                                } ?? .null
+                            ),
                         ])
                     })
             ),

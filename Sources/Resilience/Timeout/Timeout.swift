@@ -32,12 +32,17 @@
 /// ```
 public struct Timeout: Sendable {
     /// The name reported in errors and events.
-    public let name: String
+    public var name: String { self.settings.name }
     /// The time an operation is allowed.
-    public let duration: Duration
+    public var duration: Duration { self.settings.duration }
 
-    let watcher: DeadlineWatcher
-    let observer: (any StrategyObserver)?
+    var watcher: DeadlineWatcher { self.settings.watcher }
+    var observer: (any StrategyObserver)? { self.settings.observer }
+
+    /// Everything the timeout holds, behind one reference: a pipeline copies its stages
+    /// into each call's operation, and a copy of a ``Timeout`` is then one retain
+    /// (see ``TimeoutSettings``).
+    let settings: TimeoutSettings
 
     /// Creates a timeout.
     ///
@@ -56,18 +61,13 @@ public struct Timeout: Sendable {
         try ConfigurationError.requirePositive(duration, "duration")
         try ConfigurationError.require(
             duration <= .resilienceMaximum, "duration", duration, "at most \(Duration.resilienceMaximum)")
-        self.duration = duration
-        self.name = name
-        self.observer = observer
-        self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
+        self.settings = TimeoutSettings(
+            name: name, duration: duration, observer: observer, watcher: DeadlineWatcher(clock: ElapsedClock(clock)))
     }
 
     /// A timeout whose deadlines `watcher` watches; for tests that choose how it sleeps.
     init(_ duration: Duration, watcher: DeadlineWatcher) {
-        self.duration = duration
-        self.name = "timeout"
-        self.observer = nil
-        self.watcher = watcher
+        self.settings = TimeoutSettings(name: "timeout", duration: duration, observer: nil, watcher: watcher)
     }
 
     /// Runs `operation`, ending it with ``TimeoutError`` if it outlives ``duration``.
