@@ -18,6 +18,15 @@ import Synchronization
 /// Attempts run concurrently, so the operation is `@Sendable`; written as
 /// `{ @MainActor in ... }`, each attempt runs on the main actor.
 ///
+/// The first attempt starts at once, on the caller's thread when the caller already
+/// runs where the attempt must (the same actor, or no actor); one that returns before it
+/// first suspends hands its outcome straight back, and nothing is watched for the call.
+/// What the first attempt does before its first `await` delays the hedges, since the call
+/// that starts them waits meanwhile; the hedge delay counts from the call's start, so a
+/// hedge whose delay passed by then starts as soon as the attempt suspends. Put long
+/// synchronous work behind an `await` (such as `await Task.yield()`) when a hedge must be
+/// able to overtake it.
+///
 /// ```swift
 /// let hedging = try Hedging(delay: .percentile(95, initial: .milliseconds(50)), maximumHedges: 1)
 /// let quote = try await hedging.execute { try await pricing.quote(sku) }
