@@ -15,6 +15,7 @@ enum HedgedCallEvent: Sendable, Equatable {
 /// One table per strategy, under one lock, so that a call allocates no object of
 /// its own for it. Events wait in flags, not in a queue: at most eleven attempts
 /// finish per call, and the timer and the caller's cancellation each matter once.
+/// A call whose first attempt ends before it first suspends never enters it.
 struct HedgedCalls {
     private struct Call {
         /// One bit per attempt that finished and was not yet taken.
@@ -43,16 +44,13 @@ struct HedgedCalls {
     }
 
     private var calls: [UInt64: Call] = [:]
-    private var nextID: UInt64 = 0
 
     /// The number of calls in flight.
     var count: Int { self.calls.count }
 
-    /// Opens a call and returns its number.
-    mutating func open() -> UInt64 {
-        self.nextID &+= 1
-        self.calls[self.nextID] = Call()
-        return self.nextID
+    /// Opens the call numbered `id`, a number no call in flight has.
+    mutating func open(_ id: UInt64) {
+        self.calls[id] = Call()
     }
 
     /// Forgets the call `id`.

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Starts another attempt of a slow call, and takes the first success.
 ///
 /// After ``HedgingDelay`` without an answer, it starts one more attempt, up to
@@ -16,6 +18,15 @@
 /// Attempts run concurrently, so the operation is `@Sendable`; written as
 /// `{ @MainActor in ... }`, each attempt runs on the main actor.
 ///
+/// The first attempt starts at once, on the caller's thread when the caller already
+/// runs where the attempt must (the same actor, or no actor); one that returns before it
+/// first suspends hands its outcome straight back, and nothing is watched for the call.
+/// What the first attempt does before its first `await` delays the hedges, since the call
+/// that starts them waits meanwhile; the hedge delay counts from the call's start, so a
+/// hedge whose delay passed by then starts as soon as the attempt suspends. Put long
+/// synchronous work behind an `await` (such as `await Task.yield()`) when a hedge must be
+/// able to overtake it.
+///
 /// ```swift
 /// let hedging = try Hedging(delay: .percentile(95, initial: .milliseconds(50)), maximumHedges: 1)
 /// let quote = try await hedging.execute { try await pricing.quote(sku) }
@@ -32,6 +43,8 @@ public final class Hedging: Sendable {
     let watcher: DeadlineWatcher
     /// The calls in flight, by number: what each has to hear about, and where it waits.
     let calls = Lock(HedgedCalls())
+    /// The number of the last call begun.
+    let callNumbers = Atomic<UInt64>(0)
     let observer: (any StrategyObserver)?
     /// The most extra attempts a call starts, for the inlined call path.
     @usableFromInline var hedgeLimit: Int { self.maximumHedges }
@@ -87,10 +100,24 @@ public final class Hedging: Sendable {
         // One value holds the call's state, handed to the helpers `inout`: local functions
         // capturing the call's variables made each captured variable a heap box.
         var call = HedgedCall<Value>(hedgesLeft: self.hedgeLimit)
-        await self.startNext(&call, start, operation: operation)
-        call.timer = self.armTimer(after: start.delay, for: start.id)
+        // The hedge is due a delay after the first attempt starts, however long that attempt
+        // then runs on the caller's thread before it first suspends.
+        let started = self.now()
+        let early = await self.startFirst(&call, start, at: started, operation: operation)
+        switch early {
+        case .success(let timed)?:
+            // The first attempt returned before it first suspended: it won alone, with
+            // nothing to watch, no hedge to arm, no loser to cancel and no entry in the table.
+            self.record(timed.latency)
+            return timed.value
+        case .failure?:
+            self.open(start.id)  // failed at once: the call goes on, and hears of its hedges there
+        case nil:
+            break  // suspended: the call entered the table before the attempt could end
+        }
+        call.timer = self.armTimer(at: started + start.delay, for: start.id)
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
-            await self.run(&call, start, operation: operation)
+            await self.run(&call, start, handedOver: early, operation: operation)
         } onCancel: {
             self.post(.callerCancelled, to: start.id)
         }
@@ -109,38 +136,48 @@ public final class Hedging: Sendable {
 
     /// Takes the wakes of the call until one decides it: a success, or a failure
     /// with nothing left to start.
+    ///
+    /// `handedOver` is the failure of a first attempt that failed before it first
+    /// suspended: the call takes it first, as if it had been handed over.
     @inlinable
     nonisolated(nonsending) func run<Value: Sendable>(
         _ call: inout HedgedCall<Value>,
         _ start: HedgedCallStart,
+        handedOver: Result<Timed<Value>, any Error>?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> Result<Value, any Error> {
+        var early = handedOver
         while true {
             // The attempt that ended and its outcome; every other wake is handled and loops.
             let index: Int
             let result: Result<Timed<Value>, any Error>
-            switch await self.nextWake(of: start.id, as: Value.self) {
-            case .ended(let ended, let outcome):
-                (index, result) = (ended, outcome)  // handed over by the attempt: no second wait
-            case .event(.finished(let ended)):
-                (index, result) = (ended, await call.attempt(ended).task.result)
-            case .event(.hedgeDue):
-                call.timer = nil
-                // An attempt that returned before the delay passed is on its way (handed over,
-                // or as `.finished`): its outcome decides first, then the delay is handled.
-                guard !call.anAttemptEndedUntaken else {
-                    call.isHedgeDeferred = true
+            if let outcome = early {
+                early = nil
+                (index, result) = (0, outcome)
+            } else {
+                switch await self.nextWake(of: start.id, as: Value.self) {
+                case .ended(let ended, let outcome):
+                    (index, result) = (ended, outcome)  // handed over by the attempt: no second wait
+                case .event(.finished(let ended)):
+                    (index, result) = (ended, await call.attempt(ended).task.result)
+                case .event(.hedgeDue):
+                    call.timer = nil
+                    // An attempt that returned before the delay passed is on its way (handed over,
+                    // or as `.finished`): its outcome decides first, then the delay is handled.
+                    guard !call.anAttemptEndedUntaken else {
+                        call.isHedgeDeferred = true
+                        continue
+                    }
+                    await self.hedgeIsDue(&call, start, operation: operation)
+                    continue
+                case .event(.callerCancelled):
+                    // The caller gave up: no more hedges, and the running attempts are cancelled
+                    // without a signal, so a breaker inside counts nothing.
+                    call.callerCancelled = true
+                    call.first?.task.cancel()
+                    for hedge in call.hedges { hedge.task.cancel() }
                     continue
                 }
-                await self.hedgeIsDue(&call, start, operation: operation)
-                continue
-            case .event(.callerCancelled):
-                // The caller gave up: no more hedges, and the running attempts are cancelled
-                // without a signal, so a breaker inside counts nothing.
-                call.callerCancelled = true
-                call.first?.task.cancel()
-                for hedge in call.hedges { hedge.task.cancel() }
-                continue
             }
             call.taken |= 1 << UInt16(index)
             switch result {
@@ -181,7 +218,24 @@ public final class Hedging: Sendable {
         call.hedgesLeft -= 1
         self.reportHedge()
         await self.startNext(&call, start, operation: operation)
-        if call.hedgesLeft > 0 { call.timer = self.armTimer(after: start.delay, for: start.id) }
+        if call.hedgesLeft > 0 { call.timer = self.armTimer(at: self.now() + start.delay, for: start.id) }
+    }
+
+    /// Starts the call's first attempt at once and returns its outcome if it ended before
+    /// it first suspended.
+    @inlinable
+    nonisolated(nonsending) func startFirst<Value: Sendable>(
+        _ call: inout HedgedCall<Value>,
+        _ start: HedgedCallStart,
+        at started: Duration,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async -> Result<Timed<Value>, any Error>? {
+        let (scope, signal) = self.attemptScope(start.scope)
+        let (task, early) = await self.startFirstAttempt(
+            on: operation.isolation, scope: scope, of: start.id, at: started, signal: signal,
+            callerCancelled: Task.isCancelled, operation: operation)
+        call.add(HedgedAttempt(task: task, signal: signal))
+        return early
     }
 
     /// Starts the call's next attempt under a supersession signal of its own.
@@ -218,7 +272,7 @@ public final class Hedging: Sendable {
         }
     }
 
-    /// The task of attempt `index`, isolated to `isolation`.
+    /// The task of hedge `index`, isolated to `isolation`.
     @inlinable
     func attemptTask<Value: Sendable>(
         on isolation: isolated (any Actor)?,
@@ -229,23 +283,105 @@ public final class Hedging: Sendable {
     ) -> Task<Timed<Value>, any Error> {
         Task { [self] () async throws -> Timed<Value> in
             _ = isolation  // captured, so the task starts on the operation's actor
-            let started = self.now()
-            let result: Result<Timed<Value>, any Error>
-            do {
-                let value = try await operation()
-                signal.complete()  // the attempt's own end, marked before a hedge timer can be taken
-                result = .success(Timed(value: value, latency: self.now() - started))
-            } catch {
-                signal.complete()
-                result = .failure(error)
-            }
-            // A waiting call takes the outcome from here, woken once; one that is not waiting
-            // takes `.finished` later and reads the task's result.
-            if let waiter = self.end(index, of: id) as? HedgedWaiter<Value> {
-                waiter.continuation.resume(returning: .ended(index, result))
-            }
-            return try result.get()
+            return try await self.attempt(
+                index, of: id, at: self.now(), signal: signal, handOver: nil, operation: operation)
         }
+    }
+
+    /// Starts the task of the call's first attempt on `isolation` (the main actor for a
+    /// main-actor operation), and runs it there at once, up to its first suspension;
+    /// returns the task, and the attempt's outcome if it ended before it first suspended.
+    /// The call is in the table (``open(_:)``) exactly when no outcome is returned.
+    ///
+    /// `Task.immediate` runs the task on the caller's thread when the caller already runs
+    /// on `isolation` (a main-actor operation from the main actor, a nonisolated one from
+    /// a nonisolated caller); otherwise the call hops here first, as it hopped to start a
+    /// plain task. No enqueue and no worker thread woken for the start. Where
+    /// `Task.immediate` is missing (Apple systems before their 2026 releases) the task is
+    /// a plain `Task`, and the call goes on as for an attempt that suspended.
+    ///
+    /// An attempt that ends before it first suspends hands its outcome over through the
+    /// continuation this function waits on, resumed before it is awaited: no suspension,
+    /// and no wait for the task's result. Otherwise this function resumes it with no
+    /// outcome once the task has suspended; the signal decides which of the two does,
+    /// once. A caller already cancelled gets a task cancelled before the operation starts,
+    /// as the cancellation handler the call installs afterwards would have done.
+    @inlinable
+    func startFirstAttempt<Value: Sendable>(
+        on isolation: isolated (any Actor)?,
+        scope: CallScope,
+        of id: UInt64,
+        at started: Duration,
+        signal: HedgedAttemptSignal,
+        callerCancelled: Bool,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async -> (Task<Timed<Value>, any Error>, Result<Timed<Value>, any Error>?) {
+        var task: Task<Timed<Value>, any Error>?
+        let early = await withUnsafeContinuation(isolation: isolation) {
+            (handOver: UnsafeContinuation<Result<Timed<Value>, any Error>?, Never>) in
+            // Bound around the creation, synchronously, as for a hedge (`startAttempt`).
+            task = CallScope.handedDown.withValue(scope) {
+                if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                    Task.immediate { [self] () async throws -> Timed<Value> in
+                        _ = isolation  // captured, so the task starts on the operation's actor
+                        if callerCancelled { withUnsafeCurrentTask { $0?.cancel() } }
+                        return try await self.attempt(
+                            0, of: id, at: started, signal: signal, handOver: handOver, operation: operation)
+                    }
+                } else {
+                    Task { [self] () async throws -> Timed<Value> in
+                        _ = isolation
+                        if callerCancelled { withUnsafeCurrentTask { $0?.cancel() } }
+                        return try await self.attempt(
+                            0, of: id, at: started, signal: signal, handOver: handOver, operation: operation)
+                    }
+                }
+            }
+            // An attempt whose operation returned hands its outcome over, now or in a moment:
+            // the call needs no entry in the table. Otherwise the call enters the table before
+            // it closes the start, so an attempt that ends after that finds it there.
+            if !signal.isCompleted {
+                self.open(id)
+                if signal.closeStart() {
+                    handOver.resume(returning: nil)
+                } else {
+                    self.close(id)  // the attempt ended in between and handed its outcome over
+                }
+            }
+        }
+        return (task!, early)
+    }
+
+    /// The body of attempt `index`'s task: runs the operation, marks the attempt's end, and
+    /// hands the outcome to the call.
+    ///
+    /// `handOver` is the first attempt's start: while the call still waits there, the
+    /// outcome goes back through it. Otherwise a waiting call takes the outcome from here,
+    /// woken once, and one that is not waiting takes `.finished` later and reads the task's result.
+    @inlinable
+    nonisolated(nonsending) func attempt<Value: Sendable>(
+        _ index: Int,
+        of id: UInt64,
+        at started: Duration,
+        signal: HedgedAttemptSignal,
+        handOver: UnsafeContinuation<Result<Timed<Value>, any Error>?, Never>?,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Timed<Value> {
+        let result: Result<Timed<Value>, any Error>
+        do {
+            let value = try await operation()
+            signal.complete()  // the attempt's own end, marked before a hedge timer can be taken
+            result = .success(Timed(value: value, latency: self.now() - started))
+        } catch {
+            signal.complete()
+            result = .failure(error)
+        }
+        if let handOver, signal.handOverAtStart() {
+            handOver.resume(returning: result)
+        } else if let waiter = self.end(index, of: id) as? HedgedWaiter<Value> {
+            waiter.continuation.resume(returning: .ended(index, result))
+        }
+        return try result.get()
     }
 
     /// Waits for the next event of the call `id`, or for an attempt's outcome handed over directly.
@@ -262,16 +398,27 @@ public final class Hedging: Sendable {
 
     // MARK: - Out of line: what does not depend on the value type
 
-    /// Opens a hedged call, or returns `nil` when the call may not run twice.
+    /// Settles a hedged call's number, scope and delay, or returns `nil` when the call may
+    /// not run twice.
+    ///
+    /// The number is taken without a lock; the call enters the table of calls in flight
+    /// (``open(_:)``) only if its first attempt does not end at once.
     @usableFromInline
     func begin(_ idempotency: Idempotency?) -> HedgedCallStart? {
-        let declared = idempotency ?? CallScope.current.idempotency ?? .idempotent
+        var scope = CallScope.current
+        let declared = idempotency ?? scope.idempotency ?? .idempotent
         guard declared.isIdempotent else { return nil }
         let delay = self.state.withLock { $0.currentDelay }
-        var scope = CallScope.current
         scope.idempotency = declared
-        let id = self.calls.withLock { $0.open() }
+        let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
         return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay)
+    }
+
+    /// Enters the call `id` in the table of calls in flight, where its attempts, its timer
+    /// and its caller's cancellation tell it what happened.
+    @usableFromInline
+    func open(_ id: UInt64) {
+        self.calls.withLock { $0.open(id) }
     }
 
     /// Forgets the call `id`.
@@ -289,13 +436,14 @@ public final class Hedging: Sendable {
         return (attemptScope, HedgedAttemptSignal(signal: signal))
     }
 
-    /// Registers the next hedge of the call `id` with the shared watcher: no timer task per call.
+    /// Registers the next hedge of the call `id`, due at `deadline` on the strategy's clock,
+    /// with the shared watcher: no timer task per call. A deadline already passed is due at once.
     @usableFromInline
-    func armTimer(after delay: Duration, for id: UInt64) -> UInt64 {
-        self.watcher.register(self.watcher.now() + delay, HedgeDue(hedging: self, call: id))
+    func armTimer(at deadline: Duration, for id: UInt64) -> UInt64 {
+        self.watcher.register(deadline, HedgeDue(hedging: self, call: id))
     }
 
-    /// Withdraws a registration made by ``armTimer(after:for:)``.
+    /// Withdraws a registration made by ``armTimer(at:for:)``.
     @usableFromInline
     func disarmTimer(_ timer: UInt64) {
         self.watcher.withdraw(timer)
@@ -380,6 +528,16 @@ struct HedgedAttemptSignal: Sendable {
     /// Marks the attempt's own end.
     @usableFromInline
     func complete() { self.signal.complete() }
+
+    /// Claims the right to hand the first attempt's outcome to the call as it starts the
+    /// attempt; `false` once the call closed that window with ``closeStart()``.
+    @usableFromInline
+    func handOverAtStart() -> Bool { self.signal.handOverAtStart() }
+
+    /// Closes the window in which the first attempt hands its outcome over at its start;
+    /// `false` when the attempt already did.
+    @usableFromInline
+    func closeStart() -> Bool { self.signal.closeStart() }
 
     /// Whether the attempt's own task marked its end.
     @usableFromInline

@@ -82,8 +82,9 @@ final class TimeLimitSignal: Sendable {
     private static let completed: UInt8 = 2
 
     private let state = Atomic<UInt8>(TimeLimitSignal.pending)
-    /// For a ``Timeout``: whether the attempt handed its outcome over at its start
-    /// (``handOverAtStart()``) or the caller stopped waiting for that (``closeStart()``).
+    /// For a ``Timeout`` and the first attempt of a hedged call: whether the attempt handed
+    /// its outcome over at its start (``handOverAtStart()``) or the caller stopped waiting
+    /// for that (``closeStart()``).
     private let start = Atomic<UInt8>(TimeLimitSignal.pending)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?

@@ -6,7 +6,8 @@ import Testing
 struct HedgedCallsTests {
     @Test func anAttemptThatEndsWhileTheCallWaitsIsHandedOverAndLeavesNothingPending() {
         var calls = HedgedCalls()
-        let id = calls.open()
+        let id: UInt64 = 1
+        calls.open(id)
         let waiter = RecordingWaiter()
         #expect(calls.next(of: id, parking: waiter) == nil)
         let handedTo = calls.end(0, of: id)
@@ -17,7 +18,8 @@ struct HedgedCallsTests {
 
     @Test func anAttemptThatEndsWhileTheCallIsBusyWaitsAsFinished() {
         var calls = HedgedCalls()
-        let id = calls.open()
+        let id: UInt64 = 1
+        calls.open(id)
         #expect(calls.end(0, of: id) == nil)
         #expect(calls.next(of: id, parking: RecordingWaiter()) == .finished(0))
     }
@@ -26,7 +28,8 @@ struct HedgedCallsTests {
         // The timer wins the race: the call is woken with the hedge, and the attempt's
         // end, coming while the call handles it, is kept for the call's next look.
         var calls = HedgedCalls()
-        let id = calls.open()
+        let id: UInt64 = 1
+        calls.open(id)
         #expect(calls.next(of: id, parking: RecordingWaiter()) == nil)
         let wake = calls.post(.hedgeDue, to: id)
         #expect(wake?.1 == .hedgeDue)
@@ -36,7 +39,8 @@ struct HedgedCallsTests {
 
     @Test func anEndAfterTheCallClosedIsDropped() {
         var calls = HedgedCalls()
-        let id = calls.open()
+        let id: UInt64 = 1
+        calls.open(id)
         calls.close(id)
         #expect(calls.end(0, of: id) == nil)
         #expect(calls.count == 0)

@@ -121,6 +121,7 @@ struct HedgingTests {
             return attempt
         }
         #expect(value == 3)
+        #expect(hedging.calls.withLock { $0.count } == 0)
     }
 
     @Test func aTooManyRequestsAnswerStartsNoMoreHedges() async throws {
