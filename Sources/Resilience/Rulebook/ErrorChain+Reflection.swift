@@ -99,15 +99,25 @@ extension ErrorChain {
         /// `deferred`, anything else is passed over.
         private mutating func sort(_ value: Any, deferring deferred: inout [Any], found: inout [any Error]) {
             if let error = value as? any Error {
-                if let bridged = self.bridged, type(of: error) is AnyObject.Type, (error as AnyObject) === bridged {
-                    return
-                }
-                found.append(error)
+                if !self.isTheSearchedErrorBridged(error) { found.append(error) }
+                return
+            }
+            if let optional = value as? any OptionalValue {
+                // An optional is seen through at no cost: `var next: Node?` is one step, not two.
+                if let wrapped = optional.wrappedValue { self.sort(wrapped, deferring: &deferred, found: &found) }
                 return
             }
             if self.verdict(on: value, depth: 0) != .mayHoldErrors { return }
             if type(of: value) is AnyObject.Type, !self.firstSight(of: value as AnyObject) { return }
             deferred.append(value)
+        }
+
+        /// Whether `error` is the error being searched, as the `NSError` it bridges to: a
+        /// `URLError` or a `CocoaError` stores that `NSError`, whose `userInfo` is already read.
+        private func isTheSearchedErrorBridged(_ error: any Error) -> Bool {
+            guard let bridged = self.bridged, type(of: error) is NSError.Type else { return false }
+            let nsError = error as NSError
+            return nsError === bridged || (nsError.domain == bridged.domain && nsError.code == bridged.code)
         }
 
         /// What a value's stored values say about errors in it and in others of its type.
@@ -186,3 +196,13 @@ extension ErrorChain {
 
 /// The type a stored value is declared with, as reflection hands it over inside `Any`.
 private func declaredType<Stored>(of value: Stored) -> Any.Type { Stored.self }
+
+/// An optional, whatever it wraps: reflection sees through it.
+private protocol OptionalValue {
+    /// The wrapped value, or `nil`.
+    var wrappedValue: Any? { get }
+}
+
+extension Optional: OptionalValue {
+    fileprivate var wrappedValue: Any? { self.map { $0 } }
+}

@@ -29,7 +29,9 @@ enum ErrorChain {
     /// Calls `visit` for `error` and each error below it, outermost first, until it returns `false`.
     ///
     /// A class instance (an `NSError` included) is visited once, however often the chain reaches it.
-    static func walk(_ error: any Error, _ visit: (any Error) -> Bool) {
+    /// Returns how much of ``maximumReflectedValues`` reflection spent.
+    @discardableResult
+    static func walk(_ error: any Error, _ visit: (any Error) -> Bool) -> Int {
         var queue: [(error: any Error, depth: Int)] = [(error, 0)]
         var reflection = Reflection()
         var index = 0
@@ -37,7 +39,7 @@ enum ErrorChain {
             let (current, depth) = queue[index]
             index += 1
             if type(of: current) is AnyObject.Type, !reflection.firstSight(of: current as AnyObject) { continue }
-            guard visit(current) else { return }
+            guard visit(current) else { break }
             guard depth < Self.maximumDepth else { continue }
             // Each error still to be looked into gets an equal part of what reflection has left;
             // what one does not spend stays for those behind it.
@@ -48,6 +50,7 @@ enum ErrorChain {
                 queue.append((child, depth + 1))
             }
         }
+        return Self.maximumReflectedValues - reflection.budget
     }
 
     /// The first value `read` returns for an error in the chain, outermost first.
