@@ -85,6 +85,8 @@ extension ErrorChain {
                     level = current.superclassMirror
                 }
             }
+            // Only the searched error's own stored values can be the `NSError` it bridges to.
+            if depth == 0 { self.bridged = nil }
             for (index, next) in deferred.enumerated() {
                 let left = allowance - spent
                 guard left > 0, found.count < limit else { break }
@@ -112,8 +114,10 @@ extension ErrorChain {
             deferred.append(value)
         }
 
-        /// Whether `error` is the error being searched, as the `NSError` it bridges to: a
-        /// `URLError` or a `CocoaError` stores that `NSError`, whose `userInfo` is already read.
+        /// Whether `error`, a stored value of the error being searched, is that error as the
+        /// `NSError` it bridges to: a `URLError` or a `CocoaError` stores that `NSError`, whose
+        /// `userInfo` is already read. Where bridging makes a new `NSError` (on Linux), one
+        /// with the searched error's own domain and code is taken for it.
         private func isTheSearchedErrorBridged(_ error: any Error) -> Bool {
             guard let bridged = self.bridged, type(of: error) is NSError.Type else { return false }
             let nsError = error as NSError
@@ -148,7 +152,10 @@ extension ErrorChain {
             case .collection?, .set?, .dictionary?:
                 // Every element has the collection's element type, which the first one declares.
                 guard let first = mirror.children.first else { return .noneHere }
-                result = self.verdict(onStored: first.value, depth: depth + 1) == .errorFree ? .errorFree : .mayHoldErrors
+                guard self.verdict(onStored: first.value, depth: depth + 1) == .errorFree else { return .mayHoldErrors }
+                // A collection of the standard library's holds nothing but its elements; another
+                // type's mirror may show different children from one value to the next.
+                result = value is any StandardCollection ? .errorFree : .noneHere
             case .optional?:
                 guard let wrapped = mirror.children.first else { return .noneHere }
                 result = self.verdict(onStored: wrapped.value, depth: depth + 1)
@@ -206,3 +213,12 @@ private protocol OptionalValue {
 extension Optional: OptionalValue {
     fileprivate var wrappedValue: Any? { self.map { $0 } }
 }
+
+/// A collection of the standard library, whose mirror shows its elements and nothing else.
+private protocol StandardCollection {}
+
+extension Array: StandardCollection {}
+extension ArraySlice: StandardCollection {}
+extension ContiguousArray: StandardCollection {}
+extension Set: StandardCollection {}
+extension Dictionary: StandardCollection {}

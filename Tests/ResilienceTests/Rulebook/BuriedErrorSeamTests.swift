@@ -97,7 +97,8 @@ struct BuriedErrorSeamTests {
         var generator = SeededRandomNumberGenerator(seed: seed)
         for index in 0..<Self.casesPerSeed {
             let tooMany = TooManyRequestsShape.allCases.randomElement(using: &generator)!.error
-            let cause = ErrorShape.wrap(tooMany, in: ErrorShape.draw(depth: Int.random(in: 0...2, using: &generator), using: &generator))
+            let cause = ErrorShape.wrap(
+                tooMany, in: ErrorShape.draw(depth: Int.random(in: 0...2, using: &generator), using: &generator))
             let payload = BuriedShapes.anything(Int.random(in: 0...1_600, using: &generator))
             var error: any Error = RequestFailure(attempt: index, payload: payload, cause: cause)
             if Bool.random(using: &generator) { error = SilentAppError.transport(error) }
@@ -130,7 +131,8 @@ struct BuriedErrorSeamTests {
             let attachments = BuriedShapes.anything(50)
             let items = (0..<count).map { item -> any Error in
                 ItemFailure(
-                    record: records[item], attachments: attachments, cause: item == culprit ? tooMany : TransientError())
+                    record: records[item], attachments: attachments, cause: item == culprit ? tooMany : TransientError()
+                )
             }
             let error = NSError(domain: "Sync", code: 1, userInfo: [ErrorChain.multipleUnderlyingErrorsKey: items])
             try await Self.expectEveryEntryStops(on: error, "seed \(seed) case \(index): item \(culprit) of \(count)")

@@ -130,7 +130,8 @@ struct ErrorChainBoundTests {
         let error = HoldingFailure.holding(context: context, failures: failures)
         let (_, spent) = Self.walk(error)
         #expect(spent <= ErrorChain.maximumReflectedValues)
-        #expect(FailureAnalysis(error).isTooManyRequests, "the context gets half of what is left, the failures the rest")
+        #expect(
+            FailureAnalysis(error).isTooManyRequests, "the context gets half of what is left, the failures the rest")
     }
 
     @Test func payloadsOfErrorFreeTypesCostNothing() {
@@ -138,9 +139,30 @@ struct ErrorChainBoundTests {
         let error = SyncFailure.records(succeeded: records, failed: [HTTPResponseError(statusCode: 429)])
         let (visited, spent) = Self.walk(error)
         #expect(visited == 2)
-        #expect(spent <= 5, "the error, its payload, the list of failures, its one element and the response; not one record")
+        #expect(
+            spent <= 5, "the error, its payload, the list of failures, its one element and the response; not one record"
+        )
         let identifiers = SyncFailure.identifiers(succeeded: (0..<5_000).map { "\($0)" }, failed: [])
         #expect(Self.walk(identifiers).spent <= 3)
+    }
+
+    @Test func collectionsOfAnAppsStructuresOfErrorFreeValuesCostNothing() {
+        struct Page {
+            var records: [SyncedRecord]
+            var cursor: String?
+        }
+        struct PagesFailure: Error {
+            var pages: [Page]
+            var byCursor: [String: Page]
+            var failed: [any Error]
+        }
+        let page = Page(records: BuriedShapes.records(20), cursor: "next")
+        let error = PagesFailure(
+            pages: Array(repeating: page, count: 2_000), byCursor: ["a": page, "b": page],
+            failed: [HTTPResponseError(statusCode: 429)])
+        let (visited, spent) = Self.walk(error)
+        #expect(visited == 2)
+        #expect(spent <= 4, "the error, its failures, the one failure and the response; no page")
     }
 
     @Test func aURLErrorIsNotItsOwnUnderlyingError() {
