@@ -77,7 +77,12 @@ struct ErrorChainBoundTests {
 
     @Test func aRingOfObjectsLinkedBothWaysIsLookedIntoOnceEach() {
         let nodes = Self.ring(of: 5, lastHolding: HTTPResponseError(statusCode: 429))
-        defer { nodes.forEach { $0.next = nil } }
+        defer {
+            for node in nodes {
+                node.next = nil
+                node.previous = nil
+            }
+        }
         let failure = GraphFailure(root: nodes[0])
         let (visited, spent) = Self.walk(failure)
         #expect(FailureAnalysis(failure).isTooManyRequests, "the failure is kept by the last node's superclass")
