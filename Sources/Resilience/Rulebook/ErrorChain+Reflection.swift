@@ -186,11 +186,22 @@ extension ErrorChain {
         private mutating func verdict(onStored value: Any, depth: Int) -> Verdict {
             let verdict = self.verdict(on: value, depth: depth)
             let declared = _openExistential(value, do: declaredType(of:))
-            guard ObjectIdentifier(declared) == ObjectIdentifier(type(of: value)) else {
+            guard Self.mirrorKeepsDeclaredTypes, ObjectIdentifier(declared) == ObjectIdentifier(type(of: value)) else {
                 return Swift.max(verdict, .noneHere)
             }
             return verdict
         }
+
+        /// Whether reflection hands a stored value over with its declared type, as the proofs
+        /// need: checked once, so that a runtime that did otherwise would make the walk cost
+        /// more, never miss an error.
+        static let mirrorKeepsDeclaredTypes: Bool = {
+            struct Probe {
+                var value: Any = 0
+            }
+            guard let child = Mirror(reflecting: Probe()).children.first else { return false }
+            return ObjectIdentifier(_openExistential(child.value, do: declaredType(of:))) == ObjectIdentifier(Any.self)
+        }()
 
         /// Whether the climb through a class's superclasses stops at `type`: Foundation's roots
         /// hold nothing of an app's.

@@ -140,6 +140,7 @@ struct ErrorChainBoundTests {
     }
 
     @Test func payloadsOfErrorFreeTypesCostNothing() {
+        #expect(ErrorChain.Reflection.mirrorKeepsDeclaredTypes, "the proofs need the declared types")
         let records = BuriedShapes.records(5_000)
         let error = SyncFailure.records(succeeded: records, failed: [HTTPResponseError(statusCode: 429)])
         let (visited, spent) = Self.walk(error)
