@@ -1,0 +1,235 @@
+import Foundation
+
+// How the chain finds errors among the stored values of an error that says nothing of
+// what it wraps, within a fixed allowance, without letting one part of an error starve
+// another.
+//
+// - What costs: looking into a value (making its `Mirror`) costs one, and so does each
+//   element of a collection looked at. The stored properties, payload values and tuple
+//   elements of a value looked into are sorted for free: there are as many as its type
+//   declares, whatever the input.
+// - What is passed over: a value that is an error joins the chain; a value whose type
+//   cannot hold an error costs nothing. The library's leaf types (numbers, text, dates,
+//   data, URLs, and optionals and collections of them) are known by `ErrorFreeValue`; an
+//   app's structures and tuples are proved leaf from their stored values' declared types,
+//   once a walk, so a payload of 1,100 succeeded records is passed over whole. A
+//   collection whose declared element type could hold an error (`Any`, an enum such as
+//   `Result`, a class) is looked into element by element.
+// - Who gets what: the values that could hold errors are looked into after the rest of
+//   their level has been sorted, each with an equal part of what is left of its parent's
+//   allowance, an error already found counting as one claimant more (it is looked into
+//   later with its own part); what a value leaves unspent passes to the next. Across the
+//   walk, each error waiting to be looked into gets an equal part of what is left.
+// - Cycles: a class instance is looked into once a walk.
+extension ErrorChain {
+    /// What one walk's reflection has left to spend, the class instances it has seen, and
+    /// the types it has proved hold no error.
+    struct Reflection {
+        /// What reflection may still spend over the walk.
+        private(set) var budget = ErrorChain.maximumReflectedValues
+        /// The class instances seen, kept alive so that their identities stay theirs during the walk.
+        private var seenObjects: [ObjectIdentifier: AnyObject] = [:]
+        /// The types this walk has proved can hold no error.
+        private var errorFreeTypes: Set<ObjectIdentifier> = []
+        /// The `NSError` the error being searched bridges to, which is not an error below it.
+        private var bridged: NSError?
+
+        /// Whether `object` is seen for the first time in this walk; it counts as seen from now on.
+        mutating func firstSight(of object: AnyObject) -> Bool {
+            self.seenObjects.updateValue(object, forKey: ObjectIdentifier(object)) == nil
+        }
+
+        /// Appends to `children` the errors among `error`'s stored values, at most `room` of
+        /// them, spending at most `allowance` of the walk's budget.
+        mutating func search(
+            _ error: any Error, bridgingTo nsError: NSError, allowance: Int, room: Int, into children: inout [any Error]
+        ) {
+            let allowance = Swift.min(allowance, self.budget)
+            guard allowance > 0, room > 0 else { return }
+            self.bridged = nsError
+            defer { self.bridged = nil }
+            let limit = children.count + room
+            let spent = self.lookInto(error, depth: 0, allowance: allowance, limit: limit, found: &children)
+            self.budget -= spent
+        }
+
+        /// Looks into `value`, spending at most `allowance` (at least one); returns what it spent.
+        private mutating func lookInto(
+            _ value: Any, depth: Int, allowance: Int, limit: Int, found: inout [any Error]
+        ) -> Int {
+            guard allowance > 0, depth < ErrorChain.maximumReflectionDepth else { return 0 }
+            var spent = 1
+            var deferred: [Any] = []
+            let mirror = Mirror(reflecting: value)
+            switch mirror.displayStyle {
+            case .collection?, .set?, .dictionary?:
+                let pairs = mirror.displayStyle == .dictionary
+                for element in mirror.children {
+                    guard spent < allowance, found.count < limit else { break }
+                    spent += 1
+                    if pairs {
+                        // A key and its value: both are looked at with the element.
+                        for part in Mirror(reflecting: element.value).children {
+                            self.sort(part.value, deferring: &deferred, found: &found)
+                        }
+                    } else {
+                        self.sort(element.value, deferring: &deferred, found: &found)
+                    }
+                }
+            default:
+                var level: Mirror? = mirror
+                while let current = level, !Self.endsTheClimb(current.subjectType) {
+                    for child in current.children where found.count < limit {
+                        self.sort(child.value, deferring: &deferred, found: &found)
+                    }
+                    level = current.superclassMirror
+                }
+            }
+            // Only the searched error's own stored values can be the `NSError` it bridges to.
+            if depth == 0 { self.bridged = nil }
+            for (index, next) in deferred.enumerated() {
+                let left = allowance - spent
+                guard left > 0, found.count < limit else { break }
+                let claimants = deferred.count - index + found.count
+                let share = Swift.max(1, left / claimants)
+                spent += self.lookInto(next, depth: depth + 1, allowance: share, limit: limit, found: &found)
+            }
+            return spent
+        }
+
+        /// Files a stored value: an error joins `found`, a value that could hold one waits in
+        /// `deferred`, anything else is passed over.
+        private mutating func sort(_ value: Any, deferring deferred: inout [Any], found: inout [any Error]) {
+            if let error = value as? any Error {
+                if !self.isTheSearchedErrorBridged(error) { found.append(error) }
+                return
+            }
+            if let optional = value as? any OptionalValue {
+                // An optional is seen through at no cost: `var next: Node?` is one step, not two.
+                if let wrapped = optional.wrappedValue { self.sort(wrapped, deferring: &deferred, found: &found) }
+                return
+            }
+            if self.verdict(on: value, depth: 0) != .mayHoldErrors { return }
+            if type(of: value) is AnyObject.Type, !self.firstSight(of: value as AnyObject) { return }
+            deferred.append(value)
+        }
+
+        /// Whether `error`, a stored value of the error being searched, is that error as the
+        /// `NSError` it bridges to: a `URLError` or a `CocoaError` stores that `NSError`, whose
+        /// `userInfo` is already read. Where bridging makes a new `NSError` (on Linux), one
+        /// with the searched error's own domain and code is taken for it.
+        private func isTheSearchedErrorBridged(_ error: any Error) -> Bool {
+            guard let bridged = self.bridged, type(of: error) is NSError.Type else { return false }
+            let nsError = error as NSError
+            return nsError === bridged || (nsError.domain == bridged.domain && nsError.code == bridged.code)
+        }
+
+        /// What a value's stored values say about errors in it and in others of its type.
+        enum Verdict: Comparable {
+            /// No value of its type can hold an error.
+            case errorFree
+            /// This value holds none, but another of its type might.
+            case noneHere
+            /// It may hold an error (or it was not worth finding out).
+            case mayHoldErrors
+        }
+
+        /// Whether `value` can hold an error, and whether that is true of its whole type.
+        ///
+        /// A type proved error-free is remembered for the rest of the walk. The proof reads
+        /// the declared type of each stored value: a stored property of type `Any` proves
+        /// nothing of other values, however harmless its value here.
+        private mutating func verdict(on value: Any, depth: Int) -> Verdict {
+            let valueType = type(of: value)
+            if valueType is any ErrorFreeValue.Type { return .errorFree }
+            let key = ObjectIdentifier(valueType)
+            if self.errorFreeTypes.contains(key) { return .errorFree }
+            if valueType is any Error.Type || valueType is AnyObject.Type { return .mayHoldErrors }
+            guard depth < ErrorChain.maximumReflectionDepth else { return .mayHoldErrors }
+            let mirror = Mirror(reflecting: value)
+            var result: Verdict
+            switch mirror.displayStyle {
+            case .collection?, .set?, .dictionary?:
+                // Every element has the collection's element type, which the first one declares.
+                guard let first = mirror.children.first else { return .noneHere }
+                guard self.verdict(onStored: first.value, depth: depth + 1) == .errorFree else { return .mayHoldErrors }
+                // A collection of the standard library's holds nothing but its elements; another
+                // type's mirror may show different children from one value to the next.
+                result = value is any StandardCollection ? .errorFree : .noneHere
+            case .optional?:
+                guard let wrapped = mirror.children.first else { return .noneHere }
+                result = self.verdict(onStored: wrapped.value, depth: depth + 1)
+            case .enum?:
+                // Only this case's payload is in sight: another case may carry an error.
+                result = .noneHere
+                for child in mirror.children {
+                    result = Swift.max(result, self.verdict(onStored: child.value, depth: depth + 1))
+                }
+            case .class?:
+                return .mayHoldErrors
+            default:
+                result = .errorFree
+                for child in mirror.children where result != .mayHoldErrors {
+                    result = Swift.max(result, self.verdict(onStored: child.value, depth: depth + 1))
+                }
+                if result == .errorFree, value is any CustomReflectable {
+                    // A mirror of the type's own making may differ from one value to the next.
+                    result = .noneHere
+                }
+            }
+            if result == .errorFree { self.errorFreeTypes.insert(key) }
+            return result
+        }
+
+        /// The verdict on a stored value, weakened to ``Verdict/noneHere`` when its declared
+        /// type is an existential (or a superclass) that other values could fill differently.
+        private mutating func verdict(onStored value: Any, depth: Int) -> Verdict {
+            let verdict = self.verdict(on: value, depth: depth)
+            let declared = _openExistential(value, do: declaredType(of:))
+            guard Self.mirrorKeepsDeclaredTypes, ObjectIdentifier(declared) == ObjectIdentifier(type(of: value)) else {
+                return Swift.max(verdict, .noneHere)
+            }
+            return verdict
+        }
+
+        /// Whether reflection hands a stored value over with its declared type, as the proofs
+        /// need: checked once, so that a runtime that did otherwise would make the walk cost
+        /// more, never miss an error.
+        static let mirrorKeepsDeclaredTypes: Bool = {
+            struct Probe {
+                var value: Any = 0
+            }
+            guard let child = Mirror(reflecting: Probe()).children.first else { return false }
+            return ObjectIdentifier(_openExistential(child.value, do: declaredType(of:))) == ObjectIdentifier(Any.self)
+        }()
+
+        /// Whether the climb through a class's superclasses stops at `type`: Foundation's roots
+        /// hold nothing of an app's.
+        private static func endsTheClimb(_ type: Any.Type) -> Bool {
+            let type = ObjectIdentifier(type)
+            return type == ObjectIdentifier(NSObject.self) || type == ObjectIdentifier(NSError.self)
+        }
+    }
+}
+
+/// The type a stored value is declared with, as reflection hands it over inside `Any`.
+private func declaredType<Stored>(of value: Stored) -> Any.Type { Stored.self }
+
+/// An optional, whatever it wraps: reflection sees through it.
+private protocol OptionalValue {
+    /// The wrapped value, or `nil`.
+    var wrappedValue: Any? { get }
+}
+
+extension Optional: OptionalValue {
+    fileprivate var wrappedValue: Any? { self.map { $0 } }
+}
+
+/// A collection of the standard library, whose mirror shows its elements and nothing else.
+private protocol StandardCollection {}
+
+extension Array: StandardCollection {}
+extension ArraySlice: StandardCollection {}
+extension ContiguousArray: StandardCollection {}
+extension Set: StandardCollection {}
+extension Dictionary: StandardCollection {}
