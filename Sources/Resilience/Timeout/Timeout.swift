@@ -113,24 +113,8 @@ public struct Timeout: Sendable {
         var (scope, signal) = CallScope.limited()
         if let idempotency { scope.idempotency = idempotency }
         let declared = scope.idempotency
-        let deadline = self.watcher.now() + self.duration
-        let (task, early) = await Self.start(
-            operation, call, on: isolation, scope: scope, signal: signal, callerCancelled: Task.isCancelled)
-        let result: Result<Operation.Value, any Error>
-        if let early {
-            // The operation returned before it first suspended: nothing is left to watch
-            // or to cancel, and no wait for the task's result.
-            result = early
-        } else {
-            // No timer task per call: the shared watcher claims the signal, then cancels the task.
-            let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
-            result = await withTaskCancellationHandler {
-                await task.result
-            } onCancel: {
-                task.cancel()
-            }
-            self.watcher.withdraw(registration)
-        }
+        let limit = TimeLimit(watcher: self.watcher, deadline: self.watcher.now() + self.duration, signal: signal)
+        let result = await Self.start(operation, call, on: isolation, scope: scope, limit: limit)
         switch result {
         case .success(let value):
             return value
@@ -166,62 +150,96 @@ public struct Timeout: Sendable {
     ///
     /// The task inherits `scope` from the binding around its creation. The binding is
     /// made here, synchronously: an `async` binding's closure would leave the caller's
-    /// actor and come back, two hops on the main actor. The task marks `signal` completed
-    /// as soon as the operation returns, before its result is published: a watcher that
-    /// looks after that finds the call settled and leaves it alone. A caller already
-    /// cancelled gets a task cancelled before the operation starts, as the cancellation
-    /// handler the caller installs afterwards would have done.
+    /// actor and come back, two hops on the main actor.
     private static func start<Operation: PipelineOperation>(
         _ operation: Operation,
         _ call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value,
         on isolation: isolated (any Actor)?,
         scope: CallScope,
-        signal: TimeLimitSignal,
-        callerCancelled: Bool
-    ) async -> (Task<Operation.Value, any Error>, Result<Operation.Value, any Error>?) {
-        var started: Task<Operation.Value, any Error>?
-        let early = await withUnsafeContinuation(isolation: isolation) {
-            (start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>) in
-            started = CallScope.$current.withValue(scope) {
-                if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-                    Task.immediate {
-                        _ = isolation  // captured, so the task starts on `isolation`
-                        return try await Self.attempt(operation, call, signal: signal, start: start, callerCancelled)
-                    }
-                } else {
-                    Task {
-                        _ = isolation
-                        return try await Self.attempt(operation, call, signal: signal, start: start, callerCancelled)
+        limit: TimeLimit
+    ) async -> Result<Operation.Value, any Error> {
+        await withTaskCancellationHandler {
+            var started: Task<Operation.Value, any Error>?
+            let early = await withUnsafeContinuation(isolation: isolation) {
+                (start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>) in
+                started = CallScope.$current.withValue(scope) {
+                    if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                        Task.immediate {
+                            _ = isolation  // captured, so the task starts on `isolation`
+                            return try await Self.attempt(operation, call, limit: limit, start: start)
+                        }
+                    } else {
+                        Task {
+                            _ = isolation
+                            return try await Self.attempt(operation, call, limit: limit, start: start)
+                        }
                     }
                 }
+                if limit.signal.closeStart() { start.resume(returning: nil) }
             }
-            if signal.closeStart() { start.resume(returning: nil) }
+            // The operation returned before it first suspended: no wait for the task's result.
+            if let early { return early }
+            return await started!.result
+        } onCancel: {
+            limit.callerCancelled()
         }
-        return (started!, early)
     }
 
-    /// The body of the task that runs `operation`: marks `signal` completed as soon as
-    /// the operation returns, and hands the outcome to `start` if the caller still waits there.
+    /// The body of the task that runs `operation`.
+    ///
+    /// Before the operation starts, it registers the deadline with the task itself, so
+    /// that the limit, and the caller's cancellation, can cancel the task from the first
+    /// instruction of the operation on, while it still runs synchronously on the caller's
+    /// thread. As soon as the operation returns, it marks the signal completed (a limit
+    /// that passes later leaves the call alone) and withdraws the registration, so that
+    /// nothing cancels the task once it is done; then it hands the outcome to `start` if
+    /// the caller still waits there.
     private nonisolated(nonsending) static func attempt<Operation: PipelineOperation>(
         _ operation: Operation,
         _ call: nonisolated(nonsending) @Sendable (Operation) async throws -> Operation.Value,
-        signal: TimeLimitSignal,
-        start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>,
-        _ callerCancelled: Bool
+        limit: TimeLimit,
+        start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>
     ) async throws -> Operation.Value {
-        if callerCancelled { withUnsafeCurrentTask { $0?.cancel() } }
+        let registration = withUnsafeCurrentTask { limit.register($0) }
         let outcome: Result<Operation.Value, any Error>
         do {
             outcome = .success(try await call(operation))
         } catch {
             outcome = .failure(error)
         }
-        signal.complete()
-        if signal.handOverAtStart() { start.resume(returning: outcome) }
+        limit.signal.complete()
+        limit.watcher.withdraw(registration)
+        if limit.signal.handOverAtStart() { start.resume(returning: outcome) }
         return try outcome.get()
     }
 }
 
+/// One call's time limit, as the task that runs the operation and the caller's
+/// cancellation handler see it: its deadline on its watcher, and its signal.
+private struct TimeLimit: Sendable {
+    let watcher: DeadlineWatcher
+    /// Elapsed time on the watcher's clock by which the operation must return.
+    let deadline: Duration
+    let signal: TimeLimitSignal
+
+    /// Registers the deadline of the running attempt, `task`; returns the registration.
+    ///
+    /// A caller cancelled before this (during the hop to the operation's start, say)
+    /// left no registration to cancel through: the attempt cancels itself instead, before
+    /// the operation starts.
+    func register(_ task: UnsafeCurrentTask?) -> UInt64 {
+        let registration = self.watcher.register(self.deadline, TimeoutExpiry(signal: self.signal, attempt: task))
+        if !self.signal.publish(registration) { task?.cancel() }
+        return registration
+    }
+
+    /// The caller was cancelled: cancels the running attempt through its registration,
+    /// or has it start cancelled. An attempt that already returned is left alone.
+    func callerCancelled() {
+        guard let registration = self.signal.cancelAttempt() else { return }
+        self.watcher.cancel(registration)
+    }
+}
 /// The operation handed to ``Timeout/execute(idempotency:operation:)``, as the
 /// pipeline operation its task runs: no closure is made around it.
 @usableFromInline
@@ -242,14 +260,29 @@ struct SentOperation<Value: Sendable>: PipelineOperation {
 
 /// What the watcher does when a ``Timeout``'s limit passes: record that the limit,
 /// not the caller, ends the operation, then cancel it.
-private struct TimeoutExpiry<Value: Sendable>: DeadlineExpiry {
+///
+/// It holds the task of the attempt it limits, so that it can cancel the attempt while
+/// the attempt runs synchronously on the caller's thread, before any handle to its task
+/// exists. The attempt withdraws the registration, and with it this expiry, before it
+/// completes; a copy the watcher already took (the deadline came due) or a cancellation
+/// handler took (the caller was cancelled) keeps the task alive until it is dropped, and
+/// cancelling a task that has completed does nothing.
+private struct TimeoutExpiry: DeadlineExpiry {
     let signal: TimeLimitSignal
-    let task: Task<Value, any Error>
+    /// The attempt's task. `UnsafeCurrentTask` is not `Sendable`, since most of what it
+    /// offers may be used only by the task itself; `cancel()`, the one thing used here,
+    /// is also on `Task` and may be called from any thread, as the standard library
+    /// documents. A copy holds a reference to the task, so it never outlives the task.
+    nonisolated(unsafe) let attempt: UnsafeCurrentTask?
 
     func deadlineReached() {
         // Claimed before the cancellation, so a breaker inside counts a time-out; an
         // operation that already returned keeps its own outcome, and is not cancelled.
         guard self.signal.claim() else { return }
-        self.task.cancel()
+        self.attempt?.cancel()
+    }
+
+    func callerCancelled() {
+        self.attempt?.cancel()
     }
 }
