@@ -3,11 +3,10 @@
 /// The operation runs in a task of its own, started on the caller's actor, so a
 /// `@MainActor` caller keeps its closure as it is. The task starts at once, on the
 /// caller's thread when the caller already runs there; an operation that returns
-/// before it first suspends hands its outcome straight back, with no deadline to
-/// watch and no hop. Its deadline is watched on the
-/// injected clock by one watcher task that all calls through this timeout (and
-/// its copies) share, not by a timer task per call. When the deadline passes
-/// first, the timeout first records that its own limit,
+/// before it first suspends hands its outcome straight back, with no hop. Its
+/// deadline is watched on the injected clock by one watcher task that all calls
+/// through this timeout (and its copies) share, not by a timer task per call. When
+/// the deadline passes first, the timeout first records that its own limit,
 /// not the caller, ends the operation (so a ``CircuitBreaker`` inside counts it
 /// as a failure, and a caller's cancellation as nothing), then cancels the
 /// operation and throws ``TimeoutError``, which reports the request as
@@ -16,10 +15,9 @@
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
 /// ignores cancellation is not cut short. The limit and the caller's cancellation
-/// reach the operation at its first suspension: what it does synchronously before
-/// its first `await` runs to its end even if it checks for cancellation, since the
-/// task starts at once and is watched only once it suspends. Put long synchronous
-/// work behind an `await` (such as `await Task.yield()`) when the limit must stop it.
+/// reach the operation from its start on, also while it still runs synchronously
+/// on the caller's thread before its first `await`: work there that checks
+/// `Task.isCancelled` or calls `Task.checkCancellation()` stops at the deadline.
 ///
 /// Where it sits decides what it limits: outside a ``RetryPolicy`` it bounds
 /// the whole call, waits included; inside, each attempt.
