@@ -149,6 +149,14 @@ public struct Timeout: Sendable {
     /// The task inherits `scope` from the binding around its creation. The binding is
     /// made here, synchronously: an `async` binding's closure would leave the caller's
     /// actor and come back, two hops on the main actor.
+    ///
+    /// The caller's cancellation handler is installed here, before the task starts, and
+    /// stays until its outcome is in: it cancels the task through the registration the
+    /// task makes as it starts (see ``TimeLimit``). Here, not in the nonisolated core:
+    /// a closure written in a `nonisolated(nonsending)` function is isolated to no actor,
+    /// so from the main actor the handler's closure would leave it and come back. A
+    /// caller cancelled before this point, during the hop to `isolation` included, finds
+    /// the handler run at once, and the task starts cancelled.
     private static func start<Operation: PipelineOperation>(
         _ operation: Operation,
         _ call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value,
