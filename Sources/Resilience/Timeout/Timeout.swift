@@ -246,6 +246,7 @@ private struct TimeLimit: Sendable {
         self.watcher.cancel(registration)
     }
 }
+
 /// The operation handed to ``Timeout/execute(idempotency:operation:)``, as the
 /// pipeline operation its task runs: no closure is made around it.
 @usableFromInline
@@ -278,7 +279,8 @@ private struct TimeoutExpiry: DeadlineExpiry {
     /// The attempt's task. `UnsafeCurrentTask` is not `Sendable`, since most of what it
     /// offers may be used only by the task itself; `cancel()`, the one thing used here,
     /// is also on `Task` and may be called from any thread, as the standard library
-    /// documents. A copy holds a reference to the task, so it never outlives the task.
+    /// documents. Each copy holds a reference to the task, which keeps the task alive as
+    /// long as the copy lives.
     nonisolated(unsafe) let attempt: UnsafeCurrentTask?
 
     func deadlineReached() {
