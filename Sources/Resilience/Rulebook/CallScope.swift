@@ -86,6 +86,10 @@ final class TimeLimitSignal: Sendable {
     /// its outcome over at its start (``handOverAtStart()``) or the caller stopped waiting
     /// for that (``closeStart()``).
     private let start = Atomic<UInt8>(TimeLimitSignal.pending)
+    /// For a ``Timeout``: the registration of the running attempt's deadline, which holds
+    /// the attempt's task; ``Self/pending`` before the attempt started, ``Self/cancelledEarly``
+    /// once the caller was cancelled before that.
+    private let registration = Atomic<UInt64>(UInt64(TimeLimitSignal.pending))
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
 
@@ -137,6 +141,31 @@ final class TimeLimitSignal: Sendable {
             failureOrdering: .acquiring
         ).exchanged
     }
+
+    /// For a ``Timeout``: publishes `registration`, the running attempt's deadline, for
+    /// the caller's cancellation handler; `false` when the caller was cancelled before the
+    /// attempt started, which the attempt must then do itself.
+    func publish(_ registration: UInt64) -> Bool {
+        self.registration.compareExchange(
+            expected: UInt64(Self.pending), desired: registration, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring
+        ).exchanged
+    }
+
+    /// For a ``Timeout``'s cancellation handler: the registration through which to cancel
+    /// the running attempt, or `nil` after recording that the attempt, not started yet,
+    /// must start cancelled (``publish(_:)`` then returns `false`).
+    func cancelAttempt() -> UInt64? {
+        let (exchanged, published) = self.registration.compareExchange(
+            expected: UInt64(Self.pending), desired: Self.cancelledEarly, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring)
+        guard !exchanged, published != Self.cancelledEarly else { return nil }
+        return published
+    }
+
+    /// The ``registration`` of an attempt whose caller was cancelled before it started;
+    /// a deadline watcher numbers its registrations from 1 up, and never reaches it.
+    private static let cancelledEarly = UInt64.max
 
     /// Whether the attempt's own task marked it completed before any limit claimed it.
     var isCompleted: Bool {

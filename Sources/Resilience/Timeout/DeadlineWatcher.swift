@@ -6,6 +6,14 @@
 protocol DeadlineExpiry: Sendable {
     /// The deadline passed before the registration was withdrawn.
     func deadlineReached()
+
+    /// The caller of the registered call was cancelled before the registration was withdrawn.
+    func callerCancelled()
+}
+
+extension DeadlineExpiry {
+    /// Does nothing: only a registration that holds the call's task has a task to cancel.
+    func callerCancelled() {}
 }
 
 /// One task that watches the deadlines of many calls on one clock.
@@ -104,6 +112,13 @@ final class DeadlineWatcher: Sendable {
     func withdraw(_ id: UInt64) {
         let sleeping = self.state.withLock { $0.withdraw(id) }
         sleeping?.cancel()
+    }
+
+    /// Tells the expiry of a registration neither withdrawn nor due that its caller was
+    /// cancelled (``DeadlineExpiry/callerCancelled()``), outside the lock.
+    func cancel(_ id: UInt64) {
+        let expiry = self.state.withLock { $0.expiry(of: id) }
+        expiry?.callerCancelled()
     }
 
     /// How often a woken watcher yields and looks again before it sleeps on the clock,
@@ -265,6 +280,11 @@ struct DeadlineWatcherState {
         guard self.lingers else { return }
         if let wake = self.wakeDeadline, wake <= deadline { return }
         self.wakeDeadline = deadline
+    }
+
+    /// The expiry of `id`, unless it was withdrawn or came due.
+    func expiry(of id: UInt64) -> (any DeadlineExpiry)? {
+        self.registrations[id]?.expiry
     }
 
     /// Withdraws `id`; returns the watcher task to cancel when it sleeps for nothing

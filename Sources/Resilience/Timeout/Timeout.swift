@@ -3,11 +3,10 @@
 /// The operation runs in a task of its own, started on the caller's actor, so a
 /// `@MainActor` caller keeps its closure as it is. The task starts at once, on the
 /// caller's thread when the caller already runs there; an operation that returns
-/// before it first suspends hands its outcome straight back, with no deadline to
-/// watch and no hop. Its deadline is watched on the
-/// injected clock by one watcher task that all calls through this timeout (and
-/// its copies) share, not by a timer task per call. When the deadline passes
-/// first, the timeout first records that its own limit,
+/// before it first suspends hands its outcome straight back, with no hop. Its
+/// deadline is watched on the injected clock by one watcher task that all calls
+/// through this timeout (and its copies) share, not by a timer task per call. When
+/// the deadline passes first, the timeout first records that its own limit,
 /// not the caller, ends the operation (so a ``CircuitBreaker`` inside counts it
 /// as a failure, and a caller's cancellation as nothing), then cancels the
 /// operation and throws ``TimeoutError``, which reports the request as
@@ -16,10 +15,9 @@
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
 /// ignores cancellation is not cut short. The limit and the caller's cancellation
-/// reach the operation at its first suspension: what it does synchronously before
-/// its first `await` runs to its end even if it checks for cancellation, since the
-/// task starts at once and is watched only once it suspends. Put long synchronous
-/// work behind an `await` (such as `await Task.yield()`) when the limit must stop it.
+/// reach the operation from its start on, also while it still runs synchronously
+/// on the caller's thread before its first `await`: work there that checks
+/// `Task.isCancelled` or calls `Task.checkCancellation()` stops at the deadline.
 ///
 /// Where it sits decides what it limits: outside a ``RetryPolicy`` it bounds
 /// the whole call, waits included; inside, each attempt.
@@ -113,24 +111,8 @@ public struct Timeout: Sendable {
         var (scope, signal) = CallScope.limited()
         if let idempotency { scope.idempotency = idempotency }
         let declared = scope.idempotency
-        let deadline = self.watcher.now() + self.duration
-        let (task, early) = await Self.start(
-            operation, call, on: isolation, scope: scope, signal: signal, callerCancelled: Task.isCancelled)
-        let result: Result<Operation.Value, any Error>
-        if let early {
-            // The operation returned before it first suspended: nothing is left to watch
-            // or to cancel, and no wait for the task's result.
-            result = early
-        } else {
-            // No timer task per call: the shared watcher claims the signal, then cancels the task.
-            let registration = self.watcher.register(deadline, TimeoutExpiry(signal: signal, task: task))
-            result = await withTaskCancellationHandler {
-                await task.result
-            } onCancel: {
-                task.cancel()
-            }
-            self.watcher.withdraw(registration)
-        }
+        let limit = TimeLimit(watcher: self.watcher, deadline: self.watcher.now() + self.duration, signal: signal)
+        let result = await Self.start(operation, call, on: isolation, scope: scope, limit: limit)
         switch result {
         case .success(let value):
             return value
@@ -166,59 +148,102 @@ public struct Timeout: Sendable {
     ///
     /// The task inherits `scope` from the binding around its creation. The binding is
     /// made here, synchronously: an `async` binding's closure would leave the caller's
-    /// actor and come back, two hops on the main actor. The task marks `signal` completed
-    /// as soon as the operation returns, before its result is published: a watcher that
-    /// looks after that finds the call settled and leaves it alone. A caller already
-    /// cancelled gets a task cancelled before the operation starts, as the cancellation
-    /// handler the caller installs afterwards would have done.
+    /// actor and come back, two hops on the main actor.
+    ///
+    /// The caller's cancellation handler is installed here, before the task starts, and
+    /// stays until its outcome is in: it cancels the task through the registration the
+    /// task makes as it starts (see ``TimeLimit``). Here, not in the nonisolated core:
+    /// a closure written in a `nonisolated(nonsending)` function is isolated to no actor,
+    /// so from the main actor the handler's closure would leave it and come back. A
+    /// caller cancelled before this point, during the hop to `isolation` included, finds
+    /// the handler run at once, and the task starts cancelled.
     private static func start<Operation: PipelineOperation>(
         _ operation: Operation,
         _ call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value,
         on isolation: isolated (any Actor)?,
         scope: CallScope,
-        signal: TimeLimitSignal,
-        callerCancelled: Bool
-    ) async -> (Task<Operation.Value, any Error>, Result<Operation.Value, any Error>?) {
-        var started: Task<Operation.Value, any Error>?
-        let early = await withUnsafeContinuation(isolation: isolation) {
-            (start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>) in
-            started = CallScope.$current.withValue(scope) {
-                if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-                    Task.immediate {
-                        _ = isolation  // captured, so the task starts on `isolation`
-                        return try await Self.attempt(operation, call, signal: signal, start: start, callerCancelled)
-                    }
-                } else {
-                    Task {
-                        _ = isolation
-                        return try await Self.attempt(operation, call, signal: signal, start: start, callerCancelled)
+        limit: TimeLimit
+    ) async -> Result<Operation.Value, any Error> {
+        await withTaskCancellationHandler {
+            var started: Task<Operation.Value, any Error>?
+            let early = await withUnsafeContinuation(isolation: isolation) {
+                (start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>) in
+                started = CallScope.$current.withValue(scope) {
+                    if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                        Task.immediate {
+                            _ = isolation  // captured, so the task starts on `isolation`
+                            return try await Self.attempt(operation, call, limit: limit, start: start)
+                        }
+                    } else {
+                        Task {
+                            _ = isolation
+                            return try await Self.attempt(operation, call, limit: limit, start: start)
+                        }
                     }
                 }
+                if limit.signal.closeStart() { start.resume(returning: nil) }
             }
-            if signal.closeStart() { start.resume(returning: nil) }
+            // The operation returned before it first suspended: no wait for the task's result.
+            if let early { return early }
+            return await started!.result
+        } onCancel: {
+            limit.callerCancelled()
         }
-        return (started!, early)
     }
 
-    /// The body of the task that runs `operation`: marks `signal` completed as soon as
-    /// the operation returns, and hands the outcome to `start` if the caller still waits there.
+    /// The body of the task that runs `operation`.
+    ///
+    /// Before the operation starts, it registers the deadline with the task itself, so
+    /// that the limit, and the caller's cancellation, can cancel the task from the first
+    /// instruction of the operation on, while it still runs synchronously on the caller's
+    /// thread. As soon as the operation returns, it marks the signal completed (a limit
+    /// that passes later leaves the call alone) and withdraws the registration, so that
+    /// nothing cancels the task once it is done; then it hands the outcome to `start` if
+    /// the caller still waits there.
     private nonisolated(nonsending) static func attempt<Operation: PipelineOperation>(
         _ operation: Operation,
         _ call: nonisolated(nonsending) @Sendable (Operation) async throws -> Operation.Value,
-        signal: TimeLimitSignal,
-        start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>,
-        _ callerCancelled: Bool
+        limit: TimeLimit,
+        start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>
     ) async throws -> Operation.Value {
-        if callerCancelled { withUnsafeCurrentTask { $0?.cancel() } }
+        let registration = withUnsafeCurrentTask { limit.register($0) }
         let outcome: Result<Operation.Value, any Error>
         do {
             outcome = .success(try await call(operation))
         } catch {
             outcome = .failure(error)
         }
-        signal.complete()
-        if signal.handOverAtStart() { start.resume(returning: outcome) }
+        limit.signal.complete()
+        limit.watcher.withdraw(registration)
+        if limit.signal.handOverAtStart() { start.resume(returning: outcome) }
         return try outcome.get()
+    }
+}
+
+/// One call's time limit, as the task that runs the operation and the caller's
+/// cancellation handler see it: its deadline on its watcher, and its signal.
+private struct TimeLimit: Sendable {
+    let watcher: DeadlineWatcher
+    /// Elapsed time on the watcher's clock by which the operation must return.
+    let deadline: Duration
+    let signal: TimeLimitSignal
+
+    /// Registers the deadline of the running attempt, `task`; returns the registration.
+    ///
+    /// A caller cancelled before this (during the hop to the operation's start, say)
+    /// left no registration to cancel through: the attempt cancels itself instead, before
+    /// the operation starts.
+    func register(_ task: UnsafeCurrentTask?) -> UInt64 {
+        let registration = self.watcher.register(self.deadline, TimeoutExpiry(signal: self.signal, attempt: task))
+        if !self.signal.publish(registration) { task?.cancel() }
+        return registration
+    }
+
+    /// The caller was cancelled: cancels the running attempt through its registration,
+    /// or has it start cancelled. An attempt that already returned is left alone.
+    func callerCancelled() {
+        guard let registration = self.signal.cancelAttempt() else { return }
+        self.watcher.cancel(registration)
     }
 }
 
@@ -242,14 +267,30 @@ struct SentOperation<Value: Sendable>: PipelineOperation {
 
 /// What the watcher does when a ``Timeout``'s limit passes: record that the limit,
 /// not the caller, ends the operation, then cancel it.
-private struct TimeoutExpiry<Value: Sendable>: DeadlineExpiry {
+///
+/// It holds the task of the attempt it limits, so that it can cancel the attempt while
+/// the attempt runs synchronously on the caller's thread, before any handle to its task
+/// exists. The attempt withdraws the registration, and with it this expiry, before it
+/// completes; a copy the watcher already took (the deadline came due) or a cancellation
+/// handler took (the caller was cancelled) keeps the task alive until it is dropped, and
+/// cancelling a task that has completed does nothing.
+private struct TimeoutExpiry: DeadlineExpiry {
     let signal: TimeLimitSignal
-    let task: Task<Value, any Error>
+    /// The attempt's task. `UnsafeCurrentTask` is not `Sendable`, since most of what it
+    /// offers may be used only by the task itself; `cancel()`, the one thing used here,
+    /// is also on `Task` and may be called from any thread, as the standard library
+    /// documents. Each copy holds a reference to the task, which keeps the task alive as
+    /// long as the copy lives.
+    nonisolated(unsafe) let attempt: UnsafeCurrentTask?
 
     func deadlineReached() {
         // Claimed before the cancellation, so a breaker inside counts a time-out; an
         // operation that already returned keeps its own outcome, and is not cancelled.
         guard self.signal.claim() else { return }
-        self.task.cancel()
+        self.attempt?.cancel()
+    }
+
+    func callerCancelled() {
+        self.attempt?.cancel()
     }
 }

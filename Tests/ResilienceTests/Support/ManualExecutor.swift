@@ -34,6 +34,13 @@ final class ManualExecutor: SerialExecutor {
 
     /// Waits for a held job and runs it on the calling thread.
     func runOne() async {
+        await self.waitForJob()
+        let next = self.state.withLock { $0.jobs.removeFirst() }
+        next.runSynchronously(on: self.asUnownedSerialExecutor())
+    }
+
+    /// Waits until a job is held, without running it.
+    func waitForJob() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = self.state.withLock { state in
                 if !state.jobs.isEmpty { return true }
@@ -42,7 +49,5 @@ final class ManualExecutor: SerialExecutor {
             }
             if ready { continuation.resume() }
         }
-        let next = self.state.withLock { $0.jobs.removeFirst() }
-        next.runSynchronously(on: self.asUnownedSerialExecutor())
     }
 }
