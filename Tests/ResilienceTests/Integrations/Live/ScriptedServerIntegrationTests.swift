@@ -257,15 +257,17 @@ struct ScriptedServerIntegrationTests {
 @Suite(.timeLimit(.minutes(1)))
 struct UnreachableServerIntegrationTests {
     @Test func refusedConnectionIsRetriedEvenForAPOST() async throws {
-        let port = try LiveServerSupport.freeLoopbackPort()  // nothing listens here
         let session = LiveServerSupport.makeSession()
         defer { session.invalidateAndCancel() }
-        let request = LiveServerSupport.request(URL(string: "http://127.0.0.1:\(port)/orders")!, method: "POST")
-        let policy = try RetryPolicy(
-            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none,
-            classifier: HTTPRetryClassifier(request: request), clock: TestClock())
-
-        let outcome = await policy.outcome { try await session.data(for: request) }
+        // Held for the whole call: a port that was merely free could be taken by a server
+        // another test starts meanwhile, and the POST would then reach it.
+        let outcome = try await LiveServerSupport.withRefusingLoopbackPort { port in
+            let request = LiveServerSupport.request(URL(string: "http://127.0.0.1:\(port)/orders")!, method: "POST")
+            let policy = try RetryPolicy(
+                maximumAttempts: 3, backoff: .constant(.zero), jitter: .none,
+                classifier: HTTPRetryClassifier(request: request), clock: TestClock())
+            return await policy.outcome { try await session.data(for: request) }
+        }
         #expect(outcome.attempts == 3)
         #expect(outcome.stopReason == .exhausted)
         let error = try #require(throws: URLError.self) { try outcome.get() }
