@@ -11,7 +11,8 @@ out=.ci-artifacts/breaker-soak
 rm -rf "$out"
 mkdir -p "$out"
 
-swift build -c release --product resilience-benchmarks
+# The flags of 10-build.sh, so that SwiftPM reuses its release build instead of compiling again.
+swift build -c release -Xswiftc -warnings-as-errors --product resilience-benchmarks
 bin="$(swift build -c release --show-bin-path)/resilience-benchmarks"
 
 "$bin" --soak --quick --json > "$out/soak.json"

@@ -37,9 +37,20 @@ swiftc "${common[@]}" -enable-testing -module-name Resilience \
     -emit-library -static -o "$out/libResilience.a" \
     "${library_sources[@]}"
 
+# The targets are independent: build them side by side, one per core.
+jobs="${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+pids=()
 for target in Tests/Fuzz/Sources/Targets/*.swift; do
     name="$(basename "$target" .swift)"
     echo "fuzz: building $name"
     swiftc "${common[@]}" -module-name "$name" -I "$out" -L "$out" -lResilience \
-        Tests/Fuzz/Sources/Support/*.swift "$target" -o "$out/$name"
+        Tests/Fuzz/Sources/Support/*.swift "$target" -o "$out/$name" &
+    pids+=($!)
+    if (( ${#pids[@]} >= jobs )); then
+        wait "${pids[0]}"
+        pids=("${pids[@]:1}")
+    fi
+done
+for pid in "${pids[@]}"; do
+    wait "$pid"
 done

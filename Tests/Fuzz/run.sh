@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Builds and runs every libFuzzer target for a bounded time; fails on the first crash, hang or invariant violation.
 #
-#   Tests/Fuzz/run.sh           # about 60 s in all, split evenly across the targets
+#   Tests/Fuzz/run.sh           # about 60 s of fuzzing in all, split evenly across the targets
 #   FUZZ_SECONDS=600 Tests/Fuzz/run.sh
 #   Tests/Fuzz/run.sh RetryAfterHeaderFuzz   # one target only
+#   FUZZ_JOBS=1 Tests/Fuzz/run.sh            # one target at a time
+#
+# Targets run FUZZ_JOBS at a time (default: one per core), each for its share of
+# FUZZ_SECONDS: each fuzzer is single-threaded, so on two cores two of them do the
+# same work as one after the other in half the wall-clock time.
 #
 # Each target starts from its checked-in seed corpus in Tests/Fuzz/Corpus/<target>;
 # inputs it discovers go to a scratch corpus under $FUZZ_BUILD, never into the
@@ -35,13 +40,17 @@ export SWIFT_BACKTRACE=enable=no
 
 per_target=$(( total_seconds / ${#targets[@]} ))
 (( per_target >= 1 )) || per_target=1
+jobs="${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+(( jobs >= 1 )) || jobs=1
 mkdir -p "$artifacts"
 
-for target in "${targets[@]}"; do
-    seeds="Tests/Fuzz/Corpus/$target"
-    scratch="$out/corpus/$target"
+# Runs one target; its output goes to $out/<target>.log.
+fuzz() {
+    local target=$1
+    local seeds="Tests/Fuzz/Corpus/$target"
+    local scratch="$out/corpus/$target"
     mkdir -p "$scratch"
-    options=(
+    local options=(
         -max_total_time="$per_target"
         -timeout=10             # a single input running this long is a hang
         -rss_limit_mb=2048
@@ -53,13 +62,30 @@ for target in "${targets[@]}"; do
         options+=(-dict="Tests/Fuzz/Dictionaries/$target.dict")
     fi
     echo "fuzz: running $target for ${per_target}s from $(find "$seeds" -type f | wc -l | tr -d ' ') seeds"
-    log="$out/$target.log"
-    if ! "$out/$target" "${options[@]}" "$scratch" "$seeds" >"$log" 2>&1; then
-        tail -n 40 "$log"
-        echo "fuzz: $target FAILED; the failing input is in $artifacts/. Replay it with:"
-        echo "    SWIFT_BACKTRACE=enable=no $out/$target $artifacts/$target-<crash|timeout|oom>-<hash>"
-        exit 1
-    fi
-    grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|DONE' "$log" || true
+    "$out/$target" "${options[@]}" "$scratch" "$seeds" >"$out/$target.log" 2>&1
+}
+
+failed=0
+for (( first = 0; first < ${#targets[@]}; first += jobs )); do
+    batch=("${targets[@]:first:jobs}")
+    pids=()
+    for target in "${batch[@]}"; do
+        fuzz "$target" &
+        pids+=($!)
+    done
+    for index in "${!batch[@]}"; do
+        target="${batch[$index]}"
+        log="$out/$target.log"
+        if ! wait "${pids[$index]}"; then
+            tail -n 40 "$log"
+            echo "fuzz: $target FAILED; the failing input is in $artifacts/. Replay it with:"
+            echo "    SWIFT_BACKTRACE=enable=no $out/$target $artifacts/$target-<crash|timeout|oom>-<hash>"
+            failed=1
+            continue
+        fi
+        echo "fuzz: $target:"
+        grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|DONE' "$log" || true
+    done
+    (( failed == 0 )) || exit 1
 done
 echo "fuzz: all targets ran clean"

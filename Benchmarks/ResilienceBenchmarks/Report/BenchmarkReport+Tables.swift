@@ -115,7 +115,9 @@ extension BenchmarkReport {
                 Format.grouped(row.requests),
             ])
         }
-        return "Outage (1,000 clients, server fails everything for 60 s, 3 attempts per call; recovery: from the\n"
+        // The size comes from the rows: `--quick` simulates fewer clients.
+        let clients = Format.grouped(self.simulations.outage.first?.clients ?? OutageSimulation.standardClients)
+        return "Outage (\(clients) clients, server fails everything for 60 s, 3 attempts per call; recovery: from the\n"
             + "server's recovery to the first success of any client, of the median client, of the last client)\n"
             + table.rendered
     }

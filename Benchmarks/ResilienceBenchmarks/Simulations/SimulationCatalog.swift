@@ -21,7 +21,8 @@ enum SimulationCatalog {
     }
 
     /// Runs every simulation with `seed`; `isQuick` (`--quick`) shrinks the toolbox
-    /// simulations to ``ToolboxSimulations/Size/quick``, and leaves the others as they are.
+    /// simulations to ``ToolboxSimulations/Size/quick`` and the outage to
+    /// ``OutageSimulation/quickClients``, and leaves the others as they are.
     static func run(seed: UInt64, isQuick: Bool, progress: Progress) async throws -> Results {
         var results = Results()
         let contention = ContentionSimulation(seed: seed)
@@ -32,7 +33,8 @@ enum SimulationCatalog {
                     + "\(Format.decimal(result.completionMilliseconds, 1)) ms")
             results.contention.append(result)
         }
-        let outage = OutageSimulation(seed: seed)
+        var outage = OutageSimulation(seed: seed)
+        if isQuick { outage.clients = OutageSimulation.quickClients }
         for variant in Self.outageVariants {
             let result = try await outage.run(variant)
             progress.note(

@@ -63,11 +63,26 @@ enum LiveServerSupport {
     // MARK: - Ports
 
     /// A TCP port on 127.0.0.1 that was free a moment ago.
+    ///
+    /// Only a moment: another server started in parallel (another test, another process)
+    /// may take it before the caller binds it. ``NginxServer/start()`` tries again on a
+    /// new port when that happens.
     static func freeLoopbackPort() throws -> Int {
         let socket = try LoopbackSocket()
         defer { socket.close() }
         guard socket.bind(port: 0) else { throw LiveServerError.noFreePort }
         return socket.boundPort
+    }
+
+    /// Runs `body` with a port of 127.0.0.1 on which nothing listens and nothing can
+    /// start listening until `body` returns: the port stays bound to a socket that never
+    /// listens, so a connection to it is refused, and a server started in parallel
+    /// cannot take it (as it could take a port that was only free a moment ago).
+    static func withRefusingLoopbackPort<T>(_ body: (Int) async throws -> T) async throws -> T {
+        let socket = try LoopbackSocket()
+        defer { socket.close() }
+        guard socket.bind(port: 0) else { throw LiveServerError.noFreePort }
+        return try await body(socket.boundPort)
     }
 
     /// Reads one line from `handle` without blocking a task's thread.
@@ -90,12 +105,15 @@ enum LiveServerSupport {
 enum LiveServerError: Error, CustomStringConvertible {
     case notInstalled(String)
     case noFreePort
+    /// Another server took the port between the moment it was free and the server's bind.
+    case portTaken(Int)
     case failedToStart(String)
 
     var description: String {
         switch self {
         case .notInstalled(let what): "\(what) is not installed"
         case .noFreePort: "no free port on 127.0.0.1"
+        case .portTaken(let port): "port \(port) of 127.0.0.1 was taken before the server could bind it"
         case .failedToStart(let why): "server failed to start: \(why)"
         }
     }

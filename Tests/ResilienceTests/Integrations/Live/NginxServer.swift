@@ -48,7 +48,22 @@ final class NginxServer {
     }
 
     /// Starts nginx and returns once it accepts connections.
+    ///
+    /// nginx cannot take a port the system picks, so it is given one that was free a
+    /// moment ago; a server started in parallel can take that port first. nginx then
+    /// fails to bind it, and this tries again on another port, up to three times.
     static func start() async throws -> NginxServer {
+        var attempt = 1
+        while true {
+            do {
+                return try await Self.startOnce()
+            } catch LiveServerError.portTaken where attempt < 3 {
+                attempt += 1
+            }
+        }
+    }
+
+    private static func startOnce() async throws -> NginxServer {
         guard let executable = Self.executable else {
             throw LiveServerError.notInstalled("nginx (.ci/steps/15-integration-deps.sh installs it)")
         }
@@ -65,7 +80,8 @@ final class NginxServer {
         let input = Pipe()
         process.executableURL = python
         process.arguments = [
-            Self.supervisor.path, "--ready-port", String(port), executable.path,
+            Self.supervisor.path, "--ready-port", String(port),
+            "--ready-file", prefix.appendingPathComponent("nginx.pid").path, executable.path,
             "-p", prefix.path + "/", "-c", configuration.path, "-e", prefix.appendingPathComponent("error.log").path,
         ]
         let output = Pipe()
@@ -74,11 +90,13 @@ final class NginxServer {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let server = NginxServer(port: port, prefix: prefix, process: process, input: input)
-        // The supervisor probes the port and says when nginx is listening (or gives up after 5 s).
+        // Once nginx has written its pid file (after binding its port), the supervisor probes
+        // the port and says when nginx is listening, or that it exited or gave up after 20 s.
         let readiness = await LiveServerSupport.readLine(from: output.fileHandleForReading)
         if readiness != "ready" {
             let log = (try? String(contentsOf: prefix.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
             server.stop()
+            if log.contains("Address already in use") { throw LiveServerError.portTaken(port) }
             throw LiveServerError.failedToStart("nginx: \(log)")
         }
         return server

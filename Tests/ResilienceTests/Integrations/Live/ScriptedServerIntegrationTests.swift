@@ -12,7 +12,10 @@ import Testing
 /// `URLSession`; request counts come from the server's own counter.
 ///
 /// The policies back off by zero on a test clock, so retries run at once; the
-/// only real waiting is the one-second request timeout of the slow-answer tests.
+/// only real waiting is the two-second request timeout of the slow-answer tests. Two, not
+/// the one second FoundationNetworking allows at least: the timeout also bounds the retry,
+/// which must be answered within it on a loaded CI machine (under ThreadSanitizer too),
+/// and the slow answer still comes two seconds after it.
 @Suite(.timeLimit(.minutes(1)))
 struct ScriptedServerIntegrationTests {
     private func makePolicy(
@@ -229,7 +232,7 @@ struct ScriptedServerIntegrationTests {
         defer { session.invalidateAndCancel() }
         let policy = try self.makePolicy(maximumAttempts: 3)
 
-        let request = LiveServerSupport.request(server.url("/slow/get?times=1&delay=4"), timeout: 1)
+        let request = LiveServerSupport.request(server.url("/slow/get?times=1&delay=4"), timeout: 2)
         let (data, _) = try await policy.data(for: request, session: session)
         #expect(String(decoding: data, as: UTF8.self) == "ok\n")
         #expect(try await server.requestCount(for: "get") == 2)
@@ -244,7 +247,7 @@ struct ScriptedServerIntegrationTests {
         defer { session.invalidateAndCancel() }
         let policy = try self.makePolicy(maximumAttempts: 3)
 
-        let request = LiveServerSupport.request(server.url("/slow/post?times=1&delay=4"), method: "POST", timeout: 1)
+        let request = LiveServerSupport.request(server.url("/slow/post?times=1&delay=4"), method: "POST", timeout: 2)
         let error = try await #require(throws: URLError.self) {
             try await policy.data(for: request, session: session)
         }
@@ -257,15 +260,17 @@ struct ScriptedServerIntegrationTests {
 @Suite(.timeLimit(.minutes(1)))
 struct UnreachableServerIntegrationTests {
     @Test func refusedConnectionIsRetriedEvenForAPOST() async throws {
-        let port = try LiveServerSupport.freeLoopbackPort()  // nothing listens here
         let session = LiveServerSupport.makeSession()
         defer { session.invalidateAndCancel() }
-        let request = LiveServerSupport.request(URL(string: "http://127.0.0.1:\(port)/orders")!, method: "POST")
-        let policy = try RetryPolicy(
-            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none,
-            classifier: HTTPRetryClassifier(request: request), clock: TestClock())
-
-        let outcome = await policy.outcome { try await session.data(for: request) }
+        // Held for the whole call: a port that was merely free could be taken by a server
+        // another test starts meanwhile, and the POST would then reach it.
+        let outcome = try await LiveServerSupport.withRefusingLoopbackPort { port in
+            let request = LiveServerSupport.request(URL(string: "http://127.0.0.1:\(port)/orders")!, method: "POST")
+            let policy = try RetryPolicy(
+                maximumAttempts: 3, backoff: .constant(.zero), jitter: .none,
+                classifier: HTTPRetryClassifier(request: request), clock: TestClock())
+            return await policy.outcome { try await session.data(for: request) }
+        }
         #expect(outcome.attempts == 3)
         #expect(outcome.stopReason == .exhausted)
         let error = try #require(throws: URLError.self) { try outcome.get() }

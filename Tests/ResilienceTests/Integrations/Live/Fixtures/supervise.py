@@ -10,10 +10,15 @@ It also clears the signal mask. A Swift test process blocks most signals on its
 threads and Foundation's Process passes that mask on, so a server started
 directly would never see SIGTERM.
 
-Usage: supervise.py [--ready-port PORT] COMMAND [ARGUMENT ...]
+Usage: supervise.py [--ready-port PORT [--ready-file PATH]] COMMAND [ARGUMENT ...]
 With --ready-port it prints one line on standard output once something accepts
-connections on 127.0.0.1:PORT ("ready"), or after five seconds without
-("not listening"), so the test can wait on that line instead of polling.
+connections on 127.0.0.1:PORT ("ready"), or once the command has exited or
+twenty seconds have passed without ("not listening"), so the test can wait on
+that line instead of polling. With --ready-file it first waits for PATH to
+exist: nginx writes its pid file only after it has bound its port, so a
+connection accepted after that is nginx's, never another server's that took
+the port first (nginx then fails to bind, exits, and the test sees
+"not listening" and tries another port).
 It exits with the command's status if the command ends first.
 """
 
@@ -26,9 +31,14 @@ import threading
 import time
 
 
-def report_readiness(port, child):
-    deadline = time.monotonic() + 5
+def report_readiness(port, ready_file, child):
+    # Generous: it only matters when the server does not come up, and a loaded CI
+    # machine can take seconds to start one.
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline and child.poll() is None:
+        if ready_file is not None and not os.path.exists(ready_file):
+            time.sleep(0.01)
+            continue
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 print("ready", flush=True)
@@ -42,12 +52,16 @@ def main():
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     arguments = sys.argv[1:]
     ready_port = None
+    ready_file = None
     if arguments[:1] == ["--ready-port"]:
         ready_port = int(arguments[1])
         arguments = arguments[2:]
+    if arguments[:1] == ["--ready-file"]:
+        ready_file = arguments[1]
+        arguments = arguments[2:]
     child = subprocess.Popen(arguments, stdin=subprocess.DEVNULL)
     if ready_port is not None:
-        threading.Thread(target=report_readiness, args=(ready_port, child), daemon=True).start()
+        threading.Thread(target=report_readiness, args=(ready_port, ready_file, child), daemon=True).start()
 
     def exit_with_child():
         os._exit(child.wait())
