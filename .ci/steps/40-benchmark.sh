@@ -9,7 +9,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 # The flags of 10-build.sh, so that SwiftPM reuses its release build instead of compiling again.
-swift build -c release -Xswiftc -warnings-as-errors --product resilience-benchmarks
+swift build -c release --product resilience-benchmarks
 bin="$(swift build -c release --show-bin-path)/resilience-benchmarks"
 
 "$bin" --quick --json --svg "$out/charts" > "$out/quick.json"
