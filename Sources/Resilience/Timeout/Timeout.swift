@@ -279,8 +279,12 @@ private struct TimeoutExpiry: DeadlineExpiry {
     /// The attempt's task. `UnsafeCurrentTask` is not `Sendable`, since most of what it
     /// offers may be used only by the task itself; `cancel()`, the one thing used here,
     /// is also on `Task` and may be called from any thread, as the standard library
-    /// documents. Each copy holds a reference to the task, which keeps the task alive as
-    /// long as the copy lives.
+    /// documents. Each copy holds a strong reference to the task, which keeps the task
+    /// alive as long as the copy lives: that is how the standard library implements the
+    /// type (Swift 6.x), not a documented promise (its documentation says a stored
+    /// reference does not affect the task's life cycle). A copy may be cancelled after
+    /// the attempt withdrew its registration, outside the lock, so the code relies on it;
+    /// Docs/DesignDecisions.md records the risk.
     nonisolated(unsafe) let attempt: UnsafeCurrentTask?
 
     func deadlineReached() {
