@@ -11,7 +11,10 @@ import Testing
 /// cancellation or until the test raises a stop flag; the test raises the flag only
 /// after the cancellation would have reached the operation (the watcher has handled
 /// the deadline, or the caller's `cancel()` has returned), so the operation then tells
-/// whether it was cancelled, and a timeout that failed to cancel it still ends.
+/// whether it was cancelled, and a timeout that failed to cancel it still ends. A loop
+/// runs on the main thread for a main-actor caller and on a thread of its own
+/// (``DedicatedThread``) otherwise, never on the cooperative pool, whose few threads
+/// (two on a 2-core machine) the watcher, the test and every test beside it need.
 @Suite("Timeout and synchronous work", .serialized)
 struct TimeoutSynchronousWorkTests {
     struct OwnError: Error {}
@@ -50,7 +53,7 @@ struct TimeoutSynchronousWorkTests {
         let clock = TestClock()
         let timeout = try Timeout(.seconds(1), clock: clock)
         let work = SynchronousWork()
-        let call = Task { try await timeout.execute { try work.loop(checkingCancellation: false) } }
+        let call = Task { try await timeout.execute { @DedicatedThread in try work.loop(checkingCancellation: false) } }
         await work.started.wait()
         passTheDeadline(of: timeout.watcher, clock, raising: work.stop)
         #expect(try await call.value == 42)  // as documented: the value is returned
@@ -62,7 +65,7 @@ struct TimeoutSynchronousWorkTests {
         let timeout = try Timeout(.seconds(1), clock: clock)
         let work = SynchronousWork()
         let call = Task {
-            try await timeout.execute { () throws -> Int in
+            try await timeout.execute { @DedicatedThread () throws -> Int in
                 _ = try work.loop(checkingCancellation: false)
                 throw OwnError()
             }
@@ -95,7 +98,9 @@ struct TimeoutSynchronousWorkTests {
         let inner = try Timeout(.seconds(1), name: "inner", clock: clock)
         let work = SynchronousWork()
         let call = Task {
-            try await outer.execute { try await inner.execute { try work.loop(checkingCancellation: true) } }
+            try await outer.execute {
+                try await inner.execute { @DedicatedThread in try work.loop(checkingCancellation: true) }
+            }
         }
         await work.started.wait()
         passTheDeadline(of: inner.watcher, clock, raising: work.stop)
@@ -177,14 +182,16 @@ private final class SynchronousWork: Sendable {
         return 42
     }
 
-    /// Calls `timeout` from `caller` with `operation`, which runs where the caller runs.
+    /// Calls `timeout` from `caller` with `operation`, which runs on the main actor for a
+    /// main-actor caller, and on a thread of its own (``DedicatedThread``) for a
+    /// nonisolated one.
     func call(
         _ timeout: Timeout, from caller: TimeoutSynchronousWorkTests.Caller,
         _ operation: nonisolated(nonsending) @escaping @Sendable () async throws -> Int
     ) -> Task<Int, any Error> {
         switch caller {
         case .nonisolated:
-            return Task { try await timeout.execute { try await operation() } }
+            return Task { try await timeout.execute { @DedicatedThread in try await operation() } }
         case .mainActor:
             return Task { @MainActor in
                 try await timeout.execute {

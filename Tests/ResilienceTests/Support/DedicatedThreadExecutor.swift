@@ -1,0 +1,48 @@
+import Foundation
+
+@testable import Resilience
+
+/// A serial executor that runs its jobs on a thread of its own, outside the cooperative pool.
+///
+/// For tests whose operation works on its thread without suspending until another task
+/// acts: run on the pool, such an operation holds one of its few threads (two on a
+/// 2-core machine) while the task it waits for needs one, and every other test running
+/// beside it waits too. An operation isolated to ``DedicatedThread`` runs here instead.
+final class DedicatedThreadExecutor: SerialExecutor {
+    private let jobs = Lock<[UnownedJob]>([])
+    private let available = DispatchSemaphore(value: 0)
+
+    init() {
+        let thread = Thread { [jobs, available, unowned self] in
+            while true {
+                available.wait()
+                let job = jobs.withLock { $0.removeFirst() }
+                job.runSynchronously(on: self.asUnownedSerialExecutor())
+            }
+        }
+        thread.name = "DedicatedThread"
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        self.jobs.withLock { $0.append(job) }
+        self.available.signal()
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+}
+
+/// A global actor whose jobs run on a thread of its own (``DedicatedThreadExecutor``),
+/// which lives as long as the test process.
+@globalActor
+actor DedicatedThread {
+    static let shared = DedicatedThread()
+    static let executor = DedicatedThreadExecutor()
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor {
+        Self.executor.asUnownedSerialExecutor()
+    }
+}
