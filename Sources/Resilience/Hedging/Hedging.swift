@@ -25,7 +25,9 @@ import Synchronization
 /// that starts them waits meanwhile; the hedge delay counts from the call's start, so a
 /// hedge whose delay passed by then starts as soon as the attempt suspends. Put long
 /// synchronous work behind an `await` (such as `await Task.yield()`) when a hedge must be
-/// able to overtake it.
+/// able to overtake it. The caller's cancellation, and with it the limit of an enclosing
+/// ``Timeout``, reaches the first attempt from its start on, also while it still runs
+/// synchronously: `Task.isCancelled` turns true inside it.
 ///
 /// ```swift
 /// let hedging = try Hedging(delay: .percentile(95, initial: .milliseconds(50)), maximumHedges: 1)
@@ -232,8 +234,7 @@ public final class Hedging: Sendable {
     ) async -> Result<Timed<Value>, any Error>? {
         let (scope, signal) = self.attemptScope(start.scope)
         let (task, early) = await self.startFirstAttempt(
-            on: operation.isolation, scope: scope, of: start.id, at: started, signal: signal,
-            callerCancelled: Task.isCancelled, operation: operation)
+            on: operation.isolation, scope: scope, of: start.id, at: started, signal: signal, operation: operation)
         call.add(HedgedAttempt(task: task, signal: signal))
         return early
     }
@@ -304,8 +305,15 @@ public final class Hedging: Sendable {
     /// continuation this function waits on, resumed before it is awaited: no suspension,
     /// and no wait for the task's result. Otherwise this function resumes it with no
     /// outcome once the task has suspended; the signal decides which of the two does,
-    /// once. A caller already cancelled gets a task cancelled before the operation starts,
-    /// as the cancellation handler the call installs afterwards would have done.
+    /// once.
+    ///
+    /// The caller's cancellation handler is installed here, after the hop to `isolation` and
+    /// before the task starts, and stays until the start is settled; the call installs its
+    /// own afterwards. It cancels the attempt through the task the attempt publishes as it
+    /// starts (``HedgedAttemptSignal/firstAttemptStarted(_:)``), so a caller cancelled while
+    /// the attempt still runs synchronously on its thread (an enclosing ``Timeout`` whose
+    /// limit passed, say) reaches it. A caller cancelled before this point finds the handler
+    /// run at once, and the attempt starts cancelled.
     @inlinable
     func startFirstAttempt<Value: Sendable>(
         on isolation: isolated (any Actor)?,
@@ -313,43 +321,44 @@ public final class Hedging: Sendable {
         of id: UInt64,
         at started: Duration,
         signal: HedgedAttemptSignal,
-        callerCancelled: Bool,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> (Task<Timed<Value>, any Error>, Result<Timed<Value>, any Error>?) {
-        var task: Task<Timed<Value>, any Error>?
-        let early = await withUnsafeContinuation(isolation: isolation) {
-            (handOver: UnsafeContinuation<Result<Timed<Value>, any Error>?, Never>) in
-            // Bound around the creation, synchronously, as for a hedge (`startAttempt`).
-            task = CallScope.handedDown.withValue(scope) {
-                if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-                    Task.immediate { [self] () async throws -> Timed<Value> in
-                        _ = isolation  // captured, so the task starts on the operation's actor
-                        if callerCancelled { withUnsafeCurrentTask { $0?.cancel() } }
-                        return try await self.attempt(
-                            0, of: id, at: started, signal: signal, handOver: handOver, operation: operation)
+        await withTaskCancellationHandler {
+            var task: Task<Timed<Value>, any Error>?
+            let early = await withUnsafeContinuation(isolation: isolation) {
+                (handOver: UnsafeContinuation<Result<Timed<Value>, any Error>?, Never>) in
+                // Bound around the creation, synchronously, as for a hedge (`startAttempt`).
+                task = CallScope.handedDown.withValue(scope) {
+                    if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                        Task.immediate { [self] () async throws -> Timed<Value> in
+                            _ = isolation  // captured, so the task starts on the operation's actor
+                            return try await self.attempt(
+                                0, of: id, at: started, signal: signal, handOver: handOver, operation: operation)
+                        }
+                    } else {
+                        Task { [self] () async throws -> Timed<Value> in
+                            _ = isolation
+                            return try await self.attempt(
+                                0, of: id, at: started, signal: signal, handOver: handOver, operation: operation)
+                        }
                     }
-                } else {
-                    Task { [self] () async throws -> Timed<Value> in
-                        _ = isolation
-                        if callerCancelled { withUnsafeCurrentTask { $0?.cancel() } }
-                        return try await self.attempt(
-                            0, of: id, at: started, signal: signal, handOver: handOver, operation: operation)
+                }
+                // An attempt whose operation returned hands its outcome over, now or in a moment:
+                // the call needs no entry in the table. Otherwise the call enters the table before
+                // it closes the start, so an attempt that ends after that finds it there.
+                if !signal.isCompleted {
+                    self.open(id)
+                    if signal.closeStart() {
+                        handOver.resume(returning: nil)
+                    } else {
+                        self.close(id)  // the attempt ended in between and handed its outcome over
                     }
                 }
             }
-            // An attempt whose operation returned hands its outcome over, now or in a moment:
-            // the call needs no entry in the table. Otherwise the call enters the table before
-            // it closes the start, so an attempt that ends after that finds it there.
-            if !signal.isCompleted {
-                self.open(id)
-                if signal.closeStart() {
-                    handOver.resume(returning: nil)
-                } else {
-                    self.close(id)  // the attempt ended in between and handed its outcome over
-                }
-            }
+            return (task!, early)
+        } onCancel: {
+            signal.cancelFirstAttempt()
         }
-        return (task!, early)
     }
 
     /// The body of attempt `index`'s task: runs the operation, marks the attempt's end, and
@@ -367,6 +376,10 @@ public final class Hedging: Sendable {
         handOver: UnsafeContinuation<Result<Timed<Value>, any Error>?, Never>?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Timed<Value> {
+        // The first attempt publishes its task for the caller's cancellation handler, so that
+        // cancellation reaches it from its first instruction on, while it may still run
+        // synchronously on the caller's thread, and withdraws it as soon as the operation returns.
+        if handOver != nil { withUnsafeCurrentTask { signal.firstAttemptStarted($0) } }
         let result: Result<Timed<Value>, any Error>
         do {
             let value = try await operation()
@@ -376,6 +389,7 @@ public final class Hedging: Sendable {
             signal.complete()
             result = .failure(error)
         }
+        if handOver != nil { signal.firstAttemptEnded() }
         if let handOver, signal.handOverAtStart() {
             handOver.resume(returning: result)
         } else if let waiter = self.end(index, of: id) as? HedgedWaiter<Value> {
@@ -542,6 +556,20 @@ struct HedgedAttemptSignal: Sendable {
     /// Whether the attempt's own task marked its end.
     @usableFromInline
     var isCompleted: Bool { self.signal.isCompleted }
+
+    /// For the first attempt, before its operation starts: publishes its task for the
+    /// caller's cancellation handler, or cancels it when the caller was cancelled already.
+    @usableFromInline
+    func firstAttemptStarted(_ task: UnsafeCurrentTask?) { self.signal.firstAttemptStarted(task) }
+
+    /// For the first attempt, as soon as its operation returns: withdraws its task.
+    @usableFromInline
+    func firstAttemptEnded() { self.signal.firstAttemptEnded() }
+
+    /// For the caller's cancellation handler: cancels the first attempt while it runs, or
+    /// has it start cancelled.
+    @usableFromInline
+    func cancelFirstAttempt() { self.signal.cancelFirstAttempt() }
 }
 
 /// The state of one hedged call while it waits for its attempts.

@@ -90,6 +90,9 @@ final class TimeLimitSignal: Sendable {
     /// the attempt's task; ``Self/pending`` before the attempt started, ``Self/cancelledEarly``
     /// once the caller was cancelled before that.
     private let registration = Atomic<UInt64>(UInt64(TimeLimitSignal.pending))
+    /// For the first attempt of a hedged call: the attempt's task while it runs, for the
+    /// caller's cancellation handler (see ``cancelFirstAttempt()``).
+    private let firstAttempt = Mutex(FirstAttempt.notStarted)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
 
@@ -167,6 +170,49 @@ final class TimeLimitSignal: Sendable {
     /// a deadline watcher numbers its registrations from 1 up, and never reaches it.
     private static let cancelledEarly = UInt64.max
 
+    /// For the first attempt of a hedged call, before its operation starts: publishes `task`,
+    /// the attempt's own task, for the caller's cancellation handler, or cancels it at once
+    /// when the caller was cancelled before the attempt started.
+    func firstAttemptStarted(_ task: UnsafeCurrentTask?) {
+        let handle = FirstAttempt.Handle(task: task)
+        let cancelledEarly = self.firstAttempt.withLock { state in
+            if case .cancelledEarly = state { return true }
+            state = .running(handle)
+            return false
+        }
+        if cancelledEarly { task?.cancel() }
+    }
+
+    /// For the first attempt of a hedged call, as soon as its operation returns: withdraws
+    /// its task, so that nothing reaches the task through this signal any more.
+    func firstAttemptEnded() {
+        self.firstAttempt.withLock { $0 = .ended }
+    }
+
+    /// For the cancellation handler of a hedged call's caller: cancels the first attempt
+    /// while it runs (also while it runs synchronously on the caller's thread, before any
+    /// handle to its task exists), or has it start cancelled; an attempt that ended is left
+    /// alone.
+    ///
+    /// The task is taken under the lock and cancelled after it: cancelling runs the
+    /// attempt's own cancellation handlers, and no lock is held across those. The attempt
+    /// may end in between; the copy taken keeps the task alive until it is dropped, and
+    /// cancelling a task that has completed does nothing.
+    func cancelFirstAttempt() {
+        let running: FirstAttempt.Handle? = self.firstAttempt.withLock { state in
+            switch state {
+            case .notStarted:
+                state = .cancelledEarly
+                return nil
+            case .running(let handle):
+                return handle
+            case .cancelledEarly, .ended:
+                return nil
+            }
+        }
+        running?.task?.cancel()
+    }
+
     /// Whether the attempt's own task marked it completed before any limit claimed it.
     var isCompleted: Bool {
         self.state.load(ordering: .acquiring) == Self.completed
@@ -186,4 +232,25 @@ final class TimeLimitSignal: Sendable {
         }
         return false
     }
+}
+
+/// The first attempt of a hedged call, as its caller's cancellation handler sees it.
+private enum FirstAttempt: Sendable {
+    /// The attempt's task, as the attempt published it.
+    struct Handle: Sendable {
+        /// `UnsafeCurrentTask` is not `Sendable`, since most of what it offers may be used
+        /// only by the task itself; `cancel()`, the one thing used here, is also on `Task`
+        /// and may be called from any thread, as the standard library documents. Each copy
+        /// holds a reference to the task, which keeps it alive as long as the copy lives.
+        nonisolated(unsafe) let task: UnsafeCurrentTask?
+    }
+
+    /// The attempt has not started its operation yet.
+    case notStarted
+    /// The attempt runs its operation.
+    case running(Handle)
+    /// The caller was cancelled before the attempt started: it starts cancelled.
+    case cancelledEarly
+    /// The attempt's operation returned.
+    case ended
 }

@@ -69,6 +69,64 @@ struct HedgingStartTests {
         #expect(clock.sleepRequests == [.seconds(10)])
         #expect(clock.sleeperCount == 0)  // the loser was cancelled
     }
+    @Test func callerCancellationReachesTheFirstAttemptWhileItRunsSynchronously() async throws {
+        let hedging = try Hedging(delay: .fixed(.seconds(30)), clock: TestClock())
+        let work = SpinningAttempt()
+        let call = Task { try await hedging.execute { try work.loop() } }
+        await work.started.wait()
+        // The attempt spins on the call's thread, before its first suspension. The caller's
+        // cancellation handler runs here, in `cancel()`, so the attempt is cancelled by the
+        // time it returns; the stop only ends the spin when cancellation never arrived.
+        call.cancel()
+        work.stop()
+        _ = try? await call.value
+        #expect(work.sawCancellation == true)
+    }
+
+    @Test func anEnclosingTimeLimitReachesTheFirstAttemptWhileItRunsSynchronously() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let hedging = try Hedging(delay: .fixed(.seconds(30)), clock: clock)
+        let work = SpinningAttempt()
+        let call = Task {
+            try await timeout.execute {
+                try await hedging.execute { try work.loop() }
+            }
+        }
+        await work.started.wait()
+        // Due just after the limit, on the same watcher: ends the spin when the limit's
+        // cancellation never reached the attempt.
+        _ = timeout.watcher.register(.seconds(1) + .nanoseconds(1), StopSpinning(work: work))
+        clock.advance(by: .seconds(2))
+        _ = try? await call.value
+        #expect(work.sawCancellation == true)
+    }
+}
+
+/// Stops a ``SpinningAttempt`` when its deadline passes.
+private struct StopSpinning: DeadlineExpiry {
+    let work: SpinningAttempt
+    func deadlineReached() { self.work.stop() }
+}
+
+/// An attempt that spins without suspending until it is cancelled or stopped, and records
+/// whether it saw its cancellation.
+private final class SpinningAttempt: Sendable {
+    let started = Gate()
+    private let stopped = Lock(false)
+    private let cancelled = Lock<Bool?>(nil)
+
+    var sawCancellation: Bool? { self.cancelled.withLock { $0 } }
+
+    func stop() { self.stopped.withLock { $0 = true } }
+
+    func loop() throws -> Int {
+        self.started.open()
+        while !self.stopped.withLock({ $0 }), !Task.isCancelled {}
+        let cancelled = Task.isCancelled
+        self.cancelled.withLock { $0 = cancelled }
+        return 42
+    }
 }
 
 private func isIdle(_ phase: DeadlineWatcherState.Watcher) -> Bool {
