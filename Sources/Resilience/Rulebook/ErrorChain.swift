@@ -29,7 +29,7 @@ enum ErrorChain {
     /// How many mirrors the proofs that a stored value holds no error may make over the whole
     /// walk; past it, a value not yet proved is taken to be one that may hold errors, and is
     /// looked into at the cost of ``maximumReflectedValues``.
-    static let maximumProofMirrors = 4_096
+    static let maximumProofMirrors = 4 * maximumReflectedValues
 
     /// What one walk spent on reflection.
     struct Spending {
