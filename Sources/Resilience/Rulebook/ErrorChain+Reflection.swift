@@ -12,7 +12,11 @@ import Foundation
 //   cannot hold an error costs nothing. The library's leaf types (numbers, text, dates,
 //   data, URLs, and optionals and collections of them) are known by `ErrorFreeValue`; an
 //   app's structures and tuples are proved leaf from their stored values' declared types,
-//   once a walk, so a payload of 1,100 succeeded records is passed over whole. A
+//   so a payload of 1,100 succeeded records is passed over whole. A type proved leaf is
+//   remembered for the walk; a value proved to hold none while its type could (an enum
+//   among its stored values) is proved again for the next value. The proofs make at most
+//   `maximumProofMirrors` mirrors a walk; past that, a value not yet proved is looked into
+//   at the walk's cost like any other that could hold errors. A
 //   collection whose declared element type could hold an error (`Any`, an enum such as
 //   `Result`, a class) is looked into element by element.
 // - Who gets what: the values that could hold errors are looked into after the rest of
@@ -33,6 +37,11 @@ extension ErrorChain {
         private var errorFreeTypes: Set<ObjectIdentifier> = []
         /// The `NSError` the error being searched bridges to, which is not an error below it.
         private var bridged: NSError?
+        /// Whether a stored `NSError` with `bridged`'s domain and code is taken for it: only for
+        /// a type that stores its own bridged `NSError`, where bridging makes a new one.
+        private var bridgedByDomainAndCode = false
+        /// How many mirrors the proofs have made in this walk.
+        private(set) var proofMirrors = 0
 
         /// Whether `object` is seen for the first time in this walk; it counts as seen from now on.
         mutating func firstSight(of object: AnyObject) -> Bool {
@@ -47,7 +56,11 @@ extension ErrorChain {
             let allowance = Swift.min(allowance, self.budget)
             guard allowance > 0, room > 0 else { return }
             self.bridged = nsError
-            defer { self.bridged = nil }
+            self.bridgedByDomainAndCode = Self.storesItsBridgedError(error)
+            defer {
+                self.bridged = nil
+                self.bridgedByDomainAndCode = false
+            }
             let limit = children.count + room
             let spent = self.lookInto(error, depth: 0, allowance: allowance, limit: limit, found: &children)
             self.budget -= spent
@@ -117,11 +130,23 @@ extension ErrorChain {
         /// Whether `error`, a stored value of the error being searched, is that error as the
         /// `NSError` it bridges to: a `URLError` or a `CocoaError` stores that `NSError`, whose
         /// `userInfo` is already read. Where bridging makes a new `NSError` (on Linux), one
-        /// with the searched error's own domain and code is taken for it.
+        /// with such an error's own domain and code is taken for it; any other error's stored
+        /// `NSError` is an error below it, whatever its domain and code.
         private func isTheSearchedErrorBridged(_ error: any Error) -> Bool {
             guard let bridged = self.bridged, type(of: error) is NSError.Type else { return false }
             let nsError = error as NSError
-            return nsError === bridged || (nsError.domain == bridged.domain && nsError.code == bridged.code)
+            if nsError === bridged { return true }
+            return self.bridgedByDomainAndCode && nsError.domain == bridged.domain && nsError.code == bridged.code
+        }
+
+        /// Whether `error` is of a type known to store the `NSError` it bridges to, on a platform
+        /// where bridging does not hand that same `NSError` back.
+        private static func storesItsBridgedError(_ error: any Error) -> Bool {
+            #if canImport(Darwin)
+                return false
+            #else
+                return error is URLError || error is CocoaError
+            #endif
         }
 
         /// What a value's stored values say about errors in it and in others of its type.
@@ -138,7 +163,10 @@ extension ErrorChain {
         ///
         /// A type proved error-free is remembered for the rest of the walk. The proof reads
         /// the declared type of each stored value: a stored property of type `Any` proves
-        /// nothing of other values, however harmless its value here.
+        /// nothing of other values, however harmless its value here. A value that holds none
+        /// but whose type could (an enum case without a payload among its stored values) is
+        /// proved again each time; the proofs' mirrors are bounded over the walk by
+        /// ``ErrorChain/maximumProofMirrors``, past which the answer is "may hold errors".
         private mutating func verdict(on value: Any, depth: Int) -> Verdict {
             let valueType = type(of: value)
             if valueType is any ErrorFreeValue.Type { return .errorFree }
@@ -146,6 +174,10 @@ extension ErrorChain {
             if self.errorFreeTypes.contains(key) { return .errorFree }
             if valueType is any Error.Type || valueType is AnyObject.Type { return .mayHoldErrors }
             guard depth < ErrorChain.maximumReflectionDepth else { return .mayHoldErrors }
+            // The proofs share a bounded number of mirrors over the walk: past it, a value is
+            // looked into at the cost of the walk's budget instead.
+            guard self.proofMirrors < ErrorChain.maximumProofMirrors else { return .mayHoldErrors }
+            self.proofMirrors += 1
             let mirror = Mirror(reflecting: value)
             var result: Verdict
             switch mirror.displayStyle {

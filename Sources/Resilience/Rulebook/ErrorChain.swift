@@ -12,8 +12,9 @@ import Foundation
 /// or dictionary), a few levels into each.
 ///
 /// The walk is bounded in depth, in the number of errors visited and in the
-/// number of stored values reflection pays for, so a cyclic or enormous structure
-/// costs a fixed amount; it runs on failure paths only. How reflection spends its
+/// number of stored values reflection pays for, and the proofs that a stored value
+/// holds no error make a bounded number of mirrors, so a cyclic or enormous
+/// structure costs a bounded amount; it runs on failure paths only. How reflection spends its
 /// allowance, so that no part of an error can starve another, is told in
 /// `ErrorChain+Reflection.swift`.
 enum ErrorChain {
@@ -25,6 +26,18 @@ enum ErrorChain {
     static let maximumReflectionDepth = 6
     /// How many stored values reflection pays for in all, over the whole walk.
     static let maximumReflectedValues = 1_024
+    /// How many mirrors the proofs that a stored value holds no error may make over the whole
+    /// walk; past it, a value not yet proved is taken to be one that may hold errors, and is
+    /// looked into at the cost of ``maximumReflectedValues``.
+    static let maximumProofMirrors = 4 * maximumReflectedValues
+
+    /// What one walk spent on reflection.
+    struct Spending {
+        /// How much of ``ErrorChain/maximumReflectedValues`` it spent.
+        var reflected: Int
+        /// How many mirrors its proofs made, at most ``ErrorChain/maximumProofMirrors``.
+        var proofMirrors: Int
+    }
 
     /// Calls `visit` for `error` and each error below it, outermost first, until it returns `false`.
     ///
@@ -32,25 +45,44 @@ enum ErrorChain {
     /// Returns how much of ``maximumReflectedValues`` reflection spent.
     @discardableResult
     static func walk(_ error: any Error, _ visit: (any Error) -> Bool) -> Int {
+        self.measuredWalk(error, visit).reflected
+    }
+
+    /// Walks as ``walk(_:_:)`` does and tells what reflection spent, its proofs included.
+    static func measuredWalk(_ error: any Error, _ visit: (any Error) -> Bool) -> Spending {
         var queue: [(error: any Error, depth: Int)] = [(error, 0)]
         var reflection = Reflection()
+        // How many errors in the queue, from `index` on, reflection will look into.
+        var reflected = Self.isReflected(error) ? 1 : 0
         var index = 0
         while index < queue.count {
             let (current, depth) = queue[index]
             index += 1
+            let claims = Self.isReflected(current)
+            if claims { reflected -= 1 }
             if type(of: current) is AnyObject.Type, !reflection.firstSight(of: current as AnyObject) { continue }
             guard visit(current) else { break }
             guard depth < Self.maximumDepth else { continue }
-            // Each error still to be looked into gets an equal part of what reflection has left;
-            // what one does not spend stays for those behind it.
-            let waiting = queue.count - index + 1
-            let allowance = Swift.max(Swift.min(reflection.budget, 1), reflection.budget / waiting)
+            // Each error still to be looked into by reflection gets an equal part of what it has
+            // left; what one does not spend stays for those behind it. An `NSError`, or an error
+            // that names what it wraps, claims nothing.
+            let waiting = reflected + (claims ? 1 : 0)
+            let allowance = Swift.max(Swift.min(reflection.budget, 1), reflection.budget / Swift.max(1, waiting))
             let room = Self.maximumErrors - queue.count
             for child in self.children(of: current, room: room, allowance: allowance, reflection: &reflection) {
+                if Self.isReflected(child) { reflected += 1 }
                 queue.append((child, depth + 1))
             }
         }
-        return Self.maximumReflectedValues - reflection.budget
+        return Spending(
+            reflected: Self.maximumReflectedValues - reflection.budget, proofMirrors: reflection.proofMirrors)
+    }
+
+    /// Whether the walk reflects on `error`'s stored values: it is neither an `NSError` nor an
+    /// error that names what it wraps.
+    static func isReflected(_ error: any Error) -> Bool {
+        !(type(of: error) is NSError.Type) && !(error is any UnderlyingErrorProviding)
+            && !(error is CancellationError)
     }
 
     /// The first value `read` returns for an error in the chain, outermost first.

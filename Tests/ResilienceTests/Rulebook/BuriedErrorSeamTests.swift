@@ -160,4 +160,16 @@ struct BuriedErrorSeamTests {
         #expect(calls.value == 1, "item \(culprit) of \(count) was answered 429: the batch is not sent again")
         #expect(result.stopReason == .tooManyRequests)
     }
+
+    @Test func aStoredNSErrorWithTheWrappersDomainAndCodeIsAnErrorBelowIt() {
+        struct ForwardedFailure: CustomNSError {
+            static var errorDomain: String { "Service" }
+            var errorCode: Int { 7 }
+            var errorUserInfo: [String: Any] { [:] }
+            let underlying: NSError
+        }
+        let inner = NSError(
+            domain: "Service", code: 7, userInfo: [NSUnderlyingErrorKey: HTTPResponseError(statusCode: 429)])
+        #expect(FailureAnalysis(ForwardedFailure(underlying: inner)).isTooManyRequests)
+    }
 }

@@ -51,6 +51,35 @@ enum HoldingFailure: Error {
     case nesting(Nesting)
 }
 
+/// A record's state: an enum without payloads, which a proof cannot rule out for its whole type.
+enum RecordState: Sendable { case synced, pending }
+
+/// Records nested five deep, eight stored values a level, whose leaves are ``RecordState``s.
+struct RecordPart: Sendable {
+    var a = RecordState.synced, b = RecordState.synced, c = RecordState.synced, d = RecordState.synced
+    var e = RecordState.synced, f = RecordState.synced, g = RecordState.synced, h = RecordState.synced
+}
+/// The fourth level of ``DeepRecord``.
+struct RecordSection: Sendable {
+    var a = RecordPart(), b = RecordPart(), c = RecordPart(), d = RecordPart()
+    var e = RecordPart(), f = RecordPart(), g = RecordPart(), h = RecordPart()
+}
+/// The third level of ``DeepRecord``.
+struct RecordChapter: Sendable {
+    var a = RecordSection(), b = RecordSection(), c = RecordSection(), d = RecordSection()
+    var e = RecordSection(), f = RecordSection(), g = RecordSection(), h = RecordSection()
+}
+/// The second level of ``DeepRecord``.
+struct RecordVolume: Sendable {
+    var a = RecordChapter(), b = RecordChapter(), c = RecordChapter(), d = RecordChapter()
+    var e = RecordChapter(), f = RecordChapter(), g = RecordChapter(), h = RecordChapter()
+}
+/// A record of an app's, five levels of eight stored values.
+struct DeepRecord: Sendable {
+    var a = RecordVolume(), b = RecordVolume(), c = RecordVolume(), d = RecordVolume()
+    var e = RecordVolume(), f = RecordVolume(), g = RecordVolume(), h = RecordVolume()
+}
+
 /// Hostile shapes cost the walk a fixed amount, however large or cyclic.
 @Suite("The error chain's walk stays bounded for hostile shapes")
 struct ErrorChainBoundTests {
@@ -174,5 +203,29 @@ struct ErrorChainBoundTests {
     @Test func aURLErrorIsNotItsOwnUnderlyingError() {
         let error = URLError(.timedOut, userInfo: [NSUnderlyingErrorKey: HTTPResponseError(statusCode: 503)])
         #expect(Self.walk(error).visited == 2, "the URL error and the response below it")
+    }
+
+    @Test func provingDeepRecordsHoldNoErrorMakesABoundedNumberOfMirrors() {
+        struct DeepBatchFailure: Error {
+            var records: [DeepRecord]
+            var failed: [any Error]
+        }
+        let error = DeepBatchFailure(
+            records: Array(repeating: DeepRecord(), count: 1_000), failed: [HTTPResponseError(statusCode: 429)])
+        let spending = ErrorChain.measuredWalk(error) { _ in true }
+        // Proving one record unbounded takes over 37,000 mirrors, and every record is proved anew.
+        #expect(spending.proofMirrors <= 4 * ErrorChain.maximumReflectedValues)
+        #expect(spending.reflected <= ErrorChain.maximumReflectedValues)
+        #expect(FailureAnalysis(error).isTooManyRequests, "the records cost what they may, the failure is still found")
+    }
+
+    @Test func errorsReflectionNeverLooksIntoClaimNoShareOfItsBudget() {
+        struct Carrier: Error { var items: [any Sendable] }
+        let items: [any Sendable] = (0..<300).map { $0 as any Sendable } + [HTTPResponseError(statusCode: 429)]
+        let siblings = (0..<500).map { NSError(domain: "Sync", code: $0) as any Error }
+        let batch = NSError(
+            domain: "Batch", code: 1,
+            userInfo: [ErrorChain.multipleUnderlyingErrorsKey: [Carrier(items: items) as any Error] + siblings])
+        #expect(FailureAnalysis(batch).isTooManyRequests, "500 NSErrors beside the carrier take none of its share")
     }
 }
