@@ -310,7 +310,7 @@ public final class Hedging: Sendable {
     /// The caller's cancellation handler is installed here, after the hop to `isolation` and
     /// before the task starts, and stays until the start is settled; the call installs its
     /// own afterwards. It cancels the attempt through the task the attempt publishes as it
-    /// starts (``HedgedAttemptSignal/firstAttemptStarted(_:)``), so a caller cancelled while
+    /// starts (``HedgedAttemptSignal/firstAttemptStarted(_:guardedBy:)``), so a caller cancelled while
     /// the attempt still runs synchronously on its thread (an enclosing ``Timeout`` whose
     /// limit passed, say) reaches it. A caller cancelled before this point finds the handler
     /// run at once, and the attempt starts cancelled.
@@ -357,8 +357,28 @@ public final class Hedging: Sendable {
             }
             return (task!, early)
         } onCancel: {
-            signal.cancelFirstAttempt()
+            self.cancelFirstAttempt(of: signal)
         }
+    }
+
+    /// Publishes the first attempt's task on `signal`, under this strategy's lock (see
+    /// ``HedgedAttemptSignal/firstAttemptStarted(_:guardedBy:)``).
+    @usableFromInline
+    func firstAttemptStarted(_ task: UnsafeCurrentTask?, of signal: HedgedAttemptSignal) {
+        signal.firstAttemptStarted(task, guardedBy: self.state)
+    }
+
+    /// Withdraws the first attempt's task from `signal`, under this strategy's lock.
+    @usableFromInline
+    func firstAttemptEnded(of signal: HedgedAttemptSignal) {
+        signal.firstAttemptEnded(guardedBy: self.state)
+    }
+
+    /// Cancels the first attempt published on `signal`, or has it start cancelled, under
+    /// this strategy's lock.
+    @usableFromInline
+    func cancelFirstAttempt(of signal: HedgedAttemptSignal) {
+        signal.cancelFirstAttempt(guardedBy: self.state)
     }
 
     /// The body of attempt `index`'s task: runs the operation, marks the attempt's end, and
@@ -379,7 +399,7 @@ public final class Hedging: Sendable {
         // The first attempt publishes its task for the caller's cancellation handler, so that
         // cancellation reaches it from its first instruction on, while it may still run
         // synchronously on the caller's thread, and withdraws it as soon as the operation returns.
-        if handOver != nil { withUnsafeCurrentTask { signal.firstAttemptStarted($0) } }
+        if handOver != nil { withUnsafeCurrentTask { self.firstAttemptStarted($0, of: signal) } }
         let result: Result<Timed<Value>, any Error>
         do {
             let value = try await operation()
@@ -389,7 +409,7 @@ public final class Hedging: Sendable {
             signal.complete()
             result = .failure(error)
         }
-        if handOver != nil { signal.firstAttemptEnded() }
+        if handOver != nil { self.firstAttemptEnded(of: signal) }
         if let handOver, signal.handOverAtStart() {
             handOver.resume(returning: result)
         } else if let waiter = self.end(index, of: id) as? HedgedWaiter<Value> {
@@ -560,16 +580,18 @@ struct HedgedAttemptSignal: Sendable {
     /// For the first attempt, before its operation starts: publishes its task for the
     /// caller's cancellation handler, or cancels it when the caller was cancelled already.
     @usableFromInline
-    func firstAttemptStarted(_ task: UnsafeCurrentTask?) { self.signal.firstAttemptStarted(task) }
+    func firstAttemptStarted<Guarded>(_ task: UnsafeCurrentTask?, guardedBy lock: Lock<Guarded>) {
+        self.signal.firstAttemptStarted(task, guardedBy: lock)
+    }
 
     /// For the first attempt, as soon as its operation returns: withdraws its task.
     @usableFromInline
-    func firstAttemptEnded() { self.signal.firstAttemptEnded() }
+    func firstAttemptEnded<Guarded>(guardedBy lock: Lock<Guarded>) { self.signal.firstAttemptEnded(guardedBy: lock) }
 
     /// For the caller's cancellation handler: cancels the first attempt while it runs, or
     /// has it start cancelled.
     @usableFromInline
-    func cancelFirstAttempt() { self.signal.cancelFirstAttempt() }
+    func cancelFirstAttempt<Guarded>(guardedBy lock: Lock<Guarded>) { self.signal.cancelFirstAttempt(guardedBy: lock) }
 }
 
 /// The state of one hedged call while it waits for its attempts.

@@ -91,8 +91,11 @@ final class TimeLimitSignal: Sendable {
     /// once the caller was cancelled before that.
     private let registration = Atomic<UInt64>(UInt64(TimeLimitSignal.pending))
     /// For the first attempt of a hedged call: the attempt's task while it runs, for the
-    /// caller's cancellation handler (see ``cancelFirstAttempt()``).
-    private let firstAttempt = Mutex(FirstAttempt.notStarted)
+    /// caller's cancellation handler (see ``cancelFirstAttempt(guardedBy:)``). Read and
+    /// written only under the lock the hedging strategy passes in, its own state's lock: a
+    /// lock here would cost every signal an allocation, and the standard library's `Mutex`
+    /// is not seen by ThreadSanitizer on Linux.
+    nonisolated(unsafe) private var firstAttempt = FirstAttempt.notStarted
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
 
@@ -173,11 +176,11 @@ final class TimeLimitSignal: Sendable {
     /// For the first attempt of a hedged call, before its operation starts: publishes `task`,
     /// the attempt's own task, for the caller's cancellation handler, or cancels it at once
     /// when the caller was cancelled before the attempt started.
-    func firstAttemptStarted(_ task: UnsafeCurrentTask?) {
+    func firstAttemptStarted<Guarded>(_ task: UnsafeCurrentTask?, guardedBy lock: Lock<Guarded>) {
         let handle = FirstAttempt.Handle(task: task)
-        let cancelledEarly = self.firstAttempt.withLock { state in
-            if case .cancelledEarly = state { return true }
-            state = .running(handle)
+        let cancelledEarly = lock.withLock { _ in
+            if case .cancelledEarly = self.firstAttempt { return true }
+            self.firstAttempt = .running(handle)
             return false
         }
         if cancelledEarly { task?.cancel() }
@@ -185,8 +188,8 @@ final class TimeLimitSignal: Sendable {
 
     /// For the first attempt of a hedged call, as soon as its operation returns: withdraws
     /// its task, so that nothing reaches the task through this signal any more.
-    func firstAttemptEnded() {
-        self.firstAttempt.withLock { $0 = .ended }
+    func firstAttemptEnded<Guarded>(guardedBy lock: Lock<Guarded>) {
+        lock.withLock { _ in self.firstAttempt = .ended }
     }
 
     /// For the cancellation handler of a hedged call's caller: cancels the first attempt
@@ -198,11 +201,11 @@ final class TimeLimitSignal: Sendable {
     /// attempt's own cancellation handlers, and no lock is held across those. The attempt
     /// may end in between; the copy taken keeps the task alive until it is dropped, and
     /// cancelling a task that has completed does nothing.
-    func cancelFirstAttempt() {
-        let running: FirstAttempt.Handle? = self.firstAttempt.withLock { state in
-            switch state {
+    func cancelFirstAttempt<Guarded>(guardedBy lock: Lock<Guarded>) {
+        let running: FirstAttempt.Handle? = lock.withLock { _ in
+            switch self.firstAttempt {
             case .notStarted:
-                state = .cancelledEarly
+                self.firstAttempt = .cancelledEarly
                 return nil
             case .running(let handle):
                 return handle

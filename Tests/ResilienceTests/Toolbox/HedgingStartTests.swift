@@ -72,9 +72,10 @@ struct HedgingStartTests {
     @Test func callerCancellationReachesTheFirstAttemptWhileItRunsSynchronously() async throws {
         let hedging = try Hedging(delay: .fixed(.seconds(30)), clock: TestClock())
         let work = SpinningAttempt()
-        let call = Task { try await hedging.execute { try work.loop() } }
+        let call = Task { try await hedging.execute { @DedicatedThread in try work.loop() } }
         await work.started.wait()
-        // The attempt spins on the call's thread, before its first suspension. The caller's
+        // The attempt spins on its thread (never a cooperative-pool thread, which the test
+        // needs), before its first suspension. The caller's
         // cancellation handler runs here, in `cancel()`, so the attempt is cancelled by the
         // time it returns; the stop only ends the spin when cancellation never arrived.
         call.cancel()
@@ -90,7 +91,7 @@ struct HedgingStartTests {
         let work = SpinningAttempt()
         let call = Task {
             try await timeout.execute {
-                try await hedging.execute { try work.loop() }
+                try await hedging.execute { @DedicatedThread in try work.loop() }
             }
         }
         await work.started.wait()
