@@ -310,7 +310,7 @@ public final class Hedging: Sendable {
     /// The caller's cancellation handler is installed here, after the hop to `isolation` and
     /// before the task starts, and stays until the start is settled; the call installs its
     /// own afterwards. It cancels the attempt through the task the attempt publishes as it
-    /// starts (``HedgedAttemptSignal/firstAttemptStarted(_:guardedBy:)``), so a caller cancelled while
+    /// starts (``TimeLimitSignal/firstAttemptStarted(_:guardedBy:)``), so a caller cancelled while
     /// the attempt still runs synchronously on its thread (an enclosing ``Timeout`` whose
     /// limit passed, say) reaches it. A caller cancelled before this point finds the handler
     /// run at once, and the attempt starts cancelled.
@@ -362,23 +362,23 @@ public final class Hedging: Sendable {
     }
 
     /// Publishes the first attempt's task on `signal`, under this strategy's lock (see
-    /// ``HedgedAttemptSignal/firstAttemptStarted(_:guardedBy:)``).
+    /// ``TimeLimitSignal/firstAttemptStarted(_:guardedBy:)``).
     @usableFromInline
     func firstAttemptStarted(_ task: UnsafeCurrentTask?, of signal: HedgedAttemptSignal) {
-        signal.firstAttemptStarted(task, guardedBy: self.state)
+        signal.signal.firstAttemptStarted(task, guardedBy: self.state)
     }
 
     /// Withdraws the first attempt's task from `signal`, under this strategy's lock.
     @usableFromInline
     func firstAttemptEnded(of signal: HedgedAttemptSignal) {
-        signal.firstAttemptEnded(guardedBy: self.state)
+        signal.signal.firstAttemptEnded(guardedBy: self.state)
     }
 
     /// Cancels the first attempt published on `signal`, or has it start cancelled, under
     /// this strategy's lock.
     @usableFromInline
     func cancelFirstAttempt(of signal: HedgedAttemptSignal) {
-        signal.cancelFirstAttempt(guardedBy: self.state)
+        signal.signal.cancelFirstAttempt(guardedBy: self.state)
     }
 
     /// The body of attempt `index`'s task: runs the operation, marks the attempt's end, and
@@ -576,22 +576,6 @@ struct HedgedAttemptSignal: Sendable {
     /// Whether the attempt's own task marked its end.
     @usableFromInline
     var isCompleted: Bool { self.signal.isCompleted }
-
-    /// For the first attempt, before its operation starts: publishes its task for the
-    /// caller's cancellation handler, or cancels it when the caller was cancelled already.
-    @usableFromInline
-    func firstAttemptStarted<Guarded>(_ task: UnsafeCurrentTask?, guardedBy lock: Lock<Guarded>) {
-        self.signal.firstAttemptStarted(task, guardedBy: lock)
-    }
-
-    /// For the first attempt, as soon as its operation returns: withdraws its task.
-    @usableFromInline
-    func firstAttemptEnded<Guarded>(guardedBy lock: Lock<Guarded>) { self.signal.firstAttemptEnded(guardedBy: lock) }
-
-    /// For the caller's cancellation handler: cancels the first attempt while it runs, or
-    /// has it start cancelled.
-    @usableFromInline
-    func cancelFirstAttempt<Guarded>(guardedBy lock: Lock<Guarded>) { self.signal.cancelFirstAttempt(guardedBy: lock) }
 }
 
 /// The state of one hedged call while it waits for its attempts.

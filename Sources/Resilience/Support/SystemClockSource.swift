@@ -69,6 +69,8 @@ package final class SystemClockSource: Sendable {
     /// pairs trailed by a little over two (at most 2.001 ticks), when the tick interrupt came
     /// late. The third tick leaves room for a later one.
     private let slack: Int64
+    /// The coarse clocks' resolution: the length of a tick.
+    private let tick: Int64
     /// Added to a coarse monotonic reading: the boot-time clock's lead (the time spent
     /// suspended, rounded up) plus ``slack``.
     private let monotonicMargin: Atomic<Int64>
@@ -99,13 +101,8 @@ package final class SystemClockSource: Sendable {
 
     private init(readings: Readings?) {
         self.simulated = readings.map(Simulation.init)
-        let tick: Int64
-        if let readings {
-            tick = readings.tick
-        } else {
-            tick = Self.systemTick()
-        }
-        self.slack = 3 * tick
+        self.tick = readings?.tick ?? Self.systemTick()
+        self.slack = 3 * self.tick
         self.monotonicMargin = Atomic(0)
         self.realtimeMargin = Atomic(0)
         self.monotonicFloor = Atomic(0)
@@ -216,10 +213,9 @@ package final class SystemClockSource: Sendable {
         // The monotonic clock first, so that the time suspended is never under-read.
         let monotonic = self.read(.monotonic)
         let suspended = self.boot() &- monotonic
-        let tick = self.slack / 3
         // The margin is the time suspended when it was measured plus three ticks; a bound read
         // since is at least the monotonic clock plus that time and half a tick.
-        if suspended <= margin &- self.slack &+ tick / 2 { return true }
+        if suspended <= margin &- self.slack &+ self.tick / 2 { return true }
         self.recalibrate()
         return false
     }
