@@ -4,6 +4,8 @@ extension CircuitBreaker {
     /// The call runs on the caller's executor from start to finish: a
     /// `nonisolated(nonsending)` function, it switches to no other executor, so a
     /// `@MainActor` caller's operation runs on the main actor and may touch its state.
+    /// (A closure written inside a `nonisolated(nonsending)` function is an ordinary
+    /// nonisolated closure here, and runs on the global concurrent executor.)
     ///
     /// A task that is already cancelled is admitted like any other, and its
     /// operation runs as a bare `try await operation()` would: the operation decides

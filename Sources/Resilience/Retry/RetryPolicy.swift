@@ -206,6 +206,8 @@ public final actor RetryPolicy {
     /// `nonisolated(nonsending)` function, it switches to no other executor on its
     /// way in or out, so a `@MainActor` caller's operation runs on the main actor
     /// and may touch its state.
+    /// (A closure written inside a `nonisolated(nonsending)` function is an ordinary
+    /// nonisolated closure here, and runs on the global concurrent executor.)
     ///
     /// The first attempt runs as a bare `try await operation()` would, even in a
     /// task that is already cancelled: the operation decides what cancellation
