@@ -80,17 +80,35 @@ struct OverheadRunner {
         var referenceRatios: [Double] = []
         var processorTimeRatios: [Double] = []
         // Alternate the loops so that drift (frequency scaling, a noisy
-        // neighbour) affects them alike.
-        for _ in 0..<self.settings.repetitions {
-            let base = await baseline.run(configuration, baselineIterations, false)
-            baselineSamples.append(base.elapsed.nanoseconds / Double(baselineIterations))
-            let plain = await plainBaseline.run(configuration, plainIterations, false)
-            plainSamples.append(plain.elapsed.nanoseconds / Double(plainIterations))
-            let measured = await subject.run(configuration, subjectIterations, false)
+        // neighbour) affects them alike, and rotate their order from one
+        // repetition to the next so that no loop always runs first, or always
+        // right after the same other loop. The subject and the reference stay
+        // back to back, in an order that swaps every repetition.
+        for repetition in 0..<self.settings.repetitions {
+            var measured: LoopMeasurement?
+            var other: LoopMeasurement?
+            for turn in 0..<3 {
+                switch (repetition + turn) % 3 {
+                case 0:
+                    let base = await baseline.run(configuration, baselineIterations, false)
+                    baselineSamples.append(base.elapsed.nanoseconds / Double(baselineIterations))
+                case 1:
+                    let plain = await plainBaseline.run(configuration, plainIterations, false)
+                    plainSamples.append(plain.elapsed.nanoseconds / Double(plainIterations))
+                default:
+                    if repetition.isMultiple(of: 2) {
+                        measured = await subject.run(configuration, subjectIterations, false)
+                        other = await reference?.runner.run(configuration, referenceIterations, false)
+                    } else {
+                        other = await reference?.runner.run(configuration, referenceIterations, false)
+                        measured = await subject.run(configuration, subjectIterations, false)
+                    }
+                }
+            }
+            guard let measured else { continue }
             let perCall = measured.elapsed.nanoseconds / Double(subjectIterations)
             subjectSamples.append(perCall)
-            if let reference {
-                let other = await reference.runner.run(configuration, referenceIterations, false)
+            if let other {
                 let otherPerCall = other.elapsed.nanoseconds / Double(referenceIterations)
                 referenceSamples.append(otherPerCall)
                 referenceRatios.append(perCall / Swift.max(otherPerCall, .leastNonzeroMagnitude))
