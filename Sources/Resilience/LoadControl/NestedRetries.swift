@@ -19,9 +19,12 @@ public import Synchronization
 /// let stubborn = try RetryPolicy(maximumAttempts: 3, nestedRetries: .everyLayer)
 /// ```
 ///
-/// A policy that stopped for any other reason (its classifier said final, its
-/// budget or deadline ran out) leaves the layer above free to judge the failure
-/// itself.
+/// A policy that stopped with ``RetryStopReason/notIdempotent`` (the request may
+/// have reached the server and may not run twice) tells the layers above the
+/// same, and they stop with that reason too, whatever this setting or their own
+/// idempotency says: the inner policy knows the request. A policy that stopped
+/// for any other reason (its classifier said final, its budget or deadline ran
+/// out) leaves the layer above free to judge the failure itself.
 ///
 /// ## What is detected, exactly
 ///
@@ -105,6 +108,17 @@ enum NestedRetryLedger {
         /// record it is part of: its operation threw a stored error it had already
         /// retried to exhaustion in an earlier call.
         var writers: [ObjectIdentifier]
+        /// What the innermost writer's stop said about the failure.
+        var word: Word
+    }
+
+    /// What a policy that stopped leaves word of.
+    enum Word {
+        /// It retried the failure to exhaustion: the layers above need not retry it again.
+        case exhausted
+        /// The request may have reached the server and is not idempotent: no layer above
+        /// may send it again, whatever it was told about its own operation.
+        case notIdempotent
     }
 
     struct Records {
@@ -116,10 +130,12 @@ enum NestedRetryLedger {
 
     private static let records = Lock(Records())
 
-    /// Records that `writer` retried `error` to exhaustion (or passed on an inner policy's word for it).
+    /// Records that `writer` stopped on `error` with `word` (or passed on an inner policy's word for it).
     ///
     /// - Parameter inner: The writers of the record this policy took, if it stopped because of one.
-    static func recordExhausted(_ error: any Error, by writer: RetryPolicy, passingOn inner: [ObjectIdentifier]) {
+    static func record(
+        _ word: Word, for error: any Error, by writer: RetryPolicy, passingOn inner: [ObjectIdentifier]
+    ) {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         let writers = inner + [ObjectIdentifier(writer)]
@@ -129,9 +145,11 @@ enum NestedRetryLedger {
                 // Another policy already recorded this error: keep every writer it named.
                 records.byError[key]?.writers = existing.writers + writers.filter { !existing.writers.contains($0) }
                 records.byError[key]?.sequence = sequence
+                // "Not idempotent" is never weakened to "exhausted" by a later writer.
+                if word == .notIdempotent { records.byError[key]?.word = .notIdempotent }
                 return
             }
-            records.byError[key] = Record(error: box, sequence: sequence, writers: writers)
+            records.byError[key] = Record(error: box, sequence: sequence, writers: writers, word: word)
             if records.byError.count >= records.sweepThreshold {
                 records.byError = records.byError.filter { $0.value.error != nil }
                 records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
@@ -139,12 +157,12 @@ enum NestedRetryLedger {
         }
     }
 
-    /// The writers of the record another policy left for this very `error`, or `nil` for none.
+    /// The word and writers of the record another policy left for this very `error`, or `nil` for none.
     ///
     /// A record `taker` is part of is not taken (see ``Record/writers``).
-    static func takeExhausted(
+    static func take(
         _ error: any Error, by taker: ObjectIdentifier, writtenAfter mark: UInt64
-    ) -> [ObjectIdentifier]? {
+    ) -> (word: Word, writers: [ObjectIdentifier])? {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         return self.records.withLock { records in
@@ -155,7 +173,7 @@ enum NestedRetryLedger {
             }
             // Written before the taker's attempt began: word about an earlier call, not this one.
             guard record.sequence > mark else { return nil }
-            return record.writers.contains(taker) ? nil : record.writers
+            return record.writers.contains(taker) ? nil : (record.word, record.writers)
         }
     }
 

@@ -2,13 +2,24 @@ extension RetryPolicy {
     /// The scope a call hands down to the calls nested in it, or `nil` when it has nothing to hand down.
     @usableFromInline
     nonisolated func scopeToHandDown(_ options: CallOptions) -> CallScope? {
-        var scope = CallScope.declaring(options.idempotency)
+        var scope = CallScope.declaring(options.idempotency ?? self.classifierDeclarationForNestedCalls())
         if let deadline = self.deadline {
             // Installed only by calls with a deadline, which already take the full path.
             let limited = InheritedDeadline.scope(limit: deadline, clock: self.clock)
             if scope == nil { scope = limited } else { scope?.deadline = limited.deadline }
         }
         return scope
+    }
+
+    /// The classifier's "not idempotent" declaration, when nested calls would otherwise not learn it.
+    ///
+    /// A call declared by its caller, or nested in a declared call, hands that declaration down
+    /// instead: it is what the call is judged by (see `Rulebook.idempotency(of:declared:classifier:)`).
+    /// A classifier's "idempotent" is never handed down, so it cannot override a nested policy's
+    /// own classifier that knows its request is a `POST`.
+    nonisolated func classifierDeclarationForNestedCalls() -> Idempotency? {
+        guard let declared = self.classifierDeclarationToHandDown else { return nil }
+        return CallScope.current.idempotency == nil ? declared : nil
     }
 
     /// The time left before this call's deadline or an enclosing call's, whichever is sooner; `nil` for none.
@@ -20,16 +31,24 @@ extension RetryPolicy {
     /// The stop a failure calls for because of the layers nested in this call, or `nil`.
     ///
     /// A local rejection by an ``AdaptiveThrottle`` is never retried; a failure an inner
-    /// policy retried to exhaustion is not retried again here, unless this policy opted out.
+    /// policy retried to exhaustion is not retried again here, unless this policy opted out;
+    /// a failure an inner policy stopped on because its request is not idempotent is never
+    /// sent again from here, whatever this call was told about its operation.
     nonisolated func nestedStop(after error: any Error, call: inout CallState) -> RetryStopReason? {
         if error is AdaptiveThrottleRejection { return .throttled }
-        guard !self.nestedRetries.retriesExhaustedFailures else { return nil }
         guard
-            let writers = NestedRetryLedger.takeExhausted(
+            let (word, writers) = NestedRetryLedger.take(
                 error, by: ObjectIdentifier(self), writtenAfter: call.ledgerMark)
         else { return nil }
-        call.innerWriters = writers
-        return .retriedByInnerPolicy
+        switch word {
+        case .notIdempotent:
+            call.innerWriters = writers
+            return .notIdempotent
+        case .exhausted:
+            guard !self.nestedRetries.retriesExhaustedFailures else { return nil }
+            call.innerWriters = writers
+            return .retriedByInnerPolicy
+        }
     }
 
     /// Leaves word for an enclosing policy when this call retried `error` to exhaustion, and
@@ -41,7 +60,12 @@ extension RetryPolicy {
     /// of this call's own, holding an equal error, and the call ends with that box, so an
     /// enclosing policy recognizes it and no other call does.
     nonisolated func noteStop(_ reason: RetryStopReason, error: any Error, call: CallState) -> any Error {
-        guard (reason == .exhausted && call.attempts > 1) || reason == .retriedByInnerPolicy else { return error }
+        let word: NestedRetryLedger.Word
+        switch reason {
+        case .exhausted where call.attempts > 1, .retriedByInnerPolicy: word = .exhausted
+        case .notIdempotent: word = .notIdempotent
+        default: return error
+        }
         var ending = error
         if let rejection = error as? CircuitBreakerOpenError {
             ending = Self.boxedAnew(rejection)
@@ -49,7 +73,7 @@ extension RetryPolicy {
             // shared box, leave no word rather than word other calls would find.
             guard !NestedRetryLedger.isSameBox(ending, error) else { return error }
         }
-        NestedRetryLedger.recordExhausted(ending, by: self, passingOn: call.innerWriters)
+        NestedRetryLedger.record(word, for: ending, by: self, passingOn: call.innerWriters)
         return ending
     }
 

@@ -83,8 +83,12 @@ public final actor RetryPolicy {
     public nonisolated let throttle: AdaptiveThrottle?
 
     nonisolated let clock: ElapsedClock
-    /// Whether even a first-attempt success must read the clock, report to the observer or ask the throttle.
+    /// Whether even a first-attempt success must read the clock, report to the observer, ask the
+    /// throttle or hand its classifier's declaration down to nested calls.
     @usableFromInline nonisolated let needsFullPath: Bool
+    /// The classifier's declaration that calls are not idempotent, which nested calls inherit;
+    /// `nil` when the classifier declares nothing, or declares the calls idempotent.
+    nonisolated let classifierDeclarationToHandDown: Idempotency?
     private var generator: AnyRandomNumberGenerator
     private var counters = RetryStatistics()
 
@@ -180,7 +184,11 @@ public final actor RetryPolicy {
         self.nestedRetries = nestedRetries
         self.throttle = throttle
         self.clock = ElapsedClock(clock)
-        self.needsFullPath = configuration.deadline != nil || observer != nil || throttle != nil
+        // Read once: a classifier's declaration is part of its configuration.
+        let handedDown = classifier.declaredIdempotency.flatMap { $0.isIdempotent ? nil : $0 }
+        self.classifierDeclarationToHandDown = handedDown
+        self.needsFullPath =
+            configuration.deadline != nil || observer != nil || throttle != nil || handedDown != nil
         self.generator = AnyRandomNumberGenerator(generator)
     }
 

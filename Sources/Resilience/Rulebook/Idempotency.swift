@@ -14,8 +14,11 @@
 /// 2. The call: `policy.execute(idempotency: .notIdempotent) { ... }`; policies
 ///    nested inside such a call inherit it.
 /// 3. The policy's classifier (``RetryClassifier/declaredIdempotency``), such as
-///    `HTTPRetryClassifier(method: "POST")`, for that policy's own decisions;
-///    unlike a declaration, nested calls do not inherit it.
+///    `HTTPRetryClassifier(method: "POST")`. Its "not idempotent" reaches the
+///    calls nested in the policy's calls, as a declaration does, unless the call
+///    or an enclosing one declared otherwise; its "idempotent" counts for that
+///    policy's own decisions only, so it never overrides a nested policy that
+///    knows its request is a `POST`.
 /// 4. Otherwise the call is taken as idempotent: wrapping an operation in a retry
 ///    policy says it may run again.
 ///

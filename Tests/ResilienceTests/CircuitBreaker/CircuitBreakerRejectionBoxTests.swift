@@ -82,10 +82,10 @@ import Testing
         let ending = inner.noteStop(.exhausted, error: thrown, call: .init(attempts: 2))
         #expect(try #require(ending as? CircuitBreakerOpenError) == shared.error)
         #expect(
-            NestedRetryLedger.takeExhausted(thrown, by: ObjectIdentifier(unrelated), writtenAfter: mark) == nil,
+            NestedRetryLedger.take(thrown, by: ObjectIdentifier(unrelated), writtenAfter: mark) == nil,
             "the shared box carries no word")
         #expect(
-            NestedRetryLedger.takeExhausted(ending, by: ObjectIdentifier(unrelated), writtenAfter: mark)
+            NestedRetryLedger.take(ending, by: ObjectIdentifier(unrelated), writtenAfter: mark)?.writers
                 == [ObjectIdentifier(inner)])
     }
 
