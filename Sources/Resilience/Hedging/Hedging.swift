@@ -441,7 +441,11 @@ public final class Hedging: Sendable {
     func begin(_ idempotency: Idempotency?) -> HedgedCallStart? {
         var scope = CallScope.current
         let declared = idempotency ?? scope.idempotency ?? .idempotent
-        guard declared.isIdempotent else { return nil }
+        guard declared.isIdempotent else {
+            scope.idempotency = declared
+            scope.tellEnclosingLimits()
+            return nil
+        }
         let delay = self.state.withLock { $0.currentDelay }
         scope.idempotency = declared
         let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue

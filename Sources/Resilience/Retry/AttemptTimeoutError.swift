@@ -9,7 +9,8 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
     /// The time the attempt was allowed.
     public let timeout: Duration
     /// The idempotency the timed-out call was declared with, if any, so that a
-    /// policy around the one that timed it out does not repeat it either.
+    /// policy around the one that timed it out does not repeat it either;
+    /// ``Idempotency/notIdempotent`` when a call inside the attempt declared itself so.
     public let requestIdempotency: Idempotency?
 
     /// Creates the error for an attempt allowed `timeout`.

@@ -715,22 +715,32 @@ public final actor RetryPolicy {
         // The attempt runs under a signal the timer fires before the group cancels
         // it, so a breaker inside tells this time limit from the caller giving up.
         let (scope, signal) = CallScope.limited()
-        return try await withThrowingTaskGroup(of: Value.self) { group in
-            group.addTask {
-                // The error comes out of the group as the very value thrown, which is what
-                // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
-                try await CallScope.$current.withValue(scope) { try await operation() }
+        do {
+            return try await withThrowingTaskGroup(of: Value.self) { group in
+                group.addTask {
+                    // The error comes out of the group as the very value thrown, which is what
+                    // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
+                    try await CallScope.$current.withValue(scope) { try await operation() }
+                }
+                group.addTask {
+                    try await clock.sleepUntil(clock.now() + limit)
+                    signal.fire()
+                    throw LimitReached()
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next() else { throw CancellationError() }
+                return first
             }
-            group.addTask {
-                try await clock.sleepUntil(clock.now() + limit)
-                signal.fire()
-                throw AttemptTimeoutError(timeout: limit, requestIdempotency: idempotency)
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            return first
+        } catch is LimitReached {
+            // Built once the attempt has ended, so that a call inside it that declared
+            // itself not idempotent, however late it started, is reported.
+            throw AttemptTimeoutError(
+                timeout: limit, requestIdempotency: signal.reportedIdempotency(declared: idempotency))
         }
     }
+
+    /// Thrown by an attempt's timer inside the task group; never leaves it.
+    private struct LimitReached: Error {}
 }
 
 extension RetryOutcome {

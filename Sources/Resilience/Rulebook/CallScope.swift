@@ -50,7 +50,20 @@ struct CallScope: Sendable {
         guard let idempotency else { return nil }
         var scope = Self.current
         scope.idempotency = idempotency
+        scope.tellEnclosingLimits()
         return scope
+    }
+
+    /// Tells every library time limit enclosing this scope that a call inside it may not
+    /// run twice, when this scope says so.
+    ///
+    /// The limit that ends an attempt builds the error the layers above judge; the call
+    /// that knows its request is a `POST` may be nested deep inside that attempt, where
+    /// no error of its own will surface. Marked once it starts, a limit reports the
+    /// attempt as not idempotent, so no layer above sends it again.
+    func tellEnclosingLimits() {
+        guard let idempotency = self.idempotency, !idempotency.isIdempotent else { return }
+        TimeLimitSignal.markNotIdempotent(from: self.timeLimits)
     }
 
     /// The current scope with a new time-limit signal added; returns both.
@@ -96,6 +109,8 @@ final class TimeLimitSignal: Sendable {
     /// lock here would cost every signal an allocation, and the standard library's `Mutex`
     /// is not seen by ThreadSanitizer on Linux.
     nonisolated(unsafe) private var firstAttempt = FirstAttempt.notStarted
+    /// Whether a call that may not run twice started inside this limit; set once, never cleared.
+    private let enclosesNotIdempotent = Atomic<Bool>(false)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
 
@@ -224,6 +239,30 @@ final class TimeLimitSignal: Sendable {
     /// Whether the time limit fired (or claimed the attempt).
     var hasFired: Bool {
         self.state.load(ordering: .acquiring) == Self.fired
+    }
+
+    /// Whether a call that may not run twice started inside this limit (see
+    /// `CallScope.tellEnclosingLimits()`).
+    var enclosesNotIdempotentCall: Bool {
+        self.enclosesNotIdempotent.load(ordering: .acquiring)
+    }
+
+    /// Marks `innermost` and every signal enclosing it as holding a call that may not run twice.
+    ///
+    /// Stops at the first signal already marked: its enclosing ones were marked with it.
+    static func markNotIdempotent(from innermost: TimeLimitSignal?) {
+        var signal = innermost
+        while let current = signal, !current.enclosesNotIdempotent.load(ordering: .relaxed) {
+            current.enclosesNotIdempotent.store(true, ordering: .releasing)
+            signal = current.enclosing
+        }
+    }
+
+    /// The idempotency an attempt this limit ended is reported with: `declared`, made
+    /// stricter when a call inside declared itself not idempotent.
+    func reportedIdempotency(declared: Idempotency?) -> Idempotency? {
+        if let declared, !declared.isIdempotent { return declared }
+        return self.enclosesNotIdempotentCall ? .notIdempotent : declared
     }
 
     /// Whether `innermost` or any signal enclosing it fired.

@@ -109,7 +109,10 @@ public struct Timeout: Sendable {
         calling call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value
     ) async throws -> Operation.Value {
         var (scope, signal) = CallScope.limited()
-        if let idempotency { scope.idempotency = idempotency }
+        if let idempotency {
+            scope.idempotency = idempotency
+            scope.tellEnclosingLimits()
+        }
         let declared = scope.idempotency
         let limit = TimeLimit(watcher: self.watcher, deadline: self.watcher.now() + self.duration, signal: signal)
         let result = await Self.start(operation, call, on: isolation, scope: scope, limit: limit)
@@ -120,7 +123,9 @@ public struct Timeout: Sendable {
             // Fired only when the limit claimed the call before the operation returned:
             // an operation that failed on its own first reports its own error.
             guard signal.hasFired else { throw error }
-            let timeout = TimeoutError(timeoutName: self.name, timeout: self.duration, requestIdempotency: declared)
+            let timeout = TimeoutError(
+                timeoutName: self.name, timeout: self.duration,
+                requestIdempotency: signal.reportedIdempotency(declared: declared))
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
             throw timeout
         }

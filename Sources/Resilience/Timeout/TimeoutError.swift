@@ -10,7 +10,8 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
     public let timeoutName: String
     /// The time the operation was allowed.
     public let timeout: Duration
-    /// The idempotency the timed-out call was declared with, if any.
+    /// The idempotency the timed-out call was declared with, if any; ``Idempotency/notIdempotent``
+    /// when a call inside the operation declared itself so, whatever the outer declaration said.
     public let requestIdempotency: Idempotency?
 
     /// Creates the error for an operation allowed `timeout`.

@@ -146,6 +146,42 @@ struct ScriptedServerIntegrationTests {
         #expect(try await server.requestCount(for: "nested503") == 1)
     }
 
+    /// The outer policy's own attempt limit (on the test clock) ends the attempt while
+    /// the server still holds the `POST` the inner policy sent: the error the limit
+    /// reports must say so, or the outer policy sends the `POST` again.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func anOuterAttemptTimeoutDoesNotResendAPOSTStillInFlight() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let clock = TestClock()
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let outer = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let request = LiveServerSupport.request(
+            server.url("/slow/inflight?times=3&delay=8"), method: "POST", timeout: 30)
+        let finished = Counter()
+        let call = Task {
+            defer { finished.increment() }
+            return await outer.outcome(attemptTimeout: .seconds(5)) {
+                try await inner.data(for: request, session: session)
+            }
+        }
+        var received = 0
+        while finished.value == 0 && received < 3 {
+            // Each attempt: once the server holds its request, end it on the test clock.
+            while finished.value == 0, try await server.requestCount(for: "inflight") == received { await Task.yield() }
+            if finished.value != 0 { break }
+            received += 1
+            await clock.waitForSleepers(count: 1)  // the attempt's timer
+            clock.advance(by: .seconds(5))
+        }
+        let outcome = await call.value
+        #expect(try await server.requestCount(for: "inflight") == 1)
+        #expect(outcome.stopReason == .notIdempotent)
+        #expect((outcome.result.error as? AttemptTimeoutError)?.requestIdempotency?.isIdempotent == false)
+    }
+
     @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
     func postIsResentWhenTheConnectionWasRefused() async throws {
         let session = LiveServerSupport.makeSession()

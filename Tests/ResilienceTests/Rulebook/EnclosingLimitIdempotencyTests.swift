@@ -1,0 +1,140 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+/// A call that knows its request may not run twice, nested inside an attempt that a
+/// library time limit ends: the limit's error must say so, or the layer above sends the
+/// request again.
+@Suite("An enclosing time limit reports the not-idempotent call it ended")
+struct EnclosingLimitIdempotencyTests {
+    /// Which library time limit ends the outer attempt.
+    enum Limit: String, CaseIterable, Sendable {
+        /// `RetryPolicy.outcome(attemptTimeout:)`.
+        case policyAttemptTimeout
+        /// A `Timeout` strategy called inside the outer policy's attempt.
+        case timeoutStrategy
+        /// A pipeline of a retry policy and a per-attempt `Timeout`.
+        case pipelineTimeout
+    }
+
+    /// How the inner call declares that it may not run twice.
+    enum Declaration: String, CaseIterable, Sendable {
+        case policyDeclaration, postClassifier, pipelineDeclaration, hedgingDeclaration
+    }
+
+    static func outerPolicy(clock: TestClock) throws -> RetryPolicy {
+        try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+    }
+
+    /// The inner call: sends once (counted), then waits for an answer that never comes.
+    static func innerCall(_ declaration: Declaration, clock: TestClock, sent: Counter) async throws -> Int {
+        let send: @Sendable () async throws -> Int = {
+            sent.increment()
+            try await clock.sleep(for: .seconds(3_600))
+            return 0
+        }
+        switch declaration {
+        case .policyDeclaration:
+            let inner = try RetryPolicy(maximumAttempts: 3, clock: clock)
+            return try await inner.execute(idempotency: .notIdempotent) { try await send() }
+        case .postClassifier:
+            let inner = try RetryPolicy(
+                maximumAttempts: 3, classifier: HTTPRetryClassifier(method: "POST"), clock: clock)
+            return try await inner.execute { try await send() }
+        case .pipelineDeclaration:
+            let inner = ResiliencePipeline { try! CircuitBreaker(name: "payments", clock: clock) }
+            return try await inner.execute(idempotency: .notIdempotent) { try await send() }
+        case .hedgingDeclaration:
+            let inner = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
+            return try await inner.execute(idempotency: .notIdempotent) { try await send() }
+        }
+    }
+
+    /// Runs `body` under `limit` (5 seconds), and returns the outer policy's stop reason, if it reports one.
+    static func call(
+        under limit: Limit, clock: TestClock, _ body: @escaping @Sendable () async throws -> Int
+    ) async throws -> RetryStopReason? {
+        switch limit {
+        case .policyAttemptTimeout:
+            return try await Self.outerPolicy(clock: clock).outcome(attemptTimeout: .seconds(5)) { try await body() }
+                .stopReason
+        case .timeoutStrategy:
+            let timeout = try Timeout(.seconds(5), clock: clock)
+            return try await Self.outerPolicy(clock: clock).outcome { try await timeout.execute { try await body() } }
+                .stopReason
+        case .pipelineTimeout:
+            let pipeline = try ResiliencePipeline {
+                try Self.outerPolicy(clock: clock)
+                try Timeout(.seconds(5), clock: clock)
+            }
+            _ = try? await pipeline.execute { try await body() }
+            return nil
+        }
+    }
+
+    /// Advances past each attempt's 5-second limit while attempts keep coming (an
+    /// operation asleep and a timer), until the call finishes.
+    static func driveLimits(_ clock: TestClock, until finished: Counter) async {
+        while finished.value == 0 {
+            while finished.value == 0 && clock.sleeperCount < 2 { await Task.yield() }
+            if finished.value != 0 { return }
+            clock.advance(by: .seconds(5))
+            while finished.value == 0 && clock.sleeperCount >= 2 { await Task.yield() }
+        }
+    }
+
+    @Test(arguments: Limit.allCases, Declaration.allCases)
+    func theLayerAboveDoesNotSendTheRequestAgain(_ limit: Limit, _ declaration: Declaration) async throws {
+        let clock = TestClock()
+        let sent = Counter()
+        let finished = Counter()
+        let call = Task {
+            defer { finished.increment() }
+            return try await Self.call(under: limit, clock: clock) {
+                try await Self.innerCall(declaration, clock: clock, sent: sent)
+            }
+        }
+        await Self.driveLimits(clock, until: finished)
+        let stopReason = try await call.value
+        #expect(sent.value == 1, "\(declaration) under \(limit): sent \(sent.value) times")
+        if let stopReason { #expect(stopReason == .notIdempotent) }
+    }
+
+    @Test(arguments: Limit.allCases)
+    func anIdempotentCallInsideIsStillRetried(_ limit: Limit) async throws {
+        let clock = TestClock()
+        let sent = Counter()
+        let finished = Counter()
+        let call = Task {
+            defer { finished.increment() }
+            return try await Self.call(under: limit, clock: clock) {
+                let inner = try RetryPolicy(maximumAttempts: 3, clock: clock)
+                return try await inner.execute(idempotency: .idempotent) {
+                    sent.increment()
+                    try await clock.sleep(for: .seconds(3_600))
+                    return 0
+                }
+            }
+        }
+        await Self.driveLimits(clock, until: finished)
+        let stopReason = try await call.value
+        #expect(sent.value == 3, "the outer policy makes its 3 attempts")
+        if let stopReason { #expect(stopReason == .exhausted) }
+    }
+
+    @Test func theTimeoutErrorReportsTheCallInsideAsNotIdempotent() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(5), clock: clock)
+        let sent = Counter()
+        let call = Task {
+            try await timeout.execute {
+                try await Self.innerCall(.policyDeclaration, clock: clock, sent: sent)
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(5))
+        let error = try #require(await call.result.error as? TimeoutError)
+        #expect(error.requestIdempotency == .notIdempotent)
+    }
+}
