@@ -36,6 +36,16 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Whether the failure says the device is offline: `URLError.notConnectedToInternet`
     /// and its kin, or CloudKit's `networkUnavailable`.
     public let isOffline: Bool
+    /// Whether one of the library's own limiters refused the call before it reached the
+    /// dependency: a ``LimiterRejectionError`` (from a ``ConcurrencyLimiter`` or a
+    /// ``RateLimiter``) or an ``AdaptiveThrottleRejection`` anywhere in the chain, while
+    /// nothing else in it says the request left (``delivery`` is ``RequestDelivery/notSent``)
+    /// and no ``CircuitBreakerOpenError`` in it speaks for the dependency.
+    ///
+    /// Such a failure says nothing about the dependency, so a ``CircuitBreaker`` never counts
+    /// it (see ``Rulebook/countsAsFailure(_:)``), an ``AdaptiveThrottle`` does not record it,
+    /// and a retry of it costs no ``RetryBudget`` token.
+    public let isLocalRejection: Bool
 
     /// Reads `error` and the state of the current task.
     ///
@@ -83,6 +93,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else {
             self.delivery = .unknown
         }
+        self.isLocalRejection =
+            reader.sawLocalRejection && !reader.sawBreakerRejection && self.delivery == .notSent
     }
 
     /// Accumulates the facts of each error in a chain.
@@ -99,11 +111,18 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawMaybeSent = false
         var sawAnswered = false
         var sawRefused = false
+        var sawLocalRejection = false
+        var sawBreakerRejection = false
 
         mutating func read(_ error: any Error) {
             if error is CancellationError {
                 self.sawCancellation = true
                 return
+            }
+            if error is LimiterRejectionError || error is AdaptiveThrottleRejection {
+                self.sawLocalRejection = true
+            } else if error is CircuitBreakerOpenError {
+                self.sawBreakerRejection = true
             }
             if error is AttemptTimeoutError || error is TimeoutError { self.sawTimeLimit = true }
             if let status = ErrorHints.ownStatus(of: error) {
