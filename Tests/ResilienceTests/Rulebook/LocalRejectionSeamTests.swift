@@ -27,19 +27,10 @@ struct FullLimiter: Sendable {
     let kind: Kind
     let bulkhead: ConcurrencyLimiter?
     let rateLimiter: RateLimiter?
-    private let gate: Gate?
-    private let holder: Task<Void, any Error>?
-
-    private init(
-        kind: Kind, bulkhead: ConcurrencyLimiter?, rateLimiter: RateLimiter?, gate: Gate?,
-        holder: Task<Void, any Error>?
-    ) {
-        self.kind = kind
-        self.bulkhead = bulkhead
-        self.rateLimiter = rateLimiter
-        self.gate = gate
-        self.holder = holder
-    }
+    /// The bulkhead's gate, which the call holding its slot waits on.
+    let gate: Gate?
+    /// The call holding the bulkhead's slot.
+    let holder: Task<Void, any Error>?
 
     /// A limiter of `kind`, full by the time this returns.
     static func make(_ kind: Kind, clock: TestClock) async throws -> FullLimiter {
