@@ -178,8 +178,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// of an error that reports its delivery (all of theirs do).
         ///
         /// The type is compared rather than cast to: the cast above has already found the
-        /// value, and a cast of every error in the chain to each of the three types cost
-        /// an analysis about forty times what the comparison does (counted with callgrind).
+        /// value, and casting every error in the chain to each of the three types cost an
+        /// analysis thousands of instructions (counted with callgrind), the comparison a few.
         mutating func noteRejection(by type: any RequestDeliveryReporting.Type) {
             let type = ObjectIdentifier(type)
             if type == Self.limiterRejection || type == Self.throttleRejection {

@@ -23,11 +23,16 @@
 ///    a breaker around a full bulkhead does not open on a healthy dependency. A
 ///    ``CircuitBreakerOpenError`` from a breaker inside is not such a rejection: it
 ///    says the dependency is known to be failing, and the classifier decides (the
-///    default one counts it).
+///    default one counts it). The same reading keeps an ``AdaptiveThrottle`` from
+///    recording such a call, and a ``RetryPolicy`` from spending a ``RetryBudget``
+///    token on retrying it.
 ///
 /// ```swift
 /// let analysis = FailureAnalysis(error)
 /// Rulebook.stopReason(for: analysis, idempotency: .notIdempotent)  // .notIdempotent after a timeout
+///
+/// let full = LimiterRejectionError(limiterName: "uploads", reason: .queueFull)
+/// Rulebook.countsAsFailure(FailureAnalysis(AppError.transport(full)))  // false, whatever the classifier says
 /// ```
 public enum Rulebook {
     /// The stop reason the rules impose on a failure, or `nil` when they leave it to the classifiers.

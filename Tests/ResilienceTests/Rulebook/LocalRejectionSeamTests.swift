@@ -258,6 +258,38 @@ struct LocalRejectionSeamTests {
         try await limiter.release()
     }
 
+    @Test("A limiter's rejection through nested breakers leaves both closed", arguments: FullLimiter.Kind.allCases)
+    func aRejectionThroughNestedBreakersLeavesBothClosed(kind: FullLimiter.Kind) async throws {
+        let clock = TestClock()
+        let limiter = try await FullLimiter.make(kind, clock: clock)
+        let outer = try Self.breaker(clock: clock)
+        let inner = try Self.breaker(clock: clock)
+        for _ in 1...Self.rejections {
+            await #expect(throws: LimiterRejectionError.self) {
+                try await outer.execute { try await inner.execute { try await limiter.call { 1 } } }
+            }
+        }
+        #expect(inner.state == .closed)
+        #expect(outer.state == .closed)
+        try await limiter.release()
+    }
+
+    /// The decision the rule leaves alone: an inner breaker refuses because the dependency
+    /// behind it is known to be failing, so the default classifier of the outer one counts it.
+    @Test func anInnerBreakersRejectionStillCountsInTheOuterBreaker() async throws {
+        let clock = TestClock()
+        let outer = try Self.breaker(clock: clock)
+        let inner = try CircuitBreaker(name: "inner", tripRule: .consecutiveFailures(1), clock: clock)
+        await inner.fail()
+        #expect(inner.state == .open)
+        for _ in 1...3 {
+            await #expect(throws: CircuitBreakerOpenError.self) {
+                try await outer.execute { try await inner.execute { 1 } }
+            }
+        }
+        #expect(outer.state == .open)
+    }
+
     @Test("A breaker's own throttle does not count a limiter's rejection", arguments: FullLimiter.Kind.allCases)
     func aBreakersThrottleDoesNotCountTheRejection(kind: FullLimiter.Kind) async throws {
         let clock = TestClock()
