@@ -231,17 +231,13 @@ extension CircuitBreaker {
 
     /// Classifies a failure and counts it, or frees a probe slot when it does not count.
     ///
-    /// The ``Rulebook`` decides first: a call the caller cancelled never counts, and
-    /// an attempt the library's own time limit ended always counts, probes included.
+    /// The ``Rulebook`` decides first (``Rulebook/countsAsFailure(_:)``): a call the caller
+    /// cancelled never counts, nor does one the library's own limiter refused, and an attempt
+    /// the library's own time limit ended always counts, probes included.
     @usableFromInline
     func recordFailure(_ error: any Error, for permit: CircuitBreakerPermit) {
         let analysis = FailureAnalysis(error)
-        let counts: Bool
-        switch analysis.interruption {
-        case .caller?, .superseded?: counts = false
-        case .timeLimit?: counts = true
-        default: counts = self.configuration.classifier.countsAsFailure(error)
-        }
+        let counts = Rulebook.countsAsFailure(analysis) ?? self.configuration.classifier.countsAsFailure(error)
         guard counts else {
             guard permit.isProbe else { return }  // an ignored closed-state result changes nothing
             self.storage.update { _ = $0.record(.ignored, for: permit, at: nil) }

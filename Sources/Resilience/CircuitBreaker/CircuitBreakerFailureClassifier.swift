@@ -15,11 +15,20 @@
 /// }
 /// ```
 ///
-/// Two rules sit above every classifier (see ``Rulebook``): a call the caller
-/// cancelled is never counted, since giving up says nothing about the
-/// dependency; and an attempt that the library's own time limit ended (a
-/// policy's `attemptTimeout`) is always counted, half-open probes included,
-/// since the dependency was too slow.
+/// Three rules sit above every classifier (see ``Rulebook/countsAsFailure(_:)``),
+/// which is not asked about the failures they settle:
+/// - a call the caller cancelled is never counted, since giving up says nothing
+///   about the dependency;
+/// - a call one of the library's own limiters refused (a ``ConcurrencyLimiter``'s
+///   or a ``RateLimiter``'s ``LimiterRejectionError``, an ``AdaptiveThrottleRejection``),
+///   wherever it sits in the error's chain, is never counted, since it never reached
+///   the dependency; a half-open probe refused that way just frees its slot;
+/// - an attempt that the library's own time limit ended (a policy's
+///   `attemptTimeout`) is always counted, half-open probes included, since the
+///   dependency was too slow.
+///
+/// A ``CircuitBreakerOpenError`` from a breaker inside the operation is left to the
+/// classifier: it says the dependency is known to be failing, and the default one counts it.
 public protocol CircuitBreakerFailureClassifier: Sendable {
     /// Whether `error` counts as a failure of the dependency.
     ///

@@ -3,10 +3,16 @@
 /// In order:
 /// 1. `CancellationError`: does not count; the caller gave up, the dependency did not fail.
 /// 2. ``CircuitBreakerOpenError`` from another breaker inside the operation: counts,
-///    since that dependency is unavailable to this one.
-/// 3. ``AdaptiveThrottleRejection`` from a throttle inside the operation (a policy's
-///    ``RetryPolicy/throttle``, a pipeline stage): does not count; the request was
-///    never sent, so it says nothing of the dependency.
+///    since that dependency is unavailable to this one. Unlike a limiter's rejection,
+///    which says only that this process is busy, an inner breaker's says the dependency
+///    itself is known to be failing. A classifier of your own may leave it out.
+/// 3. A rejection by one of the library's own limiters inside the operation: a
+///    ``LimiterRejectionError`` from a ``ConcurrencyLimiter`` or a ``RateLimiter``, an
+///    ``AdaptiveThrottleRejection`` from a throttle (a policy's ``RetryPolicy/throttle``,
+///    a pipeline stage): does not count; the request was never sent, so it says nothing
+///    of the dependency. A breaker never asks its classifier about one, wherever it sits
+///    in the error's chain (``Rulebook/countsAsFailure(_:)``); this rule answers a direct
+///    question the same way.
 /// 4. An HTTP status (see ``ErrorHints/httpStatus(of:)``) in 400...499 other than
 ///    408 Request Timeout and 429 Too Many Requests: does not count. A 404 or a 422
 ///    is the client's problem and proves the server is answering.
@@ -22,7 +28,7 @@ public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClass
     public func countsAsFailure(_ error: any Error) -> Bool {
         if error is CancellationError { return false }
         if error is CircuitBreakerOpenError { return true }
-        if error is AdaptiveThrottleRejection { return false }
+        if error is LimiterRejectionError || error is AdaptiveThrottleRejection { return false }
         if let status = ErrorHints.httpStatus(of: error), (400...499).contains(status) {
             return Self.countedClientErrorStatuses.contains(status)
         }

@@ -2,9 +2,12 @@
 ///
 /// The operation never ran, so the request provably never left
 /// (``RequestDelivery/notSent``): a retry policy may try it again even when it is
-/// not idempotent, and a breaker around the limiter does not hold it against the
-/// dependency unless its classifier says so. ``retryAfter`` says when a permit
-/// frees, where the limiter knows; the failure analysis reads it like a server's hint.
+/// not idempotent, and its retry costs no ``RetryBudget`` token. A breaker around the
+/// limiter never holds it against the dependency, whatever its classifier says and
+/// wherever the rejection sits in the error's chain (``FailureAnalysis/isLocalRejection``,
+/// ``Rulebook/countsAsFailure(_:)``), and neither does an ``AdaptiveThrottle``.
+/// ``retryAfter`` says when a permit frees, where the limiter knows; the failure
+/// analysis reads it like a server's hint, and a retry policy waits at least that long.
 public struct LimiterRejectionError: RetryableError, RetryAfterProviding, RequestDeliveryReporting, Hashable,
     CustomStringConvertible
 {

@@ -151,12 +151,14 @@ public final class AdaptiveThrottle: Sendable {
     ///
     /// A call the caller cancelled is not counted at all: it says nothing of the
     /// server. Neither is a hedge cancelled because another attempt won
-    /// (``Interruption/superseded``), nor a call a breaker or another throttle
-    /// rejected locally (``CircuitBreakerOpenError``, ``AdaptiveThrottleRejection``): it never reached it.
+    /// (``Interruption/superseded``), nor a call a breaker, another throttle or a
+    /// limiter rejected locally (``CircuitBreakerOpenError``, ``AdaptiveThrottleRejection``,
+    /// or ``LimiterRejectionError`` anywhere in the error's chain: see
+    /// ``FailureAnalysis/isLocalRejection``): it never reached it.
     public func record(_ error: any Error) {
         if error is CircuitBreakerOpenError || error is AdaptiveThrottleRejection { return }
         let analysis = FailureAnalysis(error)
-        if analysis.interruption == .caller || analysis.interruption == .superseded { return }
+        if Rulebook.countsAsFailure(analysis) == false { return }
         if Self.isAccepted(analysis) { self.recordAccepted() } else { self.recordRejected() }
     }
 

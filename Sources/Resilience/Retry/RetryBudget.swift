@@ -8,7 +8,10 @@ import Synchronization
 /// while more than half the tokens remain. The first attempt of a call is never
 /// gated, so a budget can slow retries but never blocks a request outright.
 /// A ``CircuitBreakerOpenError`` costs no token: the breaker rejected the call
-/// locally, so the dependency saw no load from it.
+/// locally, so the dependency saw no load from it. Nor does a rejection by one of
+/// the library's own limiters, wherever it sits in the error's chain
+/// (``FailureAnalysis/isLocalRejection``): a full ``ConcurrencyLimiter``, a
+/// ``RateLimiter`` out of permits.
 ///
 /// Share one budget among everything that calls the same dependency: pass it to
 /// one ``RetryPolicy`` used everywhere, or to several policies.

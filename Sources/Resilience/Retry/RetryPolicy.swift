@@ -646,8 +646,8 @@ public final actor RetryPolicy {
             .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
         guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
-        // A breaker's rejection put no load on the dependency, so it costs no token.
-        if !(error is CircuitBreakerOpenError) {
+        // A breaker's or a limiter's rejection put no load on the dependency, so it costs no token.
+        if !(error is CircuitBreakerOpenError), !analysis.isLocalRejection {
             self.budget?.recordFailure()
         }
         if call.attempts - call.uncountedAttempts >= self.maximumAttempts { return .stop(.exhausted) }

@@ -36,6 +36,16 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Whether the failure says the device is offline: `URLError.notConnectedToInternet`
     /// and its kin, or CloudKit's `networkUnavailable`.
     public let isOffline: Bool
+    /// Whether one of the library's own limiters refused the call before it reached the
+    /// dependency: a ``LimiterRejectionError`` (from a ``ConcurrencyLimiter`` or a
+    /// ``RateLimiter``) or an ``AdaptiveThrottleRejection`` anywhere in the chain, while
+    /// nothing else in it says the request left (``delivery`` is ``RequestDelivery/notSent``)
+    /// and no ``CircuitBreakerOpenError`` in it speaks for the dependency.
+    ///
+    /// Such a failure says nothing about the dependency, so a ``CircuitBreaker`` never counts
+    /// it (see ``Rulebook/countsAsFailure(_:)``), an ``AdaptiveThrottle`` does not record it,
+    /// and a retry of it costs no ``RetryBudget`` token.
+    public let isLocalRejection: Bool
 
     /// Reads `error` and the state of the current task.
     ///
@@ -83,6 +93,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else {
             self.delivery = .unknown
         }
+        self.isLocalRejection =
+            reader.sawLocalRejection && !reader.sawBreakerRejection && self.delivery == .notSent
     }
 
     /// Accumulates the facts of each error in a chain.
@@ -99,6 +111,12 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawMaybeSent = false
         var sawAnswered = false
         var sawRefused = false
+        var sawLocalRejection = false
+        var sawBreakerRejection = false
+
+        static let limiterRejection = ObjectIdentifier(LimiterRejectionError.self)
+        static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
+        static let breakerRejection = ObjectIdentifier(CircuitBreakerOpenError.self)
 
         mutating func read(_ error: any Error) {
             if error is CancellationError {
@@ -131,6 +149,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             }
             if let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
+                self.noteRejection(by: Swift.type(of: reporting))
             }
             if let code = URLErrorCategory.ownCode(of: error) {
                 let category = URLErrorCategory(code: code)
@@ -152,6 +171,21 @@ public struct FailureAnalysis: Sendable, Hashable {
                 RESTServiceErrorClassifier.standardServerCodeDecisions[code]?.stopReason == .authenticationRequired
             {
                 self.needsCredentials = true
+            }
+        }
+
+        /// Notes whether the library's own limiter or breaker refused the call, from the type
+        /// of an error that reports its delivery (all of theirs do).
+        ///
+        /// The type is compared rather than cast to: the cast above has already found the
+        /// value, and casting every error in the chain to each of the three types cost an
+        /// analysis thousands of instructions (counted with callgrind), the comparison a few.
+        mutating func noteRejection(by type: any RequestDeliveryReporting.Type) {
+            let type = ObjectIdentifier(type)
+            if type == Self.limiterRejection || type == Self.throttleRejection {
+                self.sawLocalRejection = true
+            } else if type == Self.breakerRejection {
+                self.sawBreakerRejection = true
             }
         }
 

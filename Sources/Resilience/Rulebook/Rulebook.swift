@@ -12,13 +12,27 @@
 ///    failure that proves the request never left (``RequestDelivery/notSent``)
 ///    lets it be sent again.
 ///
-/// Two more rules are about counting, not retrying: a ``CircuitBreaker`` never
-/// counts a call the caller cancelled, and always counts an attempt the
-/// library's own time limit ended.
+/// Three more rules are about counting, not retrying (``countsAsFailure(_:)``):
+///
+/// 4. **A ``CircuitBreaker`` never counts a call the caller cancelled.**
+/// 5. **It always counts an attempt the library's own time limit ended.**
+/// 6. **It never counts a call one of the library's own limiters refused**
+///    (``FailureAnalysis/isLocalRejection``): a ``ConcurrencyLimiter``'s or a
+///    ``RateLimiter``'s ``LimiterRejectionError``, or an ``AdaptiveThrottleRejection``,
+///    wherever it sits in the error's chain. The call never reached the dependency, so
+///    a breaker around a full bulkhead does not open on a healthy dependency. A
+///    ``CircuitBreakerOpenError`` from a breaker inside is not such a rejection: it
+///    says the dependency is known to be failing, and the classifier decides (the
+///    default one counts it). The same reading keeps an ``AdaptiveThrottle`` from
+///    recording such a call, and a ``RetryPolicy`` from spending a ``RetryBudget``
+///    token on retrying it.
 ///
 /// ```swift
 /// let analysis = FailureAnalysis(error)
 /// Rulebook.stopReason(for: analysis, idempotency: .notIdempotent)  // .notIdempotent after a timeout
+///
+/// let full = LimiterRejectionError(limiterName: "uploads", reason: .queueFull)
+/// Rulebook.countsAsFailure(FailureAnalysis(AppError.transport(full)))  // false, whatever the classifier says
 /// ```
 public enum Rulebook {
     /// The stop reason the rules impose on a failure, or `nil` when they leave it to the classifiers.
@@ -33,6 +47,21 @@ public enum Rulebook {
         let idempotency = analysis.requestIdempotency ?? idempotency
         if !idempotency.isIdempotent, !analysis.delivery.provesNotSent { return .notIdempotent }
         return nil
+    }
+
+    /// Whether the rules count a failure against the dependency, or `nil` when they leave
+    /// it to the breaker's ``CircuitBreakerFailureClassifier``.
+    ///
+    /// - Returns: `false` for a call the caller cancelled (``Interruption/caller``), a hedge
+    ///   another attempt won (``Interruption/superseded``) and a call one of the library's
+    ///   own limiters refused (``FailureAnalysis/isLocalRejection``); `true` for an attempt
+    ///   the library's own time limit ended (``Interruption/timeLimit``); `nil` otherwise.
+    public static func countsAsFailure(_ analysis: FailureAnalysis) -> Bool? {
+        switch analysis.interruption {
+        case .caller?, .superseded?: return false
+        case .timeLimit?: return true
+        default: return analysis.isLocalRejection ? false : nil
+        }
     }
 
     /// The idempotency a call is judged by: the request's own report, then the
