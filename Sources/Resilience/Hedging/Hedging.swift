@@ -323,9 +323,9 @@ public final class Hedging: Sendable {
         signal: HedgedAttemptSignal,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> (Task<Timed<Value>, any Error>, Result<Timed<Value>, any Error>?) {
-        await withTaskCancellationHandler {
-            var task: Task<Timed<Value>, any Error>?
-            let early = await withUnsafeContinuation(isolation: isolation) {
+        var task: Task<Timed<Value>, any Error>?
+        let early = await withTaskCancellationHandler {
+            await withUnsafeContinuation(isolation: isolation) {
                 (handOver: UnsafeContinuation<Result<Timed<Value>, any Error>?, Never>) in
                 // Bound around the creation, synchronously, as for a hedge (`startAttempt`).
                 task = CallScope.handedDown.withValue(scope) {
@@ -355,10 +355,10 @@ public final class Hedging: Sendable {
                     }
                 }
             }
-            return (task!, early)
         } onCancel: {
             self.cancelFirstAttempt(of: signal)
         }
+        return (task!, early)
     }
 
     /// Publishes the first attempt's task on `signal`, under this strategy's lock (see

@@ -107,8 +107,9 @@ final class TimeLimitSignal: Sendable {
     /// caller's cancellation handler (see ``cancelFirstAttempt(guardedBy:)``). Read and
     /// written only under the lock the hedging strategy passes in, its own state's lock: a
     /// lock here would cost every signal an allocation, and the standard library's `Mutex`
-    /// is not seen by ThreadSanitizer on Linux.
-    nonisolated(unsafe) private var firstAttempt = FirstAttempt.notStarted
+    /// is not seen by ThreadSanitizer on Linux. `@exclusivity(unchecked)`: that lock makes
+    /// every access exclusive, so the run-time exclusivity check adds nothing.
+    @exclusivity(unchecked) nonisolated(unsafe) private var firstAttempt = FirstAttempt.notStarted
     /// Whether a call that may not run twice started inside this limit; set once, never cleared.
     private let enclosesNotIdempotent = Atomic<Bool>(false)
     /// The signal of the same kind enclosing this one, if any.
@@ -192,13 +193,13 @@ final class TimeLimitSignal: Sendable {
     /// the attempt's own task, for the caller's cancellation handler, or cancels it at once
     /// when the caller was cancelled before the attempt started.
     func firstAttemptStarted<Guarded>(_ task: UnsafeCurrentTask?, guardedBy lock: Lock<Guarded>) {
-        let handle = FirstAttempt.Handle(task: task)
+        guard let task else { return }  // not in a task: nothing to publish, nor to cancel
         let cancelledEarly = lock.withLock { _ in
             if case .cancelledEarly = self.firstAttempt { return true }
-            self.firstAttempt = .running(handle)
+            self.firstAttempt = .running(task)
             return false
         }
-        if cancelledEarly { task?.cancel() }
+        if cancelledEarly { task.cancel() }
     }
 
     /// For the first attempt of a hedged call, as soon as its operation returns: withdraws
@@ -217,18 +218,18 @@ final class TimeLimitSignal: Sendable {
     /// may end in between; the copy taken keeps the task alive until it is dropped, and
     /// cancelling a task that has completed does nothing.
     func cancelFirstAttempt<Guarded>(guardedBy lock: Lock<Guarded>) {
-        let running: FirstAttempt.Handle? = lock.withLock { _ in
+        let running: (any AttemptTask)? = lock.withLock { _ in
             switch self.firstAttempt {
             case .notStarted:
                 self.firstAttempt = .cancelledEarly
                 return nil
-            case .running(let handle):
-                return handle
+            case .running(let task):
+                return task
             case .cancelledEarly, .ended:
                 return nil
             }
         }
-        running?.task?.cancel()
+        running?.cancel()
     }
 
     /// Whether the attempt's own task marked it completed before any limit claimed it.
@@ -277,22 +278,35 @@ final class TimeLimitSignal: Sendable {
 }
 
 /// The first attempt of a hedged call, as its caller's cancellation handler sees it.
-private enum FirstAttempt: Sendable {
-    /// The attempt's task, as the attempt published it.
-    struct Handle: Sendable {
-        /// `UnsafeCurrentTask` is not `Sendable`, since most of what it offers may be used
-        /// only by the task itself; `cancel()`, the one thing used here, is also on `Task`
-        /// and may be called from any thread, as the standard library documents. Each copy
-        /// holds a reference to the task, which keeps it alive as long as the copy lives.
-        nonisolated(unsafe) let task: UnsafeCurrentTask?
-    }
-
+///
+/// Its layout is known when the package is compiled: the task is held as an existential
+/// (`AttemptTask`), not as `UnsafeCurrentTask`, whose layout the standard library keeps to
+/// itself. An `UnsafeCurrentTask` stored in this enum made every copy, test and assignment
+/// of it a call into the run time's generic enum functions, and the layout of the
+/// ``TimeLimitSignal`` holding it one computed at run time (Docs/Benchmarks.md, "The first
+/// attempt's cancellation slot", has the measurements).
+private enum FirstAttempt {
     /// The attempt has not started its operation yet.
     case notStarted
     /// The attempt runs its operation.
-    case running(Handle)
+    case running(any AttemptTask)
     /// The caller was cancelled before the attempt started: it starts cancelled.
     case cancelledEarly
     /// The attempt's operation returned.
     case ended
 }
+
+/// A task the caller's cancellation handler may cancel: the first attempt's own
+/// `UnsafeCurrentTask`.
+///
+/// `UnsafeCurrentTask` is not `Sendable`, since most of what it offers may be used only by
+/// the task itself; `cancel()`, the one thing used here, is also on `Task` and may be called
+/// from any thread, as the standard library documents. Each copy holds a reference to the
+/// task, which keeps it alive as long as the copy lives (the timeout's expiry notes the same
+/// reliance). The one-word value fits in the existential's inline buffer: no allocation.
+private protocol AttemptTask {
+    /// Cancels the task.
+    func cancel()
+}
+
+extension UnsafeCurrentTask: AttemptTask {}
