@@ -88,11 +88,15 @@ struct CallScope: Sendable {
 /// with ``claim()`` before it cancels the attempt, and the attempt's own task
 /// marks it with ``complete()`` as soon as the operation returns. Whichever comes
 /// first wins, once, so a limit that passes just after the operation finished
-/// never claims the call and never reports a time-out for it.
+/// never claims the call and never reports a time-out for it. The caller's
+/// cancellation takes part in the same race through ``yieldToCaller()``: once
+/// the caller gave up, a limit that passes while the cancelled operation winds
+/// down claims nothing, and the call ends with the operation's own error.
 final class TimeLimitSignal: Sendable {
     private static let pending: UInt8 = 0
     private static let fired: UInt8 = 1
     private static let completed: UInt8 = 2
+    private static let callerCancelled: UInt8 = 3
 
     private let state = Atomic<UInt8>(TimeLimitSignal.pending)
     /// For a ``Timeout`` and the first attempt of a hedged call: whether the attempt handed
@@ -124,7 +128,8 @@ final class TimeLimitSignal: Sendable {
         self.state.store(Self.fired, ordering: .releasing)
     }
 
-    /// Claims the attempt for the time limit; `false` when the attempt already completed.
+    /// Claims the attempt for the time limit; `false` when the attempt already completed
+    /// or its caller was cancelled first (``yieldToCaller()``).
     ///
     /// Call it before cancelling the attempt, and cancel only on `true`.
     func claim() -> Bool {
@@ -132,6 +137,18 @@ final class TimeLimitSignal: Sendable {
             expected: Self.pending, desired: Self.fired, successOrdering: .acquiringAndReleasing,
             failureOrdering: .acquiring
         ).exchanged
+    }
+
+    /// Records that the caller, not the time limit, ends the attempt, unless the limit
+    /// claimed it first or it already completed; a later ``claim()`` fails.
+    ///
+    /// Called by the caller's cancellation handler before it cancels the attempt, so the
+    /// limit can no longer pass for the cause of the attempt's end, however long the
+    /// cancelled operation takes to return.
+    func yieldToCaller() {
+        _ = self.state.compareExchange(
+            expected: Self.pending, desired: Self.callerCancelled, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring)
     }
 
     /// Marks the attempt as completed by its own task; a later ``claim()`` fails.

@@ -120,8 +120,9 @@ public struct Timeout: Sendable {
         case .success(let value):
             return value
         case .failure(let error):
-            // Fired only when the limit claimed the call before the operation returned:
-            // an operation that failed on its own first reports its own error.
+            // Fired only when the limit claimed the call before the operation returned and
+            // before the caller was cancelled: an operation that failed on its own first, or
+            // that winds down after its caller gave up, reports its own error.
             guard signal.hasFired else { throw error }
             let timeout = TimeoutError(
                 timeoutName: self.name, timeout: self.duration,
@@ -246,7 +247,14 @@ private struct TimeLimit: Sendable {
 
     /// The caller was cancelled: cancels the running attempt through its registration,
     /// or has it start cancelled. An attempt that already returned is left alone.
+    ///
+    /// The signal is settled for the caller first: the registration stays with the watcher
+    /// until the attempt returns, and a deadline that passes while the cancelled operation
+    /// winds down (awaiting its cleanup, say) must not claim the call, or the caller's
+    /// cancellation would come out as a ``TimeoutError`` that a breaker counts and a
+    /// fallback answers. A limit that claimed the call before the caller gave up keeps it.
     func callerCancelled() {
+        self.signal.yieldToCaller()
         guard let registration = self.signal.cancelAttempt() else { return }
         self.watcher.cancel(registration)
     }
@@ -294,7 +302,8 @@ private struct TimeoutExpiry: DeadlineExpiry {
 
     func deadlineReached() {
         // Claimed before the cancellation, so a breaker inside counts a time-out; an
-        // operation that already returned keeps its own outcome, and is not cancelled.
+        // operation that already returned, or whose caller gave up first, keeps its own
+        // outcome, and is not cancelled by the limit.
         guard self.signal.claim() else { return }
         self.attempt?.cancel()
     }
