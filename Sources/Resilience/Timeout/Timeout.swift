@@ -18,6 +18,9 @@
 /// reach the operation from its start on, also while it still runs synchronously
 /// on the caller's thread before its first `await`: work there that checks
 /// `Task.isCancelled` or calls `Task.checkCancellation()` stops at the deadline.
+/// Whichever comes first, the deadline or the caller's cancellation, ends the call:
+/// a caller that cancels first gets the operation's own error, never a
+/// ``TimeoutError``, however long the cancelled operation takes to return.
 ///
 /// Where it sits decides what it limits: outside a ``RetryPolicy`` it bounds
 /// the whole call, waits included; inside, each attempt.
