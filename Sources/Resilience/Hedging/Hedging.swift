@@ -7,13 +7,30 @@ import Synchronization
 /// cancelled. A cancelled loser runs under a signal it fires first, so a
 /// ``CircuitBreaker`` inside counts it as neither a success nor a failure
 /// (``Interruption/superseded``). A failed attempt does not end the call while
-/// another is running; when none is, and hedges remain, the next starts at once.
+/// another is running; when none is, and hedges remain, the next starts at once,
+/// unless the server asked for quiet.
 ///
 /// Hedging repeats the call, so it runs only for calls the ``Rulebook`` says may
 /// run twice: a call declared ``Idempotency/notIdempotent`` (here or by an
 /// enclosing call) runs once, unhedged. A failure the rules end (HTTP 429)
 /// starts no more hedges. With a ``RetryBudget``, each hedge spends from it
 /// like a retry, and no hedge starts while the budget is spent.
+///
+/// A failed attempt's retry-after hint (a `Retry-After` header, say) holds the
+/// call's next attempt back until the hint has passed on the strategy's clock,
+/// whether that attempt would have started at once or at its hedge delay. A hint
+/// longer than the hedge delay starts no more hedges: waiting it out is a retry's
+/// work, left to whoever is around the call (a ``RetryPolicy`` honours the hint
+/// within its ``RetryPolicy/maximumRetryAfter`` and deadline).
+///
+/// When no attempt succeeds, the call ends with the failure that matters to the
+/// rules, as the operation threw it: the first one the rules ended hedging on
+/// (a 429, a request that is not idempotent, a cancellation), whatever failed
+/// after it; else the one with the longest retry-after hint; else the last. So a
+/// 429 one attempt got while another was still running reaches a ``RetryPolicy``
+/// (which does not retry it) and a ``CircuitBreaker`` (which opens for its hint)
+/// around the call, even when the other attempt then fails differently. The
+/// other attempts' hints are not merged into it.
 ///
 /// Attempts run concurrently, so the operation is `@Sendable`; written as
 /// `{ @MainActor in ... }`, each attempt runs on the main actor.
@@ -88,7 +105,9 @@ public final class Hedging: Sendable {
     ///     enclosing call declared, else idempotent.
     ///   - operation: One attempt of the call.
     /// - Returns: The value of the first attempt that succeeds.
-    /// - Throws: The last failure when every attempt failed.
+    /// - Throws: When every attempt failed, the failure that matters to the rules, as the
+    ///   operation threw it: the first one they ended hedging on (a 429, say), else the
+    ///   one with the longest retry-after hint, else the last.
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
@@ -118,6 +137,7 @@ public final class Hedging: Sendable {
             break  // suspended: the call entered the table before the attempt could end
         }
         call.timer = self.armTimer(at: started + start.delay, for: start.id)
+        call.timerDue = started + start.delay
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
             await self.run(&call, start, handedOver: early, operation: operation)
         } onCancel: {
@@ -171,6 +191,7 @@ public final class Hedging: Sendable {
                         continue
                     }
                     await self.hedgeIsDue(&call, start, operation: operation)
+                    if call.running == 0, call.timer == nil { return .failure(call.failures.failure) }
                     continue
                 case .event(.callerCancelled):
                     // The caller gave up: no more hedges, and the running attempts are cancelled
@@ -178,6 +199,8 @@ public final class Hedging: Sendable {
                     call.callerCancelled = true
                     call.first?.task.cancel()
                     for hedge in call.hedges { hedge.task.cancel() }
+                    // A call waiting out a retry-after hint, with no attempt running, ends now.
+                    if call.running == 0 { return .failure(call.failures.failure) }
                     continue
                 }
             }
@@ -189,38 +212,73 @@ public final class Hedging: Sendable {
                 return .success(timed.value)
             case .failure(let error):
                 call.running -= 1
-                if self.endsHedging(error, start.declared) { call.mayHedge = false }
+                // The call keeps the failure it ends with if no attempt succeeds: the first one
+                // the rules ended hedging on, else the one with the longest retry-after hint.
+                if !self.note(error, of: start, into: &call.failures) { call.mayHedge = false }
+                // A server's retry-after hint that has not passed yet holds the next attempt back.
+                let quiet = call.failures.quietUntil.flatMap { $0 > self.now() ? $0 : nil }
                 if call.running == 0 {
-                    guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, self.spendHedge() else {
-                        return .failure(error)
+                    guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0 else {
+                        return .failure(call.failures.failure)
                     }
-                    call.hedgesLeft -= 1
-                    await self.startNext(&call, start, operation: operation)
+                    if let quiet {
+                        self.moveTimer(&call, to: quiet, for: start.id)  // not at once: when the hint has passed
+                    } else {
+                        guard self.spendHedge() else { return .failure(call.failures.failure) }
+                        call.hedgesLeft -= 1
+                        await self.startNext(&call, start, operation: operation)
+                    }
+                } else if let quiet, call.mayHedge, let due = call.timerDue, due < quiet {
+                    self.moveTimer(&call, to: quiet, for: start.id)  // the next hedge waits for the hint
                 }
             }
             // A hedge delay taken while this attempt's end was on its way is handled now,
-            // after the end, as if the two events had come in that order.
+            // after the end, as if the two events had come in that order; unless a timer was
+            // armed since, for a retry-after hint, which then decides when the hedge starts.
             if call.isHedgeDeferred, !call.anAttemptEndedUntaken {
                 call.isHedgeDeferred = false
-                await self.hedgeIsDue(&call, start, operation: operation)
+                if call.timer == nil {
+                    await self.hedgeIsDue(&call, start, operation: operation)
+                    if call.running == 0, call.timer == nil { return .failure(call.failures.failure) }
+                }
             }
         }
     }
 
     /// Starts a hedge, if the rules, the budget and the caller allow one, and arms the next.
+    ///
+    /// The call's timer has been taken: none is armed. Before a retry-after hint of a failed
+    /// attempt has passed, it arms the timer for the hint's end instead. With no attempt
+    /// running, the attempt it starts replaces a failed one, which is not reported as a hedge
+    /// (as when it starts at once).
     @inlinable
     nonisolated(nonsending) func hedgeIsDue<Value: Sendable>(
         _ call: inout HedgedCall<Value>,
         _ start: HedgedCallStart,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async {
-        guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, !Task.isCancelled, self.spendHedge() else {
+        guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, !Task.isCancelled else { return }
+        if let quiet = call.failures.quietUntil, self.now() < quiet {
+            self.moveTimer(&call, to: quiet, for: start.id)
             return
         }
+        guard self.spendHedge() else { return }
         call.hedgesLeft -= 1
-        self.reportHedge()
+        if call.running > 0 { self.reportHedge() }
         await self.startNext(&call, start, operation: operation)
-        if call.hedgesLeft > 0 { call.timer = self.armTimer(at: self.now() + start.delay, for: start.id) }
+        if call.hedgesLeft > 0 { self.moveTimer(&call, to: self.now() + start.delay, for: start.id) }
+    }
+
+    /// Arms the call's timer for `deadline`, withdrawing the one armed before.
+    ///
+    /// A timer the watcher already took as due cannot be withdrawn: its event is on its way,
+    /// and the call arms the next timer when it takes that event (``hedgeIsDue(_:_:operation:)``),
+    /// so that at most one timer of the call is ever armed or on its way.
+    @inlinable
+    func moveTimer<Value: Sendable>(_ call: inout HedgedCall<Value>, to deadline: Duration, for id: UInt64) {
+        if let timer = call.timer, !self.withdrawTimer(timer) { return }
+        call.timer = self.armTimer(at: deadline, for: id)
+        call.timerDue = deadline
     }
 
     /// Starts the call's first attempt at once and returns its outcome if it ended before
@@ -487,6 +545,13 @@ public final class Hedging: Sendable {
         self.watcher.withdraw(timer)
     }
 
+    /// Withdraws a registration made by ``armTimer(at:for:)`` if the watcher has not taken it
+    /// as due; `false` when it has, and its event is on its way to the call.
+    @usableFromInline
+    func withdrawTimer(_ timer: UInt64) -> Bool {
+        self.watcher.withdrawIfPending(timer)
+    }
+
     /// The time on the strategy's clock.
     @usableFromInline
     func now() -> Duration {
@@ -499,10 +564,33 @@ public final class Hedging: Sendable {
         self.state.withLock { $0.record(latency) }
     }
 
-    /// Whether the rules end hedging after an attempt failed with `error` (a 429, say).
+    /// Takes in the failure of an attempt of the call `start`: keeps it in `failures` as the
+    /// failure the call ends with if it matters more than the one kept, notes until when its
+    /// retry-after hint asks for quiet, and returns whether the call may start more attempts.
+    ///
+    /// The first failure the rules end hedging on (a 429, a request that is not idempotent,
+    /// a cancellation) is kept whatever fails after it; until one comes, the failure with the
+    /// longest retry-after hint is, the later one among equals, so a call whose attempts all
+    /// failed plainly ends with the last failure. A positive hint holds the call's next
+    /// attempt back until it has passed; a hint longer than the call's hedge delay ends
+    /// hedging instead, leaving the wait to whoever is around the call (a ``RetryPolicy``
+    /// honours it within its ``RetryPolicy/maximumRetryAfter`` and deadline).
     @usableFromInline
-    func endsHedging(_ error: any Error, _ declared: Idempotency) -> Bool {
-        Rulebook.stopReason(for: FailureAnalysis(error), idempotency: declared) != nil
+    func note(_ error: any Error, of start: HedgedCallStart, into failures: inout HedgedFailures) -> Bool {
+        let analysis = FailureAnalysis(error)
+        let ruled = Rulebook.stopReason(for: analysis, idempotency: start.declared) != nil
+        let hint = Swift.max(analysis.retryAfter ?? .zero, .zero)
+        if failures.ending == nil || !failures.endingIsRuled && (ruled || hint >= failures.endingHint) {
+            failures.ending = error
+            failures.endingIsRuled = ruled
+            failures.endingHint = hint
+        }
+        guard !ruled, hint <= start.delay else { return false }
+        if hint > .zero {
+            let end = self.now() + hint
+            failures.quietUntil = Swift.max(failures.quietUntil ?? end, end)
+        }
+        return true
     }
 
     /// Reports a hedge started to the observer.
@@ -596,6 +684,10 @@ struct HedgedCall<Value: Sendable> {
     @usableFromInline var callerCancelled = false
     /// The registration of the next hedge with the watcher, while it is pending.
     @usableFromInline var timer: UInt64?
+    /// When ``timer`` is due, on the strategy's clock.
+    @usableFromInline var timerDue: Duration?
+    /// The failures of the call's attempts: the one it ends with, and the quiet servers asked for.
+    @usableFromInline var failures = HedgedFailures()
     @usableFromInline var winner: Int?
     /// The attempts whose end the call has taken, one bit each.
     @usableFromInline var taken: UInt16 = 0
@@ -630,6 +722,28 @@ struct HedgedCall<Value: Sendable> {
         }
         return false
     }
+}
+
+/// What a hedged call keeps of its failed attempts: the failure it ends with when no attempt
+/// succeeds (see ``Hedging/note(_:of:into:)``), and until when servers asked it for quiet.
+@usableFromInline
+struct HedgedFailures {
+    /// The failure the call ends with if no attempt succeeds; set by the first failure.
+    @usableFromInline var ending: (any Error)?
+    /// Whether the rules ended hedging on ``ending``: no later failure replaces it.
+    @usableFromInline var endingIsRuled = false
+    /// The retry-after hint of ``ending``; zero without one.
+    @usableFromInline var endingHint = Duration.zero
+    /// The time on the strategy's clock before which no attempt starts: the end of the
+    /// latest-ending retry-after hint of a failed attempt.
+    @usableFromInline var quietUntil: Duration?
+
+    /// The failure the call ends with; read only once an attempt failed.
+    @inlinable
+    var failure: any Error { self.ending ?? CancellationError() }
+
+    @inlinable
+    init() {}
 }
 
 /// One attempt of a hedged call: its task and the signal it is superseded by.

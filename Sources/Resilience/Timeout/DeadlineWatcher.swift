@@ -114,6 +114,14 @@ final class DeadlineWatcher: Sendable {
         sleeping?.cancel()
     }
 
+    /// Withdraws a registration whose expiry has not run, and says whether it did: `false`
+    /// once the watcher took it as due, so that its expiry runs, or ran, all the same.
+    func withdrawIfPending(_ id: UInt64) -> Bool {
+        let (pending, sleeping) = self.state.withLock { ($0.isPending(id), $0.withdraw(id)) }
+        sleeping?.cancel()
+        return pending
+    }
+
     /// Tells the expiry of a registration neither withdrawn nor due that its caller was
     /// cancelled (``DeadlineExpiry/callerCancelled()``), outside the lock.
     func cancel(_ id: UInt64) {
@@ -249,6 +257,9 @@ struct DeadlineWatcherState {
 
     /// The number of registrations not yet withdrawn nor due.
     var count: Int { self.registrations.count }
+
+    /// Whether the registration `id` is neither withdrawn nor taken as due by the watcher.
+    func isPending(_ id: UInt64) -> Bool { self.registrations[id] != nil }
 
     mutating func register(_ deadline: Duration, _ expiry: some DeadlineExpiry) -> (UInt64, RegisterAction) {
         self.nextID &+= 1

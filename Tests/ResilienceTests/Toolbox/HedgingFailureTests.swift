@@ -1,0 +1,254 @@
+import Foundation
+import ResilienceTesting
+import Testing
+
+@testable import Resilience
+
+/// The failure a hedged call ends with when no attempt succeeds, and what a failed
+/// attempt's retry-after hint does to the next attempt.
+@Suite("Hedging: the failure a call ends with, and the quiet a server asks for")
+struct HedgingFailureTests {
+    /// The shapes a 429 with a thirty-second hint arrives in.
+    enum TooManyRequests: CaseIterable, Sendable, CustomTestStringConvertible {
+        case statusError
+        case wrappedInNSError
+        case insideAUsersEnum
+
+        static let hint: Duration = .seconds(30)
+
+        var error: any Error {
+            let status = StatusError(status: 429, hint: Self.hint)
+            switch self {
+            case .statusError: return status
+            case .wrappedInNSError: return NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: status])
+            case .insideAUsersEnum: return SilentAppError.transport(status)
+            }
+        }
+
+        var testDescription: String {
+            switch self {
+            case .statusError: "a status error"
+            case .wrappedInNSError: "under NSUnderlyingErrorKey"
+            case .insideAUsersEnum: "inside a user's enum"
+            }
+        }
+    }
+
+    /// One hedged call whose first attempt fails with `first` at t = 2, while the hedge
+    /// started at t = 1 still runs; the hedge then fails with `second` at t = 4. Any
+    /// later attempt (a policy around sending the call again) returns 7 at once.
+    struct Scene: Sendable {
+        let clock = TestClock()
+        let runs = Counter()
+        let firstFailed = Gate()
+        let hedging: Hedging
+        let first: any Error
+        let second: any Error
+
+        init(first: any Error, second: any Error) throws {
+            self.hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: self.clock)
+            self.first = first
+            self.second = second
+        }
+
+        /// The hedged call.
+        func call() async throws -> Int {
+            try await self.hedging.execute { () async throws -> Int in
+                switch self.runs.increment() {
+                case 1:
+                    try await self.clock.sleep(for: .seconds(2))
+                    self.firstFailed.open()
+                    throw self.first
+                case 2:
+                    try await self.clock.sleep(for: .seconds(3))
+                    throw self.second
+                default:
+                    return 7
+                }
+            }
+        }
+
+        /// Moves the clock through the scene.
+        func play() async {
+            await self.clock.waitForSleepers(count: 2)  // the first attempt and the hedge timer
+            self.clock.advance(by: .seconds(1))  // t = 1: the hedge starts
+            await self.clock.waitForSleepRequests(count: 3)  // the first attempt's, the timer's, the hedge's
+            await self.clock.waitForSleepers(count: 2)
+            self.clock.advance(by: .seconds(1))  // t = 2: the first attempt fails
+            await self.firstFailed.wait()
+            self.clock.advance(by: .seconds(2))  // t = 4: the hedge fails
+        }
+    }
+
+    // MARK: - The failure the call ends with
+
+    @Test("A policy around hedging never retries a 429 one attempt got while another ran", arguments: TooManyRequests.allCases)
+    func aPolicyAroundHedgingNeverRetriesA429OneAttemptGot(shape: TooManyRequests) async throws {
+        let scene = try Scene(first: shape.error, second: StatusError(status: 503))
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: scene.clock)
+        let call = Task { await policy.outcome { try await scene.call() } }
+        await scene.play()
+        let outcome = await call.value
+        #expect(outcome.stopReason == .tooManyRequests, "stopped with \(outcome.stopReason)")
+        #expect(outcome.retryAfter == TooManyRequests.hint)
+        #expect(outcome.attempts == 1)
+        #expect(scene.runs.value == 2, "the operation ran \(scene.runs.value) times")
+    }
+
+    @Test("A breaker around hedging opens for the 429 one attempt got while another ran", arguments: TooManyRequests.allCases)
+    func aBreakerAroundHedgingOpensForThe429OneAttemptGot(shape: TooManyRequests) async throws {
+        let scene = try Scene(first: shape.error, second: StatusError(status: 503))
+        let breaker = try CircuitBreaker(name: "hedged", tripRule: .consecutiveFailures(5), clock: scene.clock)
+        let call = Task { try await breaker.execute { try await scene.call() } }
+        await scene.play()
+        guard case .failure(let error) = await call.result else {
+            Issue.record("the hedged call succeeded")
+            return
+        }
+        #expect(FailureAnalysis(error).isTooManyRequests, "the hedged call ended with \(error)")
+        let snapshot = breaker.snapshot()
+        #expect(snapshot.state == .open, "the server's 429 pushback never reached the breaker")
+        #expect(snapshot.remainingOpenTime == TooManyRequests.hint)
+    }
+
+    @Test func theCallEndsWithThe429AsTheOperationThrewItWhateverFailsAfter() async throws {
+        let tooMany = StatusError(status: 429, hint: .seconds(7))
+        let scene = try Scene(first: tooMany, second: StatusError(status: 503, hint: .seconds(60)))
+        let call = Task { try await scene.call() }
+        await scene.play()
+        let error = await #expect(throws: StatusError.self) { try await call.value }
+        #expect(error == tooMany)
+    }
+
+    @Test func aPolicyAroundHedgingDoesNotResendARequestThatSaidItIsNotIdempotent() async throws {
+        let post = HTTPResponseError(statusCode: 503, requestIdempotency: .http(method: "POST"))
+        let scene = try Scene(first: post, second: TransientError())
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: scene.clock)
+        let call = Task { await policy.outcome { try await scene.call() } }
+        await scene.play()
+        let outcome = await call.value
+        #expect(outcome.stopReason == .notIdempotent, "stopped with \(outcome.stopReason)")
+        #expect(scene.runs.value == 2, "the operation ran \(scene.runs.value) times")
+    }
+
+    @Test func aFailureWithARetryAfterHintIsKeptOverALaterPlainFailure() async throws {
+        let unavailable = StatusError(status: 503, hint: .seconds(30))
+        let scene = try Scene(first: unavailable, second: TransientError())
+        let call = Task { try await scene.call() }
+        await scene.play()
+        let error = await #expect(throws: StatusError.self) { try await call.value }
+        #expect(error == unavailable)
+        #expect(scene.runs.value == 2)
+    }
+
+    // MARK: - The quiet a retry-after hint asks for
+
+    @Test func aHintLongerThanTheHedgeDelayStartsNoMoreAttempts() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(5)), maximumHedges: 3, clock: clock)
+        let runs = Counter()
+        let unavailable = StatusError(status: 503, hint: .seconds(30))
+        let error = await #expect(throws: StatusError.self) {
+            try await hedging.execute { () async throws -> Int in
+                if runs.increment() == 1 { throw unavailable }
+                return 1
+            }
+        }
+        #expect(error == unavailable)
+        #expect(runs.value == 1, "another request went out although the server asked for 30 s")
+        #expect(clock.sleeperCount == 0)
+        #expect(hedging.calls.withLock { $0.count } == 0)
+    }
+
+    @Test func aShortHintStartsTheNextAttemptOnceItHasPassedNotAtOnce() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(5)), maximumHedges: 1, clock: clock)
+        let starts = Recorder<Duration>()
+        let call = Task {
+            try await hedging.execute { () async throws -> Int in
+                starts.record(clock.now.offset)
+                if starts.values.count == 1 {
+                    try await clock.sleep(for: .seconds(1))
+                    throw StatusError(status: 503, hint: .seconds(2))
+                }
+                try await clock.sleep(for: .zero)  // a request the test can wait for, should this start early
+                return 2
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the first attempt and the hedge timer, due at t = 5
+        let requests = clock.sleepRequests.count
+        clock.advance(by: .seconds(1))  // t = 1: the first attempt fails, asking for 2 s
+        await clock.waitForSleepRequests(count: requests + 1)
+        #expect(starts.values.count == 1, "the next attempt started at once")
+        #expect(clock.sleepRequests.last == .seconds(2), "the timer waits for the hint")
+        clock.advance(by: .milliseconds(1_999))
+        #expect(starts.values.count == 1)
+        clock.advance(by: .milliseconds(1))  // t = 3: the hint has passed
+        #expect(try await call.value == 2)
+        #expect(starts.values == [.zero, .seconds(3)])
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHintHoldsBackAHedgeThatWasDueBeforeItPassed() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(2)), maximumHedges: 2, clock: clock)
+        let starts = Recorder<Duration>()
+        let runs = Counter()
+        let call = Task {
+            try await hedging.execute { () async throws -> Int in
+                starts.record(clock.now.offset)
+                switch runs.increment() {
+                case 1:
+                    try await clock.sleep(for: .seconds(3_600))
+                    return 1
+                case 2:
+                    try await clock.sleep(for: .seconds(1))
+                    throw StatusError(status: 503, hint: .milliseconds(1_500))
+                default:
+                    return 3
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the first attempt and the hedge timer
+        clock.advance(by: .seconds(2))  // t = 2: the first hedge starts; the next is due at t = 4
+        await clock.waitForSleepers(count: 3)  // the first attempt, the hedge, the timer
+        let requests = clock.sleepRequests.count
+        clock.advance(by: .seconds(1))  // t = 3: the hedge fails, asking for quiet until t = 4.5
+        await clock.waitForSleepRequests(count: requests + 1)  // the timer, moved
+        #expect(clock.sleepRequests.last == .milliseconds(1_500), "the next hedge waits for the hint")
+        clock.advance(by: .seconds(1))  // t = 4: the hedge was due
+        #expect(runs.value == 2)
+        clock.advance(by: .milliseconds(500))  // t = 4.5
+        #expect(try await call.value == 3)
+        #expect(starts.values == [.zero, .seconds(2), .milliseconds(4_500)])
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test func aCallerWhoCancelsWhileTheCallWaitsForAHintEndsItAtOnce() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(5)), maximumHedges: 1, clock: clock)
+        let runs = Counter()
+        let unavailable = StatusError(status: 503, hint: .seconds(2))
+        let call = Task {
+            try await hedging.execute { () async throws -> Int in
+                if runs.increment() == 1 {
+                    try await clock.sleep(for: .seconds(1))
+                    throw unavailable
+                }
+                try await clock.sleep(for: .zero)  // a request the test can wait for, should this start early
+                return 2
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        let requests = clock.sleepRequests.count
+        clock.advance(by: .seconds(1))
+        await clock.waitForSleepRequests(count: requests + 1)  // waiting for the hint to pass
+        call.cancel()
+        let error = await #expect(throws: StatusError.self) { try await call.value }
+        #expect(error == unavailable)
+        #expect(runs.value == 1)
+        #expect(clock.sleeperCount == 0)
+        #expect(hedging.calls.withLock { $0.count } == 0)
+    }
+}
