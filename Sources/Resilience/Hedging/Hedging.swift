@@ -228,7 +228,7 @@ public final class Hedging: Sendable {
                         call.hedgesLeft -= 1
                         await self.startNext(&call, start, operation: operation)
                     }
-                } else if let quiet, call.mayHedge, let due = call.timerDue, due < quiet {
+                } else if let quiet, call.mayHedge, call.timer != nil, let due = call.timerDue, due < quiet {
                     self.moveTimer(&call, to: quiet, for: start.id)  // the next hedge waits for the hint
                 }
             }
@@ -684,7 +684,7 @@ struct HedgedCall<Value: Sendable> {
     @usableFromInline var callerCancelled = false
     /// The registration of the next hedge with the watcher, while it is pending.
     @usableFromInline var timer: UInt64?
-    /// When ``timer`` is due, on the strategy's clock.
+    /// When ``timer`` is due, on the strategy's clock; read only while ``timer`` is set.
     @usableFromInline var timerDue: Duration?
     /// The failures of the call's attempts: the one it ends with, and the quiet servers asked for.
     @usableFromInline var failures = HedgedFailures()

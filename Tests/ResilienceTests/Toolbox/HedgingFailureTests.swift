@@ -82,7 +82,9 @@ struct HedgingFailureTests {
 
     // MARK: - The failure the call ends with
 
-    @Test("A policy around hedging never retries a 429 one attempt got while another ran", arguments: TooManyRequests.allCases)
+    @Test(
+        "A policy around hedging never retries a 429 one attempt got while another ran",
+        arguments: TooManyRequests.allCases)
     func aPolicyAroundHedgingNeverRetriesA429OneAttemptGot(shape: TooManyRequests) async throws {
         let scene = try Scene(first: shape.error, second: StatusError(status: 503))
         let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: scene.clock)
@@ -95,7 +97,9 @@ struct HedgingFailureTests {
         #expect(scene.runs.value == 2, "the operation ran \(scene.runs.value) times")
     }
 
-    @Test("A breaker around hedging opens for the 429 one attempt got while another ran", arguments: TooManyRequests.allCases)
+    @Test(
+        "A breaker around hedging opens for the 429 one attempt got while another ran",
+        arguments: TooManyRequests.allCases)
     func aBreakerAroundHedgingOpensForThe429OneAttemptGot(shape: TooManyRequests) async throws {
         let scene = try Scene(first: shape.error, second: StatusError(status: 503))
         let breaker = try CircuitBreaker(name: "hedged", tripRule: .consecutiveFailures(5), clock: scene.clock)
