@@ -215,6 +215,8 @@ public final class Hedging: Sendable {
                 // The call keeps the failure it ends with if no attempt succeeds: the first one
                 // the rules ended hedging on, else the one with the longest retry-after hint.
                 if !self.note(error, of: start, into: &call.failures) { call.mayHedge = false }
+                // The attempt held a call that may not run twice: no other copy may send it again.
+                if call.holdsNotIdempotentCall { call.mayHedge = false }
                 // A server's retry-after hint that has not passed yet holds the next attempt back.
                 let quiet = call.failures.quietUntil.flatMap { $0 > self.now() ? $0 : nil }
                 if call.running == 0 {
@@ -258,6 +260,11 @@ public final class Hedging: Sendable {
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async {
         guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0, !Task.isCancelled else { return }
+        // A call inside an attempt declared itself not idempotent: another copy would send it again.
+        if call.holdsNotIdempotentCall {
+            call.mayHedge = false
+            return
+        }
         if let quiet = call.failures.quietUntil, self.now() < quiet {
             self.moveTimer(&call, to: quiet, for: start.id)
             return
@@ -647,6 +654,13 @@ struct HedgedAttemptSignal: Sendable {
         self.signal = signal
     }
 
+    /// Whether a call inside the attempt declared that it may not run twice (a `POST`
+    /// sent through a policy or a pipeline that knows it): no other copy may start.
+    @usableFromInline
+    var holdsNotIdempotentCall: Bool {
+        self.signal.enclosesNotIdempotentCall
+    }
+
     /// Records that the attempt lost the race, before it is cancelled.
     @usableFromInline
     func fire() { self.signal.fire() }
@@ -712,6 +726,13 @@ struct HedgedCall<Value: Sendable> {
     mutating func add(_ attempt: HedgedAttempt<Value>) {
         if self.first == nil { self.first = attempt } else { self.hedges.append(attempt) }
         self.running += 1
+    }
+
+    /// Whether a call inside any attempt started so far declared that it may not run twice.
+    @inlinable
+    var holdsNotIdempotentCall: Bool {
+        for index in 0..<self.count where self.attempt(index).signal.holdsNotIdempotentCall { return true }
+        return false
     }
 
     /// Whether an attempt's own task marked its end and the call has not taken that end yet.

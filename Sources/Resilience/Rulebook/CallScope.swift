@@ -54,16 +54,18 @@ struct CallScope: Sendable {
         return scope
     }
 
-    /// Tells every library time limit enclosing this scope that a call inside it may not
-    /// run twice, when this scope says so.
+    /// Tells every library time limit and hedged attempt enclosing this scope that a call
+    /// inside it may not run twice, when this scope says so.
     ///
     /// The limit that ends an attempt builds the error the layers above judge; the call
     /// that knows its request is a `POST` may be nested deep inside that attempt, where
     /// no error of its own will surface. Marked once it starts, a limit reports the
-    /// attempt as not idempotent, so no layer above sends it again.
+    /// attempt as not idempotent, so no layer above sends it again, and ``Hedging``
+    /// starts no other copy of an attempt that holds such a call.
     func tellEnclosingLimits() {
         guard let idempotency = self.idempotency, !idempotency.isIdempotent else { return }
         TimeLimitSignal.markNotIdempotent(from: self.timeLimits)
+        TimeLimitSignal.markNotIdempotent(from: self.supersessions)
     }
 
     /// The current scope with a new time-limit signal added; returns both.

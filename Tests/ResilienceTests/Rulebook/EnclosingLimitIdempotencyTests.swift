@@ -138,3 +138,65 @@ struct EnclosingLimitIdempotencyTests {
         #expect(error.requestIdempotency == .notIdempotent)
     }
 }
+
+/// Hedging around a call that declared itself not idempotent inside the attempt: no
+/// other copy of the attempt may start, though the hedging call itself declared nothing.
+@Suite("Hedging starts no copy of an attempt that holds a not-idempotent call")
+struct HedgingAroundNotIdempotentCallTests {
+    @Test func aFailedAttemptHoldingAPOSTIsNotReplaced() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 2, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, clock: clock)
+        let sent = Counter()
+        let result = await Result {
+            try await hedging.execute {
+                try await inner.execute(idempotency: .notIdempotent) { () throws -> Int in
+                    sent.increment()
+                    throw URLError(.networkConnectionLost)
+                }
+            }
+        }
+        #expect(sent.value == 1, "the POST was sent \(sent.value) times")
+        #expect((try? result.get()) == nil)
+    }
+
+    @Test func aSlowAttemptHoldingAPOSTIsNotHedged() async throws {
+        let clock = TestClock()
+        let events = EventLog()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 2, observer: events, clock: clock)
+        let sent = Counter()
+        let call = Task {
+            try await hedging.execute {
+                let inner = ResiliencePipeline { try! CircuitBreaker(name: "orders", clock: clock) }
+                return try await inner.execute(idempotency: .notIdempotent) {
+                    sent.increment()
+                    try await clock.sleep(for: .seconds(5))
+                    return 7
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the attempt and the hedge's timer
+        clock.advance(by: .seconds(1))
+        // The hedge's timer fired; give the call time to take it (a hedge would start here).
+        for _ in 0..<1_000 { await Task.yield() }
+        clock.advance(by: .seconds(4))
+        #expect(try await call.value == 7)
+        #expect(sent.value == 1, "the POST was sent \(sent.value) times")
+        #expect(!events.kinds.values.contains(.hedged))
+    }
+
+    @Test func anAttemptHoldingOnlyIdempotentCallsIsStillReplaced() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 2, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let sent = Counter()
+        let value = try await hedging.execute {
+            try await inner.execute(idempotency: .idempotent) { () throws -> Int in
+                if sent.increment() == 1 { throw URLError(.networkConnectionLost) }
+                return 3
+            }
+        }
+        #expect(value == 3)
+        #expect(sent.value == 2)
+    }
+}
