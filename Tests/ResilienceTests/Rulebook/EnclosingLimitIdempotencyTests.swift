@@ -6,7 +6,7 @@ import Testing
 /// A call that knows its request may not run twice, nested inside an attempt that a
 /// library time limit ends: the limit's error must say so, or the layer above sends the
 /// request again.
-@Suite("An enclosing time limit reports the not-idempotent call it ended")
+@Suite("An enclosing time limit reports the not-idempotent call it ended", .timeLimit(.minutes(1)))
 struct EnclosingLimitIdempotencyTests {
     /// Which library time limit ends the outer attempt.
     enum Limit: String, CaseIterable, Sendable {
@@ -73,14 +73,17 @@ struct EnclosingLimitIdempotencyTests {
         }
     }
 
-    /// Advances past each attempt's 5-second limit while attempts keep coming (an
-    /// operation asleep and a timer), until the call finishes.
-    static func driveLimits(_ clock: TestClock, until finished: Counter) async {
-        while finished.value == 0 {
-            while finished.value == 0 && clock.sleeperCount < 2 { await Task.yield() }
-            if finished.value != 0 { return }
+    /// Ends `attempts` attempts, one after the other, at their 5-second limit: waits for
+    /// each attempt's timer to sleep (the only 5-second sleep), then moves the clock past it.
+    /// Waits, never spins: an attempt beyond those expected waits for the suite's time limit.
+    static func driveLimits(_ clock: TestClock, attempts: Int) async {
+        for attempt in 1...attempts {
+            var requests = clock.sleepRequests.count
+            while clock.sleepRequests.filter({ $0 == .seconds(5) }).count < attempt {
+                requests += 1
+                await clock.waitForSleepRequests(count: requests)
+            }
             clock.advance(by: .seconds(5))
-            while finished.value == 0 && clock.sleeperCount >= 2 { await Task.yield() }
         }
     }
 
@@ -88,14 +91,12 @@ struct EnclosingLimitIdempotencyTests {
     func theLayerAboveDoesNotSendTheRequestAgain(_ limit: Limit, _ declaration: Declaration) async throws {
         let clock = TestClock()
         let sent = Counter()
-        let finished = Counter()
         let call = Task {
-            defer { finished.increment() }
-            return try await Self.call(under: limit, clock: clock) {
+            try await Self.call(under: limit, clock: clock) {
                 try await Self.innerCall(declaration, clock: clock, sent: sent)
             }
         }
-        await Self.driveLimits(clock, until: finished)
+        await Self.driveLimits(clock, attempts: 1)
         let stopReason = try await call.value
         #expect(sent.value == 1, "\(declaration) under \(limit): sent \(sent.value) times")
         if let stopReason { #expect(stopReason == .notIdempotent) }
@@ -105,10 +106,8 @@ struct EnclosingLimitIdempotencyTests {
     func anIdempotentCallInsideIsStillRetried(_ limit: Limit) async throws {
         let clock = TestClock()
         let sent = Counter()
-        let finished = Counter()
         let call = Task {
-            defer { finished.increment() }
-            return try await Self.call(under: limit, clock: clock) {
+            try await Self.call(under: limit, clock: clock) {
                 let inner = try RetryPolicy(maximumAttempts: 3, clock: clock)
                 return try await inner.execute(idempotency: .idempotent) {
                     sent.increment()
@@ -117,7 +116,7 @@ struct EnclosingLimitIdempotencyTests {
                 }
             }
         }
-        await Self.driveLimits(clock, until: finished)
+        await Self.driveLimits(clock, attempts: 3)
         let stopReason = try await call.value
         #expect(sent.value == 3, "the outer policy makes its 3 attempts")
         if let stopReason { #expect(stopReason == .exhausted) }

@@ -153,29 +153,26 @@ struct ScriptedServerIntegrationTests {
     func anOuterAttemptTimeoutDoesNotResendAPOSTStillInFlight() async throws {
         let server = try await ScriptedHTTPServer.start()
         defer { server.stop() }
-        let session = LiveServerSupport.makeSession()
+        // The server holds the POST far longer than the test takes, even under ThreadSanitizer
+        // on a loaded machine: the attempt must end by the outer limit, never by an answer.
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 300
+        configuration.timeoutIntervalForResource = 300
+        let session = URLSession(configuration: configuration)
         defer { session.invalidateAndCancel() }
         let clock = TestClock()
         let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
         let outer = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
         let request = LiveServerSupport.request(
-            server.url("/slow/inflight?times=3&delay=8"), method: "POST", timeout: 30)
-        let finished = Counter()
+            server.url("/slow/inflight?times=3&delay=240"), method: "POST", timeout: 300)
         let call = Task {
-            defer { finished.increment() }
-            return await outer.outcome(attemptTimeout: .seconds(5)) {
-                try await inner.data(for: request, session: session)
-            }
+            await outer.outcome(attemptTimeout: .seconds(5)) { try await inner.data(for: request, session: session) }
         }
-        var received = 0
-        while finished.value == 0 && received < 3 {
-            // Each attempt: once the server holds its request, end it on the test clock.
-            while finished.value == 0, try await server.requestCount(for: "inflight") == received { await Task.yield() }
-            if finished.value != 0 { break }
-            received += 1
-            await clock.waitForSleepers(count: 1)  // the attempt's timer
-            clock.advance(by: .seconds(5))
-        }
+        // Once the server holds the request, end the attempt on the test clock. A second
+        // attempt (the bug) would wait for a limit no one moves, until the suite's time limit.
+        while try await server.requestCount(for: "inflight") == 0 { await Task.yield() }
+        await clock.waitForSleepers(count: 1)  // the attempt's timer
+        clock.advance(by: .seconds(5))
         let outcome = await call.value
         #expect(try await server.requestCount(for: "inflight") == 1)
         #expect(outcome.stopReason == .notIdempotent)
