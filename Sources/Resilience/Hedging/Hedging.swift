@@ -191,7 +191,7 @@ public final class Hedging: Sendable {
                         continue
                     }
                     await self.hedgeIsDue(&call, start, operation: operation)
-                    if call.running == 0, call.timer == nil { return .failure(call.failures.failure) }
+                    if call.running == 0, call.timer == nil { return .failure(call.ending) }
                     continue
                 case .event(.callerCancelled):
                     // The caller gave up: no more hedges, and the running attempts are cancelled
@@ -200,7 +200,7 @@ public final class Hedging: Sendable {
                     call.first?.task.cancel()
                     for hedge in call.hedges { hedge.task.cancel() }
                     // A call waiting out a retry-after hint, with no attempt running, ends now.
-                    if call.running == 0 { return .failure(call.failures.failure) }
+                    if call.running == 0 { return .failure(call.ending) }
                     continue
                 }
             }
@@ -221,12 +221,12 @@ public final class Hedging: Sendable {
                 let quiet = call.failures.quietUntil.flatMap { $0 > self.now() ? $0 : nil }
                 if call.running == 0 {
                     guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0 else {
-                        return .failure(call.failures.failure)
+                        return .failure(call.ending)
                     }
                     if let quiet {
                         self.moveTimer(&call, to: quiet, for: start.id)  // not at once: when the hint has passed
                     } else {
-                        guard self.spendHedge() else { return .failure(call.failures.failure) }
+                        guard self.spendHedge() else { return .failure(call.ending) }
                         call.hedgesLeft -= 1
                         await self.startNext(&call, start, operation: operation)
                     }
@@ -241,7 +241,7 @@ public final class Hedging: Sendable {
                 call.isHedgeDeferred = false
                 if call.timer == nil {
                     await self.hedgeIsDue(&call, start, operation: operation)
-                    if call.running == 0, call.timer == nil { return .failure(call.failures.failure) }
+                    if call.running == 0, call.timer == nil { return .failure(call.ending) }
                 }
             }
         }
@@ -512,7 +512,12 @@ public final class Hedging: Sendable {
             return nil
         }
         let delay = self.state.withLock { $0.currentDelay }
-        scope.idempotency = declared
+        // Only a declaration is handed down, never the default: a policy inside that knows
+        // its request is a `POST` must still judge it so.
+        if let idempotency {
+            scope.idempotency = idempotency
+            scope.idempotencyIsAClassifiers = false
+        }
         let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
         return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay)
     }
@@ -726,6 +731,13 @@ struct HedgedCall<Value: Sendable> {
     mutating func add(_ attempt: HedgedAttempt<Value>) {
         if self.first == nil { self.first = attempt } else { self.hedges.append(attempt) }
         self.running += 1
+    }
+
+    /// The failure the call ends with when no attempt succeeded: the caller's cancellation
+    /// if the caller gave up, else the failure the call kept (see ``HedgedFailures``).
+    @inlinable
+    var ending: any Error {
+        self.callerCancelled ? CancellationError() : self.failures.failure
     }
 
     /// Whether a call inside any attempt started so far declared that it may not run twice.

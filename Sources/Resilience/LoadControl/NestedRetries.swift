@@ -53,10 +53,11 @@ public import Synchronization
 /// - Shared error values: some libraries throw one stored value again and again
 ///   (a `static let` error). A record is taken only if it was written after the
 ///   taker's attempt began, so a stored error that some policy exhausted earlier
-///   never stops a later call. Errs towards sending less in one case: another task
-///   exhausting the same stored value while this attempt runs; the policy then
-///   stops after one attempt, as for a nested one. A policy never takes its own
-///   record.
+///   never stops a later call. Errs towards sending less in one case: another call
+///   exhausting the same stored value, or stopping on it because its request was not
+///   idempotent, while this attempt runs (a swallowed failure of a call made inside
+///   the attempt included); the policy then stops after one attempt, as for a
+///   nested one. A policy never takes its own record.
 public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
     /// Whether this layer retries what a layer below already retried to exhaustion.
     public let retriesExhaustedFailures: Bool

@@ -2,7 +2,9 @@ extension RetryPolicy {
     /// The scope a call hands down to the calls nested in it, or `nil` when it has nothing to hand down.
     @usableFromInline
     nonisolated func scopeToHandDown(_ options: CallOptions) -> CallScope? {
-        var scope = CallScope.declaring(options.idempotency ?? self.classifierDeclarationForNestedCalls())
+        var scope =
+            options.idempotency.map { CallScope.declaring($0) }
+            ?? CallScope.declaring(self.classifierDeclarationForNestedCalls(), byClassifier: true)
         if let deadline = self.deadline {
             // Installed only by calls with a deadline, which already take the full path.
             let limited = InheritedDeadline.scope(limit: deadline, clock: self.clock)

@@ -69,6 +69,7 @@ extension ResiliencePipeline {
     ) async throws -> Value {
         var scope = CallScope.current
         scope.idempotency = idempotency
+        scope.idempotencyIsAClassifiers = false
         scope.tellEnclosingLimits()
         return try await CallScope.$current.withValue(scope) {
             try await self.strategies.executeInPipeline(IsolatedOperation(operation))

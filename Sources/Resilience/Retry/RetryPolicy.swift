@@ -342,7 +342,8 @@ public final actor RetryPolicy {
         }
         let clock = self.clock
         let timeout = attemptTimeout.clampedToResilienceRange
-        let declared = idempotency ?? CallScope.current.idempotency ?? self.classifier.declaredIdempotency
+        let declared =
+            idempotency ?? CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
         return await self.run(isolation: #isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency))
         {
             remaining in

@@ -21,6 +21,10 @@ import Synchronization
 struct CallScope: Sendable {
     /// The idempotency declared by the nearest enclosing call that declared one.
     var idempotency: Idempotency?
+    /// Whether ``idempotency`` is an enclosing policy's classifier's word rather than a
+    /// call's declaration: it then ranks below a nested policy's own classifier, which
+    /// knows its own request (a token refresh's `GET` inside a `POST`).
+    var idempotencyIsAClassifiers = false
     /// The signal of the innermost library time limit enclosing this task; each
     /// signal links to the one enclosing it, so adding one allocates no array.
     var timeLimits: TimeLimitSignal?
@@ -45,13 +49,21 @@ struct CallScope: Sendable {
         TimeLimitSignal.anyFired(from: self.supersessions)
     }
 
-    /// The current scope with `idempotency` declared, if not `nil`.
-    static func declaring(_ idempotency: Idempotency?) -> CallScope? {
+    /// The current scope with `idempotency` declared, if not `nil`; `byClassifier` when it
+    /// is a policy's classifier's word rather than the call's declaration.
+    static func declaring(_ idempotency: Idempotency?, byClassifier: Bool = false) -> CallScope? {
         guard let idempotency else { return nil }
         var scope = Self.current
         scope.idempotency = idempotency
+        scope.idempotencyIsAClassifiers = byClassifier
         scope.tellEnclosingLimits()
         return scope
+    }
+
+    /// The idempotency enclosing calls hand to a call whose own classifier declares `own`:
+    /// a declaration wins over `own`, an enclosing classifier's word does not.
+    func handedDownIdempotency(over own: Idempotency?) -> Idempotency? {
+        self.idempotencyIsAClassifiers ? own ?? self.idempotency : self.idempotency ?? own
     }
 
     /// Tells every library time limit and hedged attempt enclosing this scope that a call
@@ -254,6 +266,11 @@ final class TimeLimitSignal: Sendable {
     /// Whether the attempt's own task marked it completed before any limit claimed it.
     var isCompleted: Bool {
         self.state.load(ordering: .acquiring) == Self.completed
+    }
+
+    /// Whether the caller's cancellation settled the signal (``yieldToCaller()``).
+    var isYieldedToCaller: Bool {
+        self.state.load(ordering: .acquiring) == Self.callerCancelled
     }
 
     /// Whether the time limit fired (or claimed the attempt).

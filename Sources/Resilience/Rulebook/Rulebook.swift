@@ -65,13 +65,14 @@ public enum Rulebook {
     }
 
     /// The idempotency a call is judged by: the request's own report, then the
-    /// call's declaration, then the enclosing call's, then the classifier's, then idempotent.
+    /// call's declaration, then the enclosing call's, then the classifier's (which wins
+    /// over an enclosing policy's classifier), then idempotent.
     static func idempotency(
         of analysis: FailureAnalysis,
         declared: Idempotency?,
         classifier: any RetryClassifier
     ) -> Idempotency {
-        analysis.requestIdempotency ?? declared ?? CallScope.current.idempotency ?? classifier.declaredIdempotency
-            ?? .idempotent
+        analysis.requestIdempotency ?? declared
+            ?? CallScope.current.handedDownIdempotency(over: classifier.declaredIdempotency) ?? .idempotent
     }
 }

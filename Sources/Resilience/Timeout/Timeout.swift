@@ -114,6 +114,7 @@ public struct Timeout: Sendable {
         var (scope, signal) = CallScope.limited()
         if let idempotency {
             scope.idempotency = idempotency
+            scope.idempotencyIsAClassifiers = false
             scope.tellEnclosingLimits()
         }
         let declared = scope.idempotency
@@ -305,9 +306,11 @@ private struct TimeoutExpiry: DeadlineExpiry {
 
     func deadlineReached() {
         // Claimed before the cancellation, so a breaker inside counts a time-out; an
-        // operation that already returned, or whose caller gave up first, keeps its own
-        // outcome, and is not cancelled by the limit.
-        guard self.signal.claim() else { return }
+        // operation that already returned keeps its own outcome and is not cancelled. One
+        // whose caller gave up first is cancelled without a claim: the caller's cancellation
+        // may have come after the watcher took this deadline as due, when withdrawing it no
+        // longer reached the attempt, so it is passed on here, as the caller's.
+        guard self.signal.claim() || self.signal.isYieldedToCaller else { return }
         self.attempt?.cancel()
     }
 
