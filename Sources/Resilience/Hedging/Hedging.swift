@@ -507,17 +507,13 @@ public final class Hedging: Sendable {
         var scope = CallScope.current
         let declared = idempotency ?? scope.idempotency ?? .idempotent
         guard declared.isIdempotent else {
-            scope.idempotency = declared
-            scope.tellEnclosingLimits()
+            scope.declare(declared)
             return nil
         }
         let delay = self.state.withLock { $0.currentDelay }
         // Only a declaration is handed down, never the default: a policy inside that knows
         // its request is a `POST` must still judge it so.
-        if let idempotency {
-            scope.idempotency = idempotency
-            scope.idempotencyIsAClassifiers = false
-        }
+        if let idempotency { scope.declare(idempotency) }
         let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
         return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay)
     }

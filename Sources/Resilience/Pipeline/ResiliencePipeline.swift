@@ -68,9 +68,7 @@ extension ResiliencePipeline {
         @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
         var scope = CallScope.current
-        scope.idempotency = idempotency
-        scope.idempotencyIsAClassifiers = false
-        scope.tellEnclosingLimits()
+        scope.declare(idempotency)
         return try await CallScope.$current.withValue(scope) {
             try await self.strategies.executeInPipeline(IsolatedOperation(operation))
         }

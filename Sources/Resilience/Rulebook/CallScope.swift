@@ -54,10 +54,16 @@ struct CallScope: Sendable {
     static func declaring(_ idempotency: Idempotency?, byClassifier: Bool = false) -> CallScope? {
         guard let idempotency else { return nil }
         var scope = Self.current
-        scope.idempotency = idempotency
-        scope.idempotencyIsAClassifiers = byClassifier
-        scope.tellEnclosingLimits()
+        scope.declare(idempotency, byClassifier: byClassifier)
         return scope
+    }
+
+    /// Declares `idempotency` for the calls nested in this scope, and tells the time limits
+    /// and hedged attempts enclosing it when the call may not run twice.
+    mutating func declare(_ idempotency: Idempotency, byClassifier: Bool = false) {
+        self.idempotency = idempotency
+        self.idempotencyIsAClassifiers = byClassifier
+        self.tellEnclosingLimits()
     }
 
     /// The idempotency enclosing calls hand to a call whose own classifier declares `own`:
@@ -74,7 +80,7 @@ struct CallScope: Sendable {
     /// no error of its own will surface. Marked once it starts, a limit reports the
     /// attempt as not idempotent, so no layer above sends it again, and ``Hedging``
     /// starts no other copy of an attempt that holds such a call.
-    func tellEnclosingLimits() {
+    private func tellEnclosingLimits() {
         guard let idempotency = self.idempotency, !idempotency.isIdempotent else { return }
         TimeLimitSignal.markNotIdempotent(from: self.timeLimits)
         TimeLimitSignal.markNotIdempotent(from: self.supersessions)

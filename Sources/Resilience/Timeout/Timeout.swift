@@ -112,11 +112,7 @@ public struct Timeout: Sendable {
         calling call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value
     ) async throws -> Operation.Value {
         var (scope, signal) = CallScope.limited()
-        if let idempotency {
-            scope.idempotency = idempotency
-            scope.idempotencyIsAClassifiers = false
-            scope.tellEnclosingLimits()
-        }
+        if let idempotency { scope.declare(idempotency) }
         let declared = scope.idempotency
         let limit = TimeLimit(watcher: self.watcher, deadline: self.watcher.now() + self.duration, signal: signal)
         let result = await Self.start(operation, call, on: isolation, scope: scope, limit: limit)
