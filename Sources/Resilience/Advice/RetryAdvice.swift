@@ -81,8 +81,8 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - error: The failure, as thrown.
-    ///   - idempotency: Whether the request may run twice; `nil` takes the request's own report,
-    ///     then the classifier's, then assumes idempotent.
+    ///   - idempotency: Whether the request may run twice; `nil` takes the classifier's, then
+    ///     assumes idempotent. The request's own report can make it stricter, never looser.
     ///   - classifier: The classifier your policy uses; `nil` answers fall back to
     ///     ``DefaultRetryClassifier``.
     public init(

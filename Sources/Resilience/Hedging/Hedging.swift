@@ -32,8 +32,9 @@ import Synchronization
 /// around the call, even when the other attempt then fails differently. The
 /// other attempts' hints are not merged into it.
 ///
-/// Attempts run concurrently, so the operation is `@Sendable`; written as
-/// `{ @MainActor in ... }`, each attempt runs on the main actor.
+/// Attempts run concurrently, so the operation is `@Sendable`. It keeps the
+/// caller's isolation, as a `Task`'s closure does: written on the main actor, it is
+/// isolated to the main actor and each attempt runs there.
 ///
 /// The first attempt starts at once, on the caller's thread when the caller already
 /// runs where the attempt must (the same actor, or no actor); one that returns before it
@@ -103,7 +104,9 @@ public final class Hedging: Sendable {
     /// - Parameters:
     ///   - idempotency: Whether the call may run twice; defaults to what an
     ///     enclosing call declared, else idempotent.
-    ///   - operation: One attempt of the call.
+    ///   - operation: One attempt of the call. It runs in the caller's isolation: a closure
+    ///     written on the main actor is isolated to it (the way `Task.init`'s is), and every
+    ///     copy of it runs there.
     /// - Returns: The value of the first attempt that succeeds.
     /// - Throws: When every attempt failed, the failure that matters to the rules, as the
     ///   operation threw it: the first one they ended hedging on (a 429, say), else the
@@ -111,7 +114,7 @@ public final class Hedging: Sendable {
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
-        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+        @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
         // Inlined into the caller, so the call's generic values are specialized for its
         // value type; everything that does not depend on it stays out of line.

@@ -310,19 +310,22 @@ public final actor RetryPolicy {
     /// cancelled: the library, not the caller, ended it.
     ///
     /// The operation must be `Sendable` because it runs in a child task, and it
-    /// must respond to cancellation for the limit to take effect.
+    /// must respond to cancellation for the limit to take effect. It runs in the
+    /// caller's isolation all the same: a closure written on the main actor is
+    /// isolated to it (the way `Task.init`'s is), so it may touch the caller's state,
+    /// and the child task switches to the main actor to run it.
     ///
     /// - Parameters:
     ///   - attemptTimeout: The time each attempt may take; greater than zero.
     ///   - idempotency: Whether the operation may run twice; `nil` inherits the enclosing
     ///     call's declaration, or takes the classifier's, or assumes idempotent.
-    ///   - operation: The work to attempt, in a child task.
+    ///   - operation: The work to attempt, in a child task, in the caller's isolation.
     /// - Throws: The error of the last attempt, unchanged; ``ConfigurationError`` without
     ///   running the operation when `attemptTimeout` is not greater than zero.
     public nonisolated(nonsending) func execute<Value: Sendable>(
         attemptTimeout: Duration,
         idempotency: Idempotency? = nil,
-        operation: @escaping @Sendable () async throws -> Value
+        @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
         try await self.outcome(attemptTimeout: attemptTimeout, idempotency: idempotency, operation: operation).get()
     }
@@ -331,7 +334,7 @@ public final actor RetryPolicy {
     public nonisolated(nonsending) func outcome<Value: Sendable>(
         attemptTimeout: Duration,
         idempotency: Idempotency? = nil,
-        operation: @escaping @Sendable () async throws -> Value
+        @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> RetryOutcome<Value> {
         guard attemptTimeout > .zero else {
             // No attempt could ever finish in zero time: fail at once, running nothing.
@@ -711,7 +714,7 @@ public final actor RetryPolicy {
         _ limit: Duration,
         idempotency: Idempotency?,
         clock: ElapsedClock,
-        operation: @escaping @Sendable () async throws -> Value
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
         // The attempt runs under a signal the timer fires before the group cancels
         // it, so a breaker inside tells this time limit from the caller giving up.

@@ -25,7 +25,8 @@ public struct FailureAnalysis: Sendable, Hashable {
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
     public let delivery: RequestDelivery
-    /// The idempotency the failed request reported about itself, if any error in the chain did.
+    /// The idempotency the failed request reported about itself, if any error in the chain did;
+    /// when several did (a failure that speaks for a `GET` and a `POST`), the strictest report.
     public let requestIdempotency: Idempotency?
     /// Who stopped the call, when it was stopped rather than failed; `nil` for an ordinary failure.
     public let interruption: Interruption?
@@ -144,8 +145,9 @@ public struct FailureAnalysis: Sendable, Hashable {
                 // A `RateLimit` field with no quota left is a server hint like `Retry-After`.
                 self.hint = Swift.max(self.hint ?? .zero, hint)
             }
-            if self.idempotency == nil {
-                self.idempotency = ErrorHints.ownIdempotency(of: error)
+            if self.idempotency?.isIdempotent ?? true, let own = ErrorHints.ownIdempotency(of: error) {
+                // The strictest report wins: one failure may speak for a `GET` and a `POST`.
+                self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
             if let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)

@@ -5,22 +5,26 @@
 /// never reached the server; a timeout, a dropped connection or any answer from
 /// the server (a 502, a 503) ends it. No classifier can change that.
 ///
-/// Where the fact comes from, most specific first:
-/// 1. The request itself, carried by the error it failed with:
-///    ``HTTPResponseError/requestIdempotency`` and the URL errors thrown by
-///    `RetryPolicy.data(for:)` (in `ResilienceURLSession`)
-///    (so an outer policy around that call knows it sent a `POST`), or any error
-///    adopting ``IdempotencyReporting``.
-/// 2. The call: `policy.execute(idempotency: .notIdempotent) { ... }`; policies
+/// Where the fact comes from. The call's reading is the first of:
+/// 1. The call: `policy.execute(idempotency: .notIdempotent) { ... }`; policies
 ///    nested inside such a call inherit it.
-/// 3. The policy's classifier (``RetryClassifier/declaredIdempotency``), such as
+/// 2. The policy's classifier (``RetryClassifier/declaredIdempotency``), such as
 ///    `HTTPRetryClassifier(method: "POST")`. Its "not idempotent" reaches the
 ///    calls nested in the policy's calls, as a declaration does, unless the call
 ///    or an enclosing one declared otherwise; its "idempotent" counts for that
 ///    policy's own decisions only, so it never overrides a nested policy that
 ///    knows its request is a `POST`.
-/// 4. Otherwise the call is taken as idempotent: wrapping an operation in a retry
+/// 3. Otherwise the call is taken as idempotent: wrapping an operation in a retry
 ///    policy says it may run again.
+///
+/// The request itself then has its say, carried by the error it failed with:
+/// ``HTTPResponseError/requestIdempotency`` and the URL errors thrown by
+/// `RetryPolicy.data(for:)` (in `ResilienceURLSession`), or any error adopting
+/// ``IdempotencyReporting``. A report can make the call stricter, never looser:
+/// an outer policy around `data(for:)` learns that the call sent a `POST`, but a
+/// call declared not idempotent stays so when the request that failed was a
+/// `GET` (it may have placed an order before reading the receipt). When one
+/// failure reports several requests, the strictest report counts.
 ///
 /// ```swift
 /// let receipt = try await policy.execute(idempotency: .notIdempotent) {
@@ -66,6 +70,15 @@ public struct Idempotency: Sendable, Hashable, CustomStringConvertible {
             Self.idempotencyKeyHeaders.contains(name.lowercased()) && value.contains { $0 != " " && $0 != "\t" }
         }
         return Idempotency(isIdempotent: hasKey, method: method)
+    }
+
+    /// This reading, made stricter by `report` when `report` says the call may not run twice.
+    ///
+    /// A report never loosens a reading: a call declared not idempotent stays so whatever
+    /// the request that failed says of itself.
+    func tightened(by report: Idempotency?) -> Idempotency {
+        guard self.isIdempotent, let report else { return self }
+        return report
     }
 
     /// `idempotent`, `notIdempotent`, or with the method: `POST (notIdempotent)`.

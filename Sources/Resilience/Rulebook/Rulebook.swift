@@ -39,12 +39,13 @@ public enum Rulebook {
     ///
     /// - Parameters:
     ///   - analysis: The failure, read once.
-    ///   - idempotency: Whether the call may run twice; the request's own report
-    ///     (``FailureAnalysis/requestIdempotency``) wins over it.
+    ///   - idempotency: Whether the call may run twice. The request's own report
+    ///     (``FailureAnalysis/requestIdempotency``) can make it stricter, never looser:
+    ///     a call declared not idempotent stays so when the request that failed was a `GET`.
     public static func stopReason(for analysis: FailureAnalysis, idempotency: Idempotency) -> RetryStopReason? {
         if analysis.interruption == .caller || analysis.interruption == .superseded { return .cancelled }
         if analysis.isTooManyRequests { return .tooManyRequests }
-        let idempotency = analysis.requestIdempotency ?? idempotency
+        let idempotency = idempotency.tightened(by: analysis.requestIdempotency)
         if !idempotency.isIdempotent, !analysis.delivery.provesNotSent { return .notIdempotent }
         return nil
     }
@@ -64,15 +65,19 @@ public enum Rulebook {
         }
     }
 
-    /// The idempotency a call is judged by: the request's own report, then the
-    /// call's declaration, then the enclosing call's, then the classifier's (which wins
-    /// over an enclosing policy's classifier), then idempotent.
+    /// The idempotency a call is judged by.
+    ///
+    /// The call's own reading comes first: its declaration, then the enclosing call's,
+    /// then the classifier's (which wins over an enclosing policy's classifier), then
+    /// idempotent. The request's own report then tightens it, never loosens it: the
+    /// call may have sent a `POST` before the `GET` that failed.
     static func idempotency(
         of analysis: FailureAnalysis,
         declared: Idempotency?,
         classifier: any RetryClassifier
     ) -> Idempotency {
-        analysis.requestIdempotency ?? declared
-            ?? CallScope.current.handedDownIdempotency(over: classifier.declaredIdempotency) ?? .idempotent
+        let call =
+            declared ?? CallScope.current.handedDownIdempotency(over: classifier.declaredIdempotency) ?? .idempotent
+        return call.tightened(by: analysis.requestIdempotency)
     }
 }

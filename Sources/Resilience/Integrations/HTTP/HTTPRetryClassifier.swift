@@ -20,11 +20,11 @@ import Foundation
 ///
 /// Errors that are neither get `nil`, for the next classifier to decide.
 ///
-/// Which requests are idempotent: the request's own report wins (the errors of
-/// `RetryPolicy.data(for:)` (in `ResilienceURLSession`)
-/// and of `HTTPResponseValidation.validate(_:_:for:acceptableStatusCodes:receivedAt:)`
-/// carry it), then the call's declaration, then the method given here
-/// (``declaredIdempotency``); see ``Idempotency``.
+/// Which requests are idempotent: the call's declaration, else the method given here
+/// (``declaredIdempotency``), made stricter (never looser) by the request's own report
+/// (the errors of `RetryPolicy.data(for:)` (in `ResilienceURLSession`) and of
+/// `HTTPResponseValidation.validate(_:_:for:acceptableStatusCodes:receivedAt:)` carry
+/// it); see ``Idempotency``.
 ///
 /// ```swift
 /// var request = URLRequest(url: ordersURL)
