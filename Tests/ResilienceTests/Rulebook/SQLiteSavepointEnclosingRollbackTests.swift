@@ -72,6 +72,42 @@ struct SQLiteSavepointAfterTheEnclosingTransactionIsGoneTests {
         #expect(await policy.statistics.stopReasons[.notRetryable] == 1)
     }
 
+    /// The same with the real libsqlite3, where a full database (`PRAGMA max_page_count`) makes
+    /// SQLite roll back the caller's whole transaction; the classifier retries `SQLITE_FULL`, so
+    /// only the helper's check stands between the retry and a commit of the nested row alone.
+    @Test func realSQLiteRollingBackTheCallersTransactionEndsTheSavepoint() async throws {
+        struct RetryFullDatabase: RetryClassifier {
+            func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
+                (error as? SQLiteError)?.code.primary == .full ? .retry : nil
+            }
+        }
+        let database = try TemporaryDatabase()
+        defer { database.remove() }
+        let connection = try SQLiteConnection(path: database.path)
+        try connection.execute("CREATE TABLE orders (item BLOB NOT NULL)")
+        let pages = try #require(try connection.strings("PRAGMA page_count").first)
+        // No page to spare: a small row fits the table's page, a large one does not.
+        _ = try connection.strings("PRAGMA max_page_count = \(pages)")
+        try connection.execute("BEGIN")
+        try connection.execute("INSERT INTO orders (item) VALUES ('outer')")
+        let attempts = Counter()
+        let isInTransaction: () -> Bool = { connection.isInTransaction }
+        let error = try await #require(throws: SQLiteEnclosingTransactionLostError.self) {
+            try await self.policy().writeTransaction(
+                beginStatement: "SAVEPOINT inner", classifier: RetryFullDatabase(), isInTransaction: isInTransaction,
+                executeSQL: connection.execute
+            ) {
+                attempts.increment()
+                let row = attempts.value == 1 ? "randomblob(100000)" : "'inner'"
+                try connection.execute("INSERT INTO orders (item) VALUES (\(row))")
+            }
+        }
+        #expect((error.savepointError as? SQLiteError)?.code.primary == .full)
+        #expect(attempts.value == 1)
+        #expect(!connection.isInTransaction, "SQLite rolled the caller's transaction back")
+        #expect(try connection.strings("SELECT item FROM orders") == [], "nothing committed on its own")
+    }
+
     /// No classifier can have it retried.
     @Test func aClassifierThatRetriesEverythingDoesNotRetryIt() async throws {
         let connection = TransactionalConnection()
