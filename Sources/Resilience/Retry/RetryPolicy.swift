@@ -624,8 +624,8 @@ public final actor RetryPolicy {
         // cannot be retried whoever cancelled it: any attempt would be cancelled too.
         let ruled: RetryStopReason? =
             Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
-        let final: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
-        if let ruled = ruled ?? self.nestedStop(after: error, call: &call) ?? final {
+        let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
+        if let ruled = ruled ?? self.nestedStop(after: error, call: &call) ?? reportedStop {
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(
