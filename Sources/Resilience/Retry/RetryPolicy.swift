@@ -538,6 +538,9 @@ public final actor RetryPolicy {
         var recovery: (any CallRecovery)?
         /// Waits for connectivity after an offline failure (see `RetryPolicy+Connectivity.swift`).
         var connectivity: ConnectivityWait?
+        /// Where the operation reports what it knows about its own failed attempt (the SQLite
+        /// transaction helper's); read for this call's decisions only, never handed down.
+        var attemptReport: AttemptReport?
     }
 
     /// What one call has seen so far.
@@ -610,7 +613,10 @@ public final actor RetryPolicy {
         call: inout CallState,
         start: Duration
     ) async -> Plan {
-        let analysis = FailureAnalysis(error)
+        let reported = options.attemptReport?.take() ?? .none
+        var analysis = FailureAnalysis(error)
+        // The operation proved its attempt had no effect: as good as a request never sent.
+        if reported == .noEffect { analysis = analysis.provingNoEffect() }
         let status = analysis.httpStatus
         var hint = analysis.retryAfter
         if let hint { call.lastHint = hint }
@@ -621,7 +627,8 @@ public final actor RetryPolicy {
         // cannot be retried whoever cancelled it: any attempt would be cancelled too.
         let ruled: RetryStopReason? =
             Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
-        if let ruled = ruled ?? self.nestedStop(after: error, call: &call) {
+        let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
+        if let ruled = ruled ?? self.nestedStop(after: error, call: &call) ?? reportedStop {
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(

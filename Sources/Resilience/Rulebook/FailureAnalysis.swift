@@ -98,6 +98,29 @@ public struct FailureAnalysis: Sendable, Hashable {
             reader.sawLocalRejection && !reader.sawBreakerRejection && self.delivery == .notSent
     }
 
+    /// This analysis with the fact that the failed call's own operation proved it had no
+    /// effect (`AttemptReport.Fact.noEffect`): as good as a request never sent
+    /// (``RequestDelivery/notSent``), unless something in the chain already says how far
+    /// the call got, which then stands.
+    func provingNoEffect() -> FailureAnalysis {
+        guard self.delivery == .unknown else { return self }
+        return FailureAnalysis(self, delivery: .notSent)
+    }
+
+    /// `analysis` with `delivery` in place of its own.
+    private init(_ analysis: FailureAnalysis, delivery: RequestDelivery) {
+        self.httpStatus = analysis.httpStatus
+        self.isTooManyRequests = analysis.isTooManyRequests
+        self.retryAfter = analysis.retryAfter
+        self.delivery = delivery
+        self.requestIdempotency = analysis.requestIdempotency
+        self.interruption = analysis.interruption
+        self.needsCredentials = analysis.needsCredentials
+        self.isOffline = analysis.isOffline
+        // The call's own operation is not one of the library's limiters.
+        self.isLocalRejection = analysis.isLocalRejection
+    }
+
     /// Accumulates the facts of each error in a chain.
     private struct Reader {
         var status: Int?

@@ -17,6 +17,28 @@ extension RetryPolicy {
     /// ``SQLiteRollbackError``, which carries both errors: the connection may still be
     /// inside the transaction, and retrying on it would fail or nest.
     ///
+    /// An attempt that provably left nothing behind (SQLite refused its `BEGIN`, or its
+    /// rollback succeeded) is retried even inside a call declared not idempotent, such as
+    /// an `execute(idempotency: .notIdempotent)` around a `POST` whose result the
+    /// transaction records: the transaction says so about its own attempts, as a request
+    /// that was never sent (``RequestDelivery/notSent``) does. That word counts for this
+    /// call's retries only: calls nested in `operation` still inherit the enclosing
+    /// declaration, and the error the call ends with is the attempt's own, so the
+    /// enclosing call does not run again. An attempt whose transaction SQLite ended on its
+    /// own (`isInTransaction` reads `false` and no rollback was run) proves nothing, and
+    /// follows the rules for its call's idempotency.
+    ///
+    /// `operation` runs again on each retry, so it must have no effect outside the
+    /// database (no request sent, no file written, no state of the app changed): the
+    /// rollback undoes its statements, and nothing else.
+    ///
+    /// A savepoint begun inside a transaction the caller holds is not retried once SQLite
+    /// has rolled back that whole transaction (`isInTransaction` read `true` before the
+    /// `SAVEPOINT` and `false` after the failure): the call ends at once with
+    /// ``SQLiteEnclosingTransactionLostError`` (``RetryStopReason/notRetryable``), since
+    /// a retry's `SAVEPOINT` would open a new transaction and its `RELEASE` would commit
+    /// the nested work on its own.
+    ///
     /// Set the connection's busy timeout low (or zero) and let the policy do the
     /// waiting: its backoff has jitter, a deadline and cancellation, and does not
     /// hold a thread.
@@ -37,12 +59,16 @@ extension RetryPolicy {
     ///     ``Rulebook``'s rules apply first, as everywhere.
     ///   - isInTransaction: Whether the connection is inside a transaction now
     ///     (`sqlite3_get_autocommit(db) == 0`), if you can tell; the rollback is then skipped when
-    ///     SQLite already rolled the transaction back on its own, as it does on some errors.
+    ///     SQLite already rolled the transaction back on its own, as it does on some errors, and a
+    ///     savepoint whose enclosing transaction SQLite rolled back is not retried.
     ///   - executeSQL: Runs one SQL statement on the connection, throwing on failure (with an
     ///     ``SQLiteError``, or an error the classifier understands).
-    ///   - operation: The transaction's work. It may run more than once.
+    ///   - operation: The transaction's work. It may run more than once, so it must have no
+    ///     effect outside the database.
     /// - Returns: The value of the attempt that committed.
-    /// - Throws: The last attempt's error, unchanged, or ``SQLiteRollbackError`` when rolling back failed.
+    /// - Throws: The last attempt's error, unchanged; ``SQLiteRollbackError`` when rolling back
+    ///   failed; ``SQLiteEnclosingTransactionLostError`` when SQLite rolled back the transaction a
+    ///   savepoint was nested in.
     public nonisolated(nonsending) func writeTransaction<Value>(
         beginStatement: String = "BEGIN IMMEDIATE",
         classifier: any RetryClassifier = SQLiteRetryClassifier(),
@@ -51,21 +77,46 @@ extension RetryPolicy {
         operation: () async throws -> Value
     ) async throws -> Value {
         let statements = SQLiteTransactionStatements(beginStatement: beginStatement)
-        let options = CallOptions(idempotency: nil, classifier: classifier)
+        // What each attempt knows about its own failure, for this call's decisions only.
+        let report = AttemptReport()
+        var options = CallOptions(idempotency: nil, classifier: classifier)
+        options.attemptReport = report
         return try await self.run(isolation: #isolation, firstFailure: nil, options: options) { _ in
-            try await executeSQL(statements.begin)
+            // A savepoint inside the caller's transaction must not outlive that transaction.
+            let nestedInCallers = statements.isSavepoint && isInTransaction?() == true
+            let callersTransactionIsGone = { nestedInCallers && isInTransaction?() == false }
+            do {
+                try await executeSQL(statements.begin)
+            } catch {
+                if callersTransactionIsGone() {
+                    report.report(.mustNotRepeat)
+                    throw SQLiteEnclosingTransactionLostError(savepointError: error)
+                }
+                // Refused at its start: the attempt did nothing.
+                report.report(.noEffect)
+                throw error
+            }
             do {
                 let value = try await operation()
                 try await executeSQL(statements.commit)
                 return value
             } catch {
-                if isInTransaction?() ?? true {
-                    do {
-                        for statement in statements.rollback { try await executeSQL(statement) }
-                    } catch let rollbackError {
-                        throw SQLiteRollbackError(transactionError: error, rollbackError: rollbackError)
-                    }
+                if callersTransactionIsGone() {
+                    report.report(.mustNotRepeat)
+                    throw SQLiteEnclosingTransactionLostError(savepointError: error)
                 }
+                guard isInTransaction?() ?? true else {
+                    // SQLite ended the transaction on its own; nothing is proven about what it kept.
+                    throw error
+                }
+                do {
+                    for statement in statements.rollback { try await executeSQL(statement) }
+                } catch let rollbackError {
+                    report.report(.mustNotRepeat)
+                    throw SQLiteRollbackError(transactionError: error, rollbackError: rollbackError)
+                }
+                // Rolled back: the attempt left nothing behind.
+                report.report(.noEffect)
                 throw error
             }
         }.get()
@@ -77,6 +128,8 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
     var begin: String
     var commit: String
     var rollback: [String]
+    /// Whether the statements run a savepoint rather than a transaction.
+    var isSavepoint: Bool
 
     init(beginStatement: String) {
         self.begin = beginStatement
@@ -86,9 +139,11 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
             self.commit = "RELEASE \(name)"
             // ROLLBACK TO leaves the savepoint on the stack; RELEASE pops it.
             self.rollback = ["ROLLBACK TO \(name)", "RELEASE \(name)"]
+            self.isSavepoint = true
         } else {
             self.commit = "COMMIT"
             self.rollback = ["ROLLBACK"]
+            self.isSavepoint = false
         }
     }
 }

@@ -29,6 +29,11 @@ final class SQLiteConnection {
         guard result == SQLITE_OK else { throw self.error(result) }
     }
 
+    /// Whether the connection is inside a transaction (`sqlite3_get_autocommit` reads 0).
+    var isInTransaction: Bool {
+        self.handle.map { sqlite3_get_autocommit($0) == 0 } ?? false
+    }
+
     /// The first column of every row `sql` returns, as text.
     func strings(_ sql: String) throws -> [String] {
         var statement: OpaquePointer?
