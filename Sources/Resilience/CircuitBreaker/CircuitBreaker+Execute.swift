@@ -232,12 +232,18 @@ extension CircuitBreaker {
     /// Classifies a failure and counts it, or frees a probe slot when it does not count.
     ///
     /// The ``Rulebook`` decides first (``Rulebook/countsAsFailure(_:)``): a call the caller
-    /// cancelled never counts, nor does one the library's own limiter refused, and an attempt
-    /// the library's own time limit ended always counts, probes included.
+    /// cancelled never counts, nor does one the library's own limiter refused or one that
+    /// never left an offline device, and an attempt the library's own time limit ended
+    /// always counts, probes included. The default classifier reads the analysis made here
+    /// rather than walking the error's chain again.
     @usableFromInline
     func recordFailure(_ error: any Error, for permit: CircuitBreakerPermit) {
         let analysis = FailureAnalysis(error)
-        let counts = Rulebook.countsAsFailure(analysis) ?? self.configuration.classifier.countsAsFailure(error)
+        let classifier = self.configuration.classifier
+        let counts =
+            Rulebook.countsAsFailure(analysis)
+            ?? ((classifier as? DefaultCircuitBreakerFailureClassifier)?.countsAsFailure(error, analysis: analysis)
+                ?? classifier.countsAsFailure(error))
         guard counts else {
             guard permit.isProbe else { return }  // an ignored closed-state result changes nothing
             self.storage.update { _ = $0.record(.ignored, for: permit, at: nil) }

@@ -16,7 +16,17 @@
 /// 4. An HTTP status (see ``ErrorHints/httpStatus(of:)``) in 400...499 other than
 ///    408 Request Timeout and 429 Too Many Requests: does not count. A 404 or a 422
 ///    is the client's problem and proves the server is answering.
-/// 5. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
+/// 5. A failure that asks for credentials and carries no HTTP status
+///    (``FailureAnalysis/needsCredentials``: CloudKit's `notAuthenticated`,
+///    `URLError.userAuthenticationRequired`): does not count, like the HTTP 401 of
+///    rule 4. A stale credential is the caller's to renew, not a sign of a failing
+///    dependency, so a breaker inside a call that refreshes its credential
+///    (``RetryPolicy/execute(recovering:waitingFor:idempotency:operation:)``) lets the
+///    retry with the new one through.
+/// 6. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
+///
+/// A request that never left an offline device is not this classifier's to judge:
+/// the ``Rulebook`` never counts it (``Rulebook/countsAsFailure(_:)``).
 public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClassifier {
     /// The client-error statuses that still count as failures.
     public static let countedClientErrorStatuses: Set<Int> = [408, 429]
@@ -26,12 +36,18 @@ public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClass
 
     /// Whether `error` counts under the default rules.
     public func countsAsFailure(_ error: any Error) -> Bool {
+        self.countsAsFailure(error, analysis: FailureAnalysis(error))
+    }
+
+    /// Whether `error` counts under the default rules, with its analysis already made (a breaker's).
+    func countsAsFailure(_ error: any Error, analysis: FailureAnalysis) -> Bool {
         if error is CancellationError { return false }
         if error is CircuitBreakerOpenError { return true }
         if error is LimiterRejectionError || error is AdaptiveThrottleRejection { return false }
-        if let status = ErrorHints.httpStatus(of: error), (400...499).contains(status) {
+        if let status = analysis.httpStatus {
+            guard (400...499).contains(status) else { return true }
             return Self.countedClientErrorStatuses.contains(status)
         }
-        return true
+        return !analysis.needsCredentials
     }
 }

@@ -4,7 +4,12 @@
 /// `URLError.notConnectedToInternet` and its kin, CloudKit's `networkUnavailable`)
 /// does not spend the call's attempts on backoff. When the monitor confirms that
 /// the device is offline, the call waits until the monitor reports it online,
-/// then tries again at once. The failed attempt and the wait do not count
+/// then tries again at once, or once the rest of the failure's retry-after hint
+/// (CloudKit's `CKRetryAfter`) has passed; a hint over
+/// ``RetryPolicy/maximumRetryAfter`` ends the call with
+/// ``RetryStopReason/retryAfterTooLong`` without waiting. A ``CircuitBreaker``
+/// inside the call never counts a request that never left the offline device
+/// (``Rulebook/countsAsFailure(_:)``). The failed attempt and the wait do not count
 /// against ``RetryPolicy/maximumAttempts``; the wait does count against the
 /// ``RetryPolicy/deadline``.
 ///

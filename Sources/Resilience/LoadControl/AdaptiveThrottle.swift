@@ -154,7 +154,8 @@ public final class AdaptiveThrottle: Sendable {
     /// (``Interruption/superseded``), nor a call a breaker, another throttle or a
     /// limiter rejected locally (``CircuitBreakerOpenError``, ``AdaptiveThrottleRejection``,
     /// or ``LimiterRejectionError`` anywhere in the error's chain: see
-    /// ``FailureAnalysis/isLocalRejection``): it never reached it.
+    /// ``FailureAnalysis/isLocalRejection``), nor a request that never left an offline
+    /// device: none of them reached it (``Rulebook/countsAsFailure(_:)``).
     public func record(_ error: any Error) {
         if error is CircuitBreakerOpenError || error is AdaptiveThrottleRejection { return }
         let analysis = FailureAnalysis(error)
@@ -164,10 +165,13 @@ public final class AdaptiveThrottle: Sendable {
 
     /// Whether a failure still counts as accepted by the server: an HTTP 4xx answer
     /// other than 408 Request Timeout and 429 Too Many Requests (the server did its
-    /// work and found the request wrong). Everything else, a 5xx, a timeout, a
-    /// refused connection, counts as not accepted.
+    /// work and found the request wrong), or a request for credentials of another
+    /// shape (CloudKit's `notAuthenticated`, `URLError.userAuthenticationRequired`),
+    /// which is accepted like the 401 it stands for (``FailureAnalysis/needsCredentials``).
+    /// Everything else, a 5xx, a timeout, a refused connection, counts as not accepted.
     public static func isAccepted(_ analysis: FailureAnalysis) -> Bool {
-        guard let status = analysis.httpStatus, !analysis.isTooManyRequests else { return false }
+        guard !analysis.isTooManyRequests else { return false }
+        guard let status = analysis.httpStatus else { return analysis.needsCredentials }
         return (400..<500).contains(status) && status != 408
     }
 

@@ -9,10 +9,18 @@
 ///   fail while it runs wait for it;
 /// - a call whose request carried a credential older than the last successful
 ///   refresh does not refresh again: it retries with the newer credential;
-/// - a refresh that fails ends every waiting call with its error, and calls that
-///   later fail with the same stale credential get that error too, without a new
-///   refresh, until ``replace(with:)`` installs a credential obtained another way
-///   (the person signed in again);
+/// - a refresh that fails for good (the auth server refused the session: a 400 or a
+///   401, an OAuth 2.0 `invalid_grant`, or an error of the app's own) ends every
+///   waiting call with its error, and calls that later fail with the same stale
+///   credential get that error too, without a new refresh, until ``replace(with:)``
+///   installs a credential obtained another way (the person signed in again);
+/// - a refresh that fails for now (the auth server answered 429, 408 or a 5xx, asked
+///   for a wait, timed out or could not be reached because the device was offline)
+///   ends every waiting call with its error too, but says nothing about the session:
+///   a later call refreshes again, once the failure's retry-after hint (a 429's or a
+///   503's `Retry-After`), if it had one, has passed on the recovery's clock; until
+///   then calls get the same error without a refresh, so a rate-limited auth server
+///   is not hammered;
 /// - cancelling a waiting call ends that call at once and never cancels the
 ///   refresh the others wait for: the refresh runs in a task of its own.
 ///
@@ -31,7 +39,8 @@
 /// Which failures ask for a new credential is decided from the one
 /// ``FailureAnalysis``: by default ``FailureAnalysis/needsCredentials`` (HTTP 401
 /// and 407, URL loading authentication errors, CloudKit's `notAuthenticated`,
-/// a REST service's expired-token codes).
+/// a REST service's expired-token codes). The same analysis of the refresh's own
+/// error tells a refresh that failed for good from one that failed for now.
 public final class CredentialRecovery<Credential: Sendable>: Sendable {
     /// A credential and its generation: how many times the recovery's credential had changed when it was read.
     public struct Snapshot: Sendable {
@@ -58,18 +67,23 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     ///   - isCredentialFailure: Whether a failure asks for a new credential; by default
     ///     ``FailureAnalysis/needsCredentials``. Return `true` for your own errors,
     ///     such as a body that says the token expired.
+    ///   - clock: The clock on which a failed refresh's retry-after hint runs out;
+    ///     inject a test clock in tests.
     ///   - refresh: Obtains a new credential from the stale one (whose refresh token it
     ///     may use). It runs in a task of its own, once for every group of calls that
-    ///     need it; throw to send every waiting call to the sign-in screen.
+    ///     need it. Throw the auth server's refusal (or an error of your own) to send
+    ///     every waiting call to the sign-in screen; a failure that passes (a 429, a 503,
+    ///     a device offline) does not, and a later call refreshes again.
     public init(
         credential: Credential,
         isCredentialFailure: @escaping @Sendable (any Error, FailureAnalysis) -> Bool = { _, analysis in
             analysis.needsCredentials
         },
+        clock: some Clock<Duration> = ContinuousClock(),
         refresh: @escaping @Sendable (Credential) async throws -> Credential
     ) {
         self.isCredentialFailure = isCredentialFailure
-        self.storage = CredentialRecoveryStorage(credential: credential, refresh: refresh)
+        self.storage = CredentialRecoveryStorage(credential: credential, clock: ElapsedClock(clock), refresh: refresh)
     }
 
     /// The credential to use now, with its generation.
@@ -84,8 +98,9 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     ///
     /// - Parameter stale: The credential a refused request carried, as read from ``current``.
     /// - Returns: The newer credential.
-    /// - Throws: The refresh's error when it failed (now or earlier, for this same
-    ///   credential); `CancellationError` as soon as the calling task is cancelled,
+    /// - Throws: The refresh's error when it failed: now, or earlier for this same
+    ///   credential when that refresh failed for good or its retry-after hint has not
+    ///   passed yet. `CancellationError` as soon as the calling task is cancelled,
     ///   which leaves the refresh running for the other callers.
     public func recover(after stale: Snapshot) async throws -> Snapshot {
         try Snapshot(await self.storage.recover(after: stale.generation).get())

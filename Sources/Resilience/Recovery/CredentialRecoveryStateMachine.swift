@@ -12,8 +12,9 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
     package private(set) var generation: UInt64 = 0
     /// The generation the running refresh started from, if one is running for the current generation.
     package private(set) var refreshingGeneration: UInt64?
-    /// The error of the last refresh, and the generation it tried to replace.
-    private var failure: (generation: UInt64, error: any Error)?
+    /// The error of the last refresh that is remembered, the generation it tried to replace,
+    /// and until when it is remembered (`nil`: until a new credential replaces that generation).
+    private var failure: (generation: UInt64, error: any Error, until: Duration?)?
     /// The calls waiting for a refresh, by ID and by the generation that refresh replaces, in arrival order.
     private var waiters: [(id: UInt64, generation: UInt64, waiter: Waiter)] = []
     /// Waiters cancelled before they parked, by ID.
@@ -48,8 +49,9 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
         case parkAndRefresh(credential: Credential, generation: UInt64)
     }
 
-    /// Decides for a call whose request carried generation `carried` and failed for its credential.
-    package mutating func recover(after carried: UInt64, id: UInt64, waiter: Waiter) -> RecoverAction {
+    /// Decides for a call whose request carried generation `carried` and failed for its credential at `now`.
+    package mutating func recover(after carried: UInt64, id: UInt64, waiter: Waiter, at now: Duration) -> RecoverAction
+    {
         if self.cancelledBeforeParking.remove(id) != nil {
             return .resume(.failure(CancellationError()))
         }
@@ -58,8 +60,10 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
             return .resume(.success(self.current))
         }
         if let failure = self.failure, failure.generation == self.generation {
-            // This generation's refresh already failed; a new credential (``replace``) clears it.
-            return .resume(.failure(failure.error))
+            // This generation's refresh already failed; a new credential (``replace``) clears it,
+            // and so does the end of the wait a passing failure asked for.
+            guard let until = failure.until, until <= now else { return .resume(.failure(failure.error)) }
+            self.failure = nil
         }
         self.waiters.append((id, self.generation, waiter))
         if self.refreshingGeneration == self.generation { return .park }
@@ -84,8 +88,9 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
     /// Records the end of the refresh that started from `generation`, and returns every waiter with its result.
     ///
     /// A refresh overtaken by ``replace(with:)`` is ignored: its waiters get the replacement.
+    /// A failure is remembered for later calls as `memory` says; the waiters get it in any case.
     package mutating func refreshFinished(
-        from generation: UInt64, with result: Result<Credential, any Error>
+        from generation: UInt64, with result: Result<Credential, any Error>, remembering memory: RefreshFailureMemory
     ) -> (waiters: [Waiter], result: Result<(credential: Credential, generation: UInt64), any Error>) {
         if self.refreshingGeneration == generation { self.refreshingGeneration = nil }
         let waiters = self.waiters.filter { $0.generation == generation }.map(\.waiter)
@@ -98,7 +103,11 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
             self.failure = nil
             return (waiters, .success(self.current))
         case .failure(let error):
-            self.failure = (generation, error)
+            switch memory {
+            case .forGood: self.failure = (generation, error, nil)
+            case .until(let instant): self.failure = (generation, error, instant)
+            case .notAtAll: self.failure = nil
+            }
             return (waiters, .failure(error))
         }
     }
@@ -110,4 +119,15 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
         self.failure = nil
         return self.current
     }
+}
+
+/// How long the failure of a refresh is remembered, so that later calls get it without a new refresh.
+package enum RefreshFailureMemory: Equatable {
+    /// Until a new credential replaces the generation: the refresh failed for good (the session is over).
+    case forGood
+    /// Until this instant: the refresh failed for a reason that passes, and the server asked to
+    /// wait this long before the next one.
+    case until(Duration)
+    /// Not at all: the refresh failed for a reason that passes, and the next call refreshes again.
+    case notAtAll
 }

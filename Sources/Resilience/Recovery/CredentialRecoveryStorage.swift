@@ -23,9 +23,15 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
 
     private let state: Lock<State>
     private let refresh: @Sendable (Credential) async throws -> Credential
+    /// The clock that measures how long a failed refresh's retry-after hint is honoured.
+    private let clock: ElapsedClock
 
-    init(credential: Credential, refresh: @escaping @Sendable (Credential) async throws -> Credential) {
+    init(
+        credential: Credential, clock: ElapsedClock,
+        refresh: @escaping @Sendable (Credential) async throws -> Credential
+    ) {
         self.state = Lock(State(machine: CredentialRecoveryStateMachine(credential: credential)))
+        self.clock = clock
         self.refresh = refresh
     }
 
@@ -46,8 +52,12 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         let id = self.state.withLock { $0.machine.makeWaiterID() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
+                let now = self.clock.now()
                 let (action, watchers) = self.state.withLock { state in
-                    (state.machine.recover(after: carried, id: id, waiter: continuation), state.satisfiedWatchers())
+                    (
+                        state.machine.recover(after: carried, id: id, waiter: continuation, at: now),
+                        state.satisfiedWatchers()
+                    )
                 }
                 for watcher in watchers { watcher.resume() }
                 switch action {
@@ -73,12 +83,16 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         // values or cancellation, and keeps this storage alive until it ends.
         Task.detached {
             let outcome: Result<Credential, any Error>
+            var memory = RefreshFailureMemory.notAtAll
             do {
                 outcome = .success(try await self.refresh(credential))
             } catch {
                 outcome = .failure(error)
+                memory = RefreshFailure.memory(of: error, now: self.clock.now())
             }
-            let (waiters, result) = self.state.withLock { $0.machine.refreshFinished(from: generation, with: outcome) }
+            let (waiters, result) = self.state.withLock { [memory] in
+                $0.machine.refreshFinished(from: generation, with: outcome, remembering: memory)
+            }
             for waiter in waiters {
                 waiter.resume(returning: result)
             }

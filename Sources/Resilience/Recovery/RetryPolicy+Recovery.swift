@@ -5,11 +5,21 @@ extension RetryPolicy {
     /// After a failure that the recovery recognizes (see
     /// ``CredentialRecovery/isCredentialFailure``), the call waits for the
     /// recovery's shared refresh, or finds that another call already refreshed,
-    /// and tries again at once with the new credential. That attempt does not
+    /// and tries again with the new credential: at once, or when the rest of the
+    /// failure's retry-after hint has passed (a `Retry-After`, CloudKit's `CKRetryAfter`;
+    /// a hint over ``maximumRetryAfter`` stops the call with
+    /// ``RetryStopReason/retryAfterTooLong`` before any refresh). That attempt does not
     /// count against ``maximumAttempts``. A call recovers at most once: a second
     /// credential failure goes to the classifier, which stops it with
-    /// ``RetryStopReason/authenticationRequired``. A failed refresh ends the call
-    /// with ``RetryStopReason/authenticationRequired`` and the refresh's error.
+    /// ``RetryStopReason/authenticationRequired``.
+    ///
+    /// A refresh that fails for good (the auth server refused the session) ends the call
+    /// with ``RetryStopReason/authenticationRequired`` and the refresh's error: send the
+    /// person to sign in. One that fails for now ends it with the refresh's error and
+    /// ``RetryStopReason/tooManyRequests`` (the auth server answered 429; the hint is in
+    /// ``RetryOutcome/retryAfter``), ``RetryStopReason/offline`` or
+    /// ``RetryStopReason/credentialRefreshFailed``, and a later call refreshes again (see
+    /// ``CredentialRecovery``).
     ///
     /// The ``Rulebook``'s rules come first: a call that is not idempotent is not
     /// sent again after the server answered it, a 401 included.
@@ -32,7 +42,8 @@ extension RetryPolicy {
     ///   - operation: The work to attempt with the credential. It runs in the caller's isolation.
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged; the refresh's error when the
-    ///   recovery failed; `CancellationError` when the task was cancelled while waiting.
+    ///   recovery failed, for good or for now; `CancellationError` when the task was
+    ///   cancelled while waiting.
     public nonisolated(nonsending) func execute<Value, Credential>(
         recovering recovery: CredentialRecovery<Credential>,
         waitingFor connectivity: ConnectivityWait? = nil,
@@ -76,13 +87,23 @@ extension RetryPolicy {
                 .init(
                     policyName: self.name, attempt: call.attempts, error: error, httpStatus: analysis.httpStatus,
                     retryAfter: analysis.retryAfter))
+            if let hint = analysis.retryAfter, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
+            let failedAt = self.clock.now()
             switch await recovery.recover() {
             case .success:
                 call.hasRecovered = true
-                return self.retryNow(after: error, call: &call)
+                return self.retryAfterRecovery(
+                    after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
             case .failure(let failure):
                 if Task.isCancelled { return .stopWithError(.cancelled, CancellationError()) }
-                return .stopWithError(.authenticationRequired, failure)
+                // The refresh's own failure, read by the same analysis: only one that refused
+                // the session sends the person to sign in.
+                let refusal = FailureAnalysis(failure)
+                guard RefreshFailure.isTransient(failure, refusal) else {
+                    return .stopWithError(.authenticationRequired, failure)
+                }
+                if let hint = refusal.retryAfter { call.lastHint = hint }
+                return .stopWithError(RefreshFailure.stopReason(for: refusal), failure)
             }
         }
         if let connectivity = options.connectivity, analysis.isOffline,
@@ -92,6 +113,9 @@ extension RetryPolicy {
                 .init(
                     policyName: self.name, attempt: call.attempts, error: error, httpStatus: analysis.httpStatus,
                     retryAfter: analysis.retryAfter))
+            // The retry after the wait honours the failure's hint, so one the policy refuses ends the call now.
+            if let hint = analysis.retryAfter, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
+            let failedAt = self.clock.now()
             // The wait counts against the deadline: it ends at the deadline if that comes first.
             var limit = connectivity.limit
             var deadlineComesFirst = false
@@ -104,7 +128,8 @@ extension RetryPolicy {
             }
             switch await connectivity.waitForConnection(upTo: limit, clock: self.clock) {
             case .connected:
-                return self.retryNow(after: error, call: &call)
+                return self.retryAfterRecovery(
+                    after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
             case .limitReached:
                 return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
             case .cancelled:
@@ -114,13 +139,29 @@ extension RetryPolicy {
         return nil
     }
 
-    /// Schedules an attempt now that does not count against ``maximumAttempts``.
-    private nonisolated func retryNow(after error: any Error, call: inout CallState) -> Plan {
+    /// Schedules an attempt that does not count against ``maximumAttempts``, now that the
+    /// state that failed the last one has been recovered: at once, or when the rest of the
+    /// failure's retry-after hint has passed.
+    ///
+    /// - Parameters:
+    ///   - hint: The failure's retry-after hint, already known to be within ``maximumRetryAfter``.
+    ///   - failedAt: When the failure came, on the policy's clock: the hint runs from then,
+    ///     so the wait for the network or the refresh counts towards it.
+    ///   - start: When the call began: a wait that would pass the deadline stops the call.
+    private nonisolated func retryAfterRecovery(
+        after error: any Error,
+        hint: Duration?,
+        failedAt: Duration,
+        call: inout CallState,
+        start: Duration
+    ) -> Plan {
+        let rest = Swift.max((hint ?? .zero) - (self.clock.now() - failedAt), .zero)
+        if rest > .zero, let left = self.timeLeft(start: start), rest >= left { return .stop(.deadlineExceeded) }
         call.uncountedAttempts += 1
         call.retries += 1
         self.observer?.retryScheduled(
-            .init(policyName: self.name, attempt: call.attempts, delay: .zero, error: error, retryAfter: nil))
-        return .retryNow
+            .init(policyName: self.name, attempt: call.attempts, delay: rest, error: error, retryAfter: hint))
+        return rest > .zero ? .wait(rest) : .retryNow
     }
 }
 

@@ -11,7 +11,9 @@ import Synchronization
 /// locally, so the dependency saw no load from it. Nor does a rejection by one of
 /// the library's own limiters, wherever it sits in the error's chain
 /// (``FailureAnalysis/isLocalRejection``): a full ``ConcurrencyLimiter``, a
-/// ``RateLimiter`` out of permits.
+/// ``RateLimiter`` out of permits. Nor does a request that never left an offline
+/// device (``FailureAnalysis/isOffline`` with ``RequestDelivery/notSent``): the same
+/// failures a ``CircuitBreaker`` never counts (``Rulebook/countsAsFailure(_:)``).
 ///
 /// Share one budget among everything that calls the same dependency: pass it to
 /// one ``RetryPolicy`` used everywhere, or to several policies.

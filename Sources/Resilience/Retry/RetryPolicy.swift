@@ -657,8 +657,9 @@ public final actor RetryPolicy {
             .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
         guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
-        // A breaker's or a limiter's rejection put no load on the dependency, so it costs no token.
-        if !(error is CircuitBreakerOpenError), !analysis.isLocalRejection {
+        // A breaker's or a limiter's rejection, or a request that never left an offline
+        // device, put no load on the dependency, so it costs no token.
+        if !(error is CircuitBreakerOpenError), Rulebook.countsAsFailure(analysis) != false {
             self.budget?.recordFailure()
         }
         if call.attempts - call.uncountedAttempts >= self.maximumAttempts { return .stop(.exhausted) }

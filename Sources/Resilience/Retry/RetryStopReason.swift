@@ -28,7 +28,8 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// The calling task was cancelled.
     public static let cancelled = RetryStopReason(rawValue: "cancelled")
     /// The device stayed offline for longer than the call would wait for the network
-    /// (see ``ConnectivityWait``).
+    /// (see ``ConnectivityWait``), or a credential's refresh failed because it was offline
+    /// (see ``CredentialRecovery``).
     public static let offline = RetryStopReason(rawValue: "offline")
     /// The failure needs the user to sign in again; retrying cannot help.
     public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
@@ -40,6 +41,12 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     public static let partialFailure = RetryStopReason(rawValue: "partialFailure")
     /// An ``AdaptiveThrottle`` rejected the call locally; retrying would defeat its purpose.
     public static let throttled = RetryStopReason(rawValue: "throttled")
+    /// A credential's refresh failed for a reason that passes: the auth server was
+    /// unavailable, asked for a wait or timed out. Unlike ``authenticationRequired``, the
+    /// person need not sign in again: a later call refreshes again (see ``CredentialRecovery``).
+    /// A refresh the auth server answered with 429 stops the call with ``tooManyRequests``
+    /// instead, and one that failed offline with ``offline``.
+    public static let credentialRefreshFailed = RetryStopReason(rawValue: "credentialRefreshFailed")
     /// A policy nested inside this one already retried the failure to exhaustion, so
     /// this layer does not multiply its attempts (see ``NestedRetries``).
     public static let retriedByInnerPolicy = RetryStopReason(rawValue: "retriedByInnerPolicy")

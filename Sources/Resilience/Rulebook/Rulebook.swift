@@ -16,11 +16,15 @@
 ///
 /// 4. **A ``CircuitBreaker`` never counts a call the caller cancelled.**
 /// 5. **It always counts an attempt the library's own time limit ended.**
-/// 6. **It never counts a call one of the library's own limiters refused**
-///    (``FailureAnalysis/isLocalRejection``): a ``ConcurrencyLimiter``'s or a
-///    ``RateLimiter``'s ``LimiterRejectionError``, or an ``AdaptiveThrottleRejection``,
-///    wherever it sits in the error's chain. The call never reached the dependency, so
-///    a breaker around a full bulkhead does not open on a healthy dependency. A
+/// 6. **It never counts a call that never reached the dependency**: one of the
+///    library's own limiters refused it (``FailureAnalysis/isLocalRejection``: a
+///    ``ConcurrencyLimiter``'s or a ``RateLimiter``'s ``LimiterRejectionError``, or an
+///    ``AdaptiveThrottleRejection``, wherever it sits in the error's chain), or the
+///    device was offline and the request never left it (``FailureAnalysis/isOffline``
+///    with ``FailureAnalysis/delivery`` at ``RequestDelivery/notSent``:
+///    `URLError.notConnectedToInternet`, CloudKit's `networkUnavailable`). So a breaker
+///    around a full bulkhead does not open on a healthy dependency, and one inside a
+///    call that waits for the network does not refuse the retry once it is back. A
 ///    ``CircuitBreakerOpenError`` from a breaker inside is not such a rejection: it
 ///    says the dependency is known to be failing, and the classifier decides (the
 ///    default one counts it). The same reading keeps an ``AdaptiveThrottle`` from
@@ -54,14 +58,18 @@ public enum Rulebook {
     /// it to the breaker's ``CircuitBreakerFailureClassifier``.
     ///
     /// - Returns: `false` for a call the caller cancelled (``Interruption/caller``), a hedge
-    ///   another attempt won (``Interruption/superseded``) and a call one of the library's
-    ///   own limiters refused (``FailureAnalysis/isLocalRejection``); `true` for an attempt
-    ///   the library's own time limit ended (``Interruption/timeLimit``); `nil` otherwise.
+    ///   another attempt won (``Interruption/superseded``), a call one of the library's
+    ///   own limiters refused (``FailureAnalysis/isLocalRejection``) and a request that never
+    ///   left an offline device (``FailureAnalysis/isOffline``, ``RequestDelivery/notSent``);
+    ///   `true` for an attempt the library's own time limit ended (``Interruption/timeLimit``);
+    ///   `nil` otherwise.
     public static func countsAsFailure(_ analysis: FailureAnalysis) -> Bool? {
         switch analysis.interruption {
         case .caller?, .superseded?: return false
         case .timeLimit?: return true
-        default: return analysis.isLocalRejection ? false : nil
+        default:
+            let neverLeft = analysis.isOffline && analysis.delivery == .notSent
+            return analysis.isLocalRejection || neverLeft ? false : nil
         }
     }
 

@@ -9,7 +9,7 @@ import Testing
     private func park(_ machine: inout Machine, _ waiter: String, carrying generation: UInt64) -> Machine.RecoverAction
     {
         let id = machine.makeWaiterID()
-        return machine.recover(after: generation, id: id, waiter: waiter)
+        return machine.recover(after: generation, id: id, waiter: waiter, at: .zero)
     }
 
     @Test func theFirstCredentialFailureStartsARefreshAndLaterOnesWaitForIt() throws {
@@ -26,7 +26,7 @@ import Testing
         }
         #expect(machine.waiterCount == 2)
 
-        let (waiters, result) = machine.refreshFinished(from: 0, with: .success("new"))
+        let (waiters, result) = machine.refreshFinished(from: 0, with: .success("new"), remembering: .forGood)
         #expect(waiters == ["a", "b"])
         #expect(try result.get().credential == "new")
         #expect(try result.get().generation == 1)
@@ -37,7 +37,7 @@ import Testing
     @Test func aRequestCarryingAnOlderCredentialRetriesWithTheNewOneWithoutRefreshing() throws {
         var machine = Machine(credential: "old")
         _ = self.park(&machine, "a", carrying: 0)
-        _ = machine.refreshFinished(from: 0, with: .success("new"))
+        _ = machine.refreshFinished(from: 0, with: .success("new"), remembering: .forGood)
 
         guard case .resume(let result) = self.park(&machine, "late", carrying: 0) else {
             Issue.record("a stale request must not wait or refresh")
@@ -50,7 +50,7 @@ import Testing
     @Test func aFailedRefreshIsRememberedForItsGenerationUntilTheCredentialIsReplaced() throws {
         var machine = Machine(credential: "old")
         _ = self.park(&machine, "a", carrying: 0)
-        let (waiters, result) = machine.refreshFinished(from: 0, with: .failure(RefreshFailed()))
+        let (waiters, result) = machine.refreshFinished(from: 0, with: .failure(RefreshFailed()), remembering: .forGood)
         #expect(waiters == ["a"])
         #expect(throws: RefreshFailed.self) { try result.get() }
 
@@ -72,13 +72,13 @@ import Testing
     @Test func cancellingAParkedWaiterRemovesOnlyThatWaiter() {
         var machine = Machine(credential: "old")
         let first = machine.makeWaiterID()
-        _ = machine.recover(after: 0, id: first, waiter: "a")
+        _ = machine.recover(after: 0, id: first, waiter: "a", at: .zero)
         let second = machine.makeWaiterID()
-        _ = machine.recover(after: 0, id: second, waiter: "b")
+        _ = machine.recover(after: 0, id: second, waiter: "b", at: .zero)
 
         #expect(machine.cancel(id: first) == "a")
         #expect(machine.refreshingGeneration == 0)  // the refresh is not the waiter's to stop
-        let (waiters, _) = machine.refreshFinished(from: 0, with: .success("new"))
+        let (waiters, _) = machine.refreshFinished(from: 0, with: .success("new"), remembering: .forGood)
         #expect(waiters == ["b"])
     }
 
@@ -86,7 +86,7 @@ import Testing
         var machine = Machine(credential: "old")
         let id = machine.makeWaiterID()
         #expect(machine.cancel(id: id) == nil)
-        guard case .resume(let result) = machine.recover(after: 0, id: id, waiter: "a") else {
+        guard case .resume(let result) = machine.recover(after: 0, id: id, waiter: "a", at: .zero) else {
             Issue.record("a cancelled waiter must not park")
             return
         }
@@ -99,10 +99,46 @@ import Testing
         var machine = Machine(credential: "old")
         _ = self.park(&machine, "a", carrying: 0)
         _ = machine.replace(with: "signed-in")
-        let (waiters, result) = machine.refreshFinished(from: 0, with: .success("refreshed"))
+        let (waiters, result) = machine.refreshFinished(from: 0, with: .success("refreshed"), remembering: .forGood)
         #expect(waiters == ["a"])
         #expect(try result.get().credential == "signed-in")
         #expect(machine.credential == "signed-in")
         #expect(machine.generation == 1)
+    }
+
+    @Test func aFailureRememberedUntilAnInstantAnswersLaterCallsUntilThenAndARefreshAfter() {
+        var machine = Machine(credential: "old")
+        _ = machine.recover(after: 0, id: machine.makeWaiterID(), waiter: "a", at: .zero)
+        _ = machine.refreshFinished(from: 0, with: .failure(RefreshFailed()), remembering: .until(.seconds(30)))
+        guard
+            case .resume(.failure) = machine.recover(
+                after: 0, id: machine.makeWaiterID(), waiter: "b", at: .seconds(29))
+        else {
+            Issue.record("a call before the instant must get the remembered failure")
+            return
+        }
+        guard
+            case .parkAndRefresh = machine.recover(after: 0, id: machine.makeWaiterID(), waiter: "c", at: .seconds(30))
+        else {
+            Issue.record("a call at the instant must refresh again")
+            return
+        }
+    }
+
+    @Test func aFailureNotRememberedLetsTheNextCallRefreshAtOnce() {
+        var machine = Machine(credential: "old")
+        _ = machine.recover(after: 0, id: machine.makeWaiterID(), waiter: "a", at: .zero)
+        let (waiters, result) = machine.refreshFinished(
+            from: 0, with: .failure(RefreshFailed()), remembering: .notAtAll)
+        #expect(waiters == ["a"])
+        guard case .failure = result else {
+            Issue.record("the waiters still get the failure")
+            return
+        }
+        guard case .parkAndRefresh = machine.recover(after: 0, id: machine.makeWaiterID(), waiter: "b", at: .zero)
+        else {
+            Issue.record("the next call must refresh again")
+            return
+        }
     }
 }

@@ -1,0 +1,46 @@
+/// What the failure of a credential's refresh says about the session, read from the one ``FailureAnalysis``.
+///
+/// A refresh fails **for good** when the auth server refused the session (a 400 or a 401,
+/// an OAuth 2.0 `invalid_grant`) or the refresh threw an error of the app's own that the
+/// analysis does not know: the person must sign in again. It fails **for now** when
+/// the failure says nothing about the session: the auth server asked for less traffic
+/// (429) or for a wait (a retry-after hint), was unavailable (408, 500, 502, 503, 504),
+/// could not be reached (offline, a refused connection, a timeout), or the refresh was
+/// cut short (a time limit, a cancellation, a local limiter or breaker).
+enum RefreshFailure {
+    /// Whether the refresh failed for a reason that passes, so the session is not over.
+    static func isTransient(_ error: any Error, _ analysis: FailureAnalysis) -> Bool {
+        if analysis.needsCredentials { return false }
+        if analysis.isTooManyRequests || analysis.isOffline || analysis.interruption != nil
+            || analysis.isLocalRejection || error is CircuitBreakerOpenError
+        {
+            return true
+        }
+        if let status = analysis.httpStatus {
+            // The server answered: only an answer that asks to come back later passes.
+            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status)
+                || (status >= 500 && analysis.retryAfter != nil)
+        }
+        if analysis.retryAfter != nil { return true }
+        if let category = URLErrorCategory(error) { return category.isTransient }
+        return (error as? any RetryableError)?.isRetryable ?? false
+    }
+
+    /// How long the recovery remembers a refresh's failure: for good, until its retry-after
+    /// hint has passed (measured from `now`), or not at all.
+    static func memory(of error: any Error, now: Duration) -> RefreshFailureMemory {
+        let analysis = FailureAnalysis(error)
+        guard Self.isTransient(error, analysis) else { return .forGood }
+        guard let hint = analysis.retryAfter, hint > .zero else { return .notAtAll }
+        return .until(now + hint)
+    }
+
+    /// The reason a call stops after a refresh that failed for now: ``RetryStopReason/tooManyRequests``
+    /// for a 429 (never retried at once), ``RetryStopReason/offline`` when the device was offline,
+    /// ``RetryStopReason/credentialRefreshFailed`` otherwise.
+    static func stopReason(for analysis: FailureAnalysis) -> RetryStopReason {
+        if analysis.isTooManyRequests { return .tooManyRequests }
+        if analysis.isOffline { return .offline }
+        return .credentialRefreshFailed
+    }
+}
