@@ -46,6 +46,14 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// it (see ``Rulebook/countsAsFailure(_:)``), an ``AdaptiveThrottle`` does not record it,
     /// and a retry of it costs no ``RetryBudget`` token.
     public let isLocalRejection: Bool
+    /// Whether the call was refused before it ran by one of the library's own gates:
+    /// ``isLocalRejection``, or a ``CircuitBreakerOpenError`` anywhere in the chain while
+    /// nothing in it says the request left (``delivery`` is ``RequestDelivery/notSent``).
+    ///
+    /// A breaker's refusal is kept apart from ``isLocalRejection`` because it says the
+    /// dependency is failing, so a breaker outside counts it; for a ``Fallback`` it is a
+    /// refusal all the same (``FallbackContext/isRejection``).
+    let isRefusedBeforeRunning: Bool
 
     /// Reads `error` and the state of the current task.
     ///
@@ -95,6 +103,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         }
         self.isLocalRejection =
             reader.sawLocalRejection && !reader.sawBreakerRejection && self.delivery == .notSent
+        self.isRefusedBeforeRunning =
+            (reader.sawLocalRejection || reader.sawBreakerRejection) && self.delivery == .notSent
     }
 
     /// Accumulates the facts of each error in a chain.
