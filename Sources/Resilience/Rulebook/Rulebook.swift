@@ -15,7 +15,9 @@
 /// Three more rules are about counting, not retrying (``countsAsFailure(_:)``):
 ///
 /// 4. **A ``CircuitBreaker`` never counts a call the caller cancelled.**
-/// 5. **It always counts an attempt the library's own time limit ended.**
+/// 5. **It always counts an attempt the library's own time limit ended**, unless the limit
+///    fired while the call still waited at one of the library's gates inside it, so the
+///    request provably never left (``RequestDelivery/notSent``, see rule 6).
 /// 6. **It never counts a call one of the library's own limiters refused**
 ///    (``FailureAnalysis/isLocalRejection``): a ``ConcurrencyLimiter``'s or a
 ///    ``RateLimiter``'s ``LimiterRejectionError``, or an ``AdaptiveThrottleRejection``,
@@ -54,12 +56,13 @@ public enum Rulebook {
     ///
     /// - Returns: `false` for a call the caller cancelled (``Interruption/caller``), a hedge
     ///   another attempt won (``Interruption/superseded``) and a call one of the library's
-    ///   own limiters refused (``FailureAnalysis/isLocalRejection``); `true` for an attempt
+    ///   own limiters refused (``FailureAnalysis/isLocalRejection``, a time limit that ended
+    ///   the call while it waited at one of them included); `true` for any other attempt
     ///   the library's own time limit ended (``Interruption/timeLimit``); `nil` otherwise.
     public static func countsAsFailure(_ analysis: FailureAnalysis) -> Bool? {
         switch analysis.interruption {
         case .caller?, .superseded?: return false
-        case .timeLimit?: return true
+        case .timeLimit?: return !analysis.isLocalRejection
         default: return analysis.isLocalRejection ? false : nil
         }
     }
