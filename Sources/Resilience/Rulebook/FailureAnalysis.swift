@@ -182,6 +182,19 @@ public struct FailureAnalysis: Sendable, Hashable {
             if let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
                 self.noteRejection(by: Swift.type(of: reporting))
+            } else if let bridged = BridgedLibraryError.kind(of: error) {
+                // One of the library's errors as a plain `NSError` (bridged on Linux).
+                switch bridged {
+                case .breakerRejection:
+                    self.note(.notSent)
+                    self.sawBreakerRejection = true
+                case .localRejection:
+                    self.note(.notSent)
+                    self.sawLocalRejection = true
+                case .timeLimit(let delivery):
+                    self.note(delivery)
+                    self.sawTimeLimit = true
+                }
             }
             if let code = URLErrorCategory.ownCode(of: error) {
                 let category = URLErrorCategory(code: code)
