@@ -116,7 +116,9 @@ struct FallbackRejectionSeamTests {
     func aWrappedFailureOfTheDependencyIsNotARejection(shape: LocalRejectionShape) async throws {
         let seen = Recorder<Bool>()
         let fallback = Self.fallback(seen)
-        for failure in [TransientError(id: 3), URLError(.timedOut), TimeoutError(timeoutName: "t", timeout: .seconds(1))]
+        for failure in [
+            TransientError(id: 3), URLError(.timedOut), TimeoutError(timeoutName: "t", timeout: .seconds(1)),
+        ]
             as [any Error]
         {
             #expect(try await fallback.execute { () async throws -> Int in throw shape.wrap(failure) } == -2)
