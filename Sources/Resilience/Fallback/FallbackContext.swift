@@ -14,8 +14,15 @@ public struct FallbackContext: Sendable {
     /// Whether the call was refused before it ran: a breaker open, a limiter full,
     /// an adaptive throttle shedding load (the request provably never left,
     /// ``RequestDelivery/notSent``).
+    ///
+    /// Read from ``analysis``, so the refusal counts wherever it sits in the error's
+    /// chain: thrown as it is, under an `NSError`'s `NSUnderlyingErrorKey`, inside the
+    /// library's own wrappers or an app's error that wraps it (see
+    /// ``UnderlyingErrorProviding``). An inner breaker's ``CircuitBreakerOpenError`` is a
+    /// refusal too, though a breaker outside counts it against the dependency
+    /// (``FailureAnalysis/isLocalRejection``). A refusal beside an error that says the
+    /// request may have left (one item of a batch, say) is not.
     public var isRejection: Bool {
-        self.error is CircuitBreakerOpenError || self.error is LimiterRejectionError
-            || self.error is AdaptiveThrottleRejection
+        self.analysis.isRefusedBeforeRunning
     }
 }

@@ -108,7 +108,9 @@ public final class RateLimiter: Sendable {
     /// - Returns: The operation's value.
     /// - Throws: ``LimiterRejectionError`` without running the operation when no
     ///   permit frees within ``maximumWait``; `CancellationError` when the caller's
-    ///   task is cancelled while waiting; otherwise the operation's own error, unchanged.
+    ///   task is cancelled while waiting, or a library time limit around the caller fired
+    ///   while it waited (the limit then reports the request as never sent, see
+    ///   <doc:Timeouts>); otherwise the operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
         if let retryAfter = self.tryAcquire() {
@@ -144,6 +146,10 @@ public final class RateLimiter: Sendable {
     nonisolated(nonsending) func acquireSlowly(retryAfter firstRetryAfter: Duration) async throws {
         let deadline = self.clock.now() + self.maximumWait
         var retryAfter = firstRetryAfter
+        // The time limits enclosing the caller, told once it waits here, not yet sent.
+        var limits: TimeLimitSignal?
+        var waits = false
+        defer { if waits { _ = TimeLimitSignal.leaveGate(from: limits) } }
         while true {
             let now = self.clock.now()
             if now + retryAfter > deadline {
@@ -152,8 +158,19 @@ public final class RateLimiter: Sendable {
                     StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection, retryAfter: retryAfter))
                 throw rejection
             }
+            if !waits {
+                limits = CallScope.current.timeLimits
+                TimeLimitSignal.enterGate(from: limits)
+                waits = true
+            }
             try await self.clock.sleepUntil(now + retryAfter)
-            guard let next = self.tryAcquire() else { return }
+            guard let next = self.tryAcquire() else {
+                waits = false
+                // A time limit around the caller fired while it waited, and may have reported
+                // the request as never sent: the permit is spent, and the call does not run.
+                if TimeLimitSignal.leaveGate(from: limits) { throw CancellationError() }
+                return
+            }
             retryAfter = next
         }
     }

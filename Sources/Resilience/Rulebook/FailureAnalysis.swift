@@ -41,12 +41,23 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// dependency: a ``LimiterRejectionError`` (from a ``ConcurrencyLimiter`` or a
     /// ``RateLimiter``) or an ``AdaptiveThrottleRejection`` anywhere in the chain, while
     /// nothing else in it says the request left (``delivery`` is ``RequestDelivery/notSent``)
-    /// and no ``CircuitBreakerOpenError`` in it speaks for the dependency.
+    /// and no ``CircuitBreakerOpenError`` in it speaks for the dependency. A library time
+    /// limit that ended the call while it still waited at one of those limiters
+    /// (``Interruption/timeLimit`` with ``delivery`` ``RequestDelivery/notSent``) is such a
+    /// refusal too.
     ///
     /// Such a failure says nothing about the dependency, so a ``CircuitBreaker`` never counts
     /// it (see ``Rulebook/countsAsFailure(_:)``), an ``AdaptiveThrottle`` does not record it,
     /// and a retry of it costs no ``RetryBudget`` token.
     public let isLocalRejection: Bool
+    /// Whether the call was refused before it ran by one of the library's own gates:
+    /// ``isLocalRejection``, or a ``CircuitBreakerOpenError`` anywhere in the chain while
+    /// nothing in it says the request left (``delivery`` is ``RequestDelivery/notSent``).
+    ///
+    /// A breaker's refusal is kept apart from ``isLocalRejection`` because it says the
+    /// dependency is failing, so a breaker outside counts it; for a ``Fallback`` it is a
+    /// refusal all the same (``FallbackContext/isRejection``).
+    let isRefusedBeforeRunning: Bool
 
     /// Reads `error` and the state of the current task.
     ///
@@ -54,13 +65,22 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// task was stopped by the caller, unless one of the library's time limits
     /// cancelled it.
     public init(_ error: any Error) {
+        let isCancelled = Task.isCancelled
+        let scope = isCancelled ? CallScope.current : nil
         self.init(
-            error, isCancelled: Task.isCancelled, timeLimitFired: Task.isCancelled && CallScope.current.timeLimitFired,
-            superseded: Task.isCancelled && CallScope.current.supersededFired)
+            error, isCancelled: isCancelled, timeLimitFired: scope?.timeLimitFired ?? false,
+            superseded: scope?.supersededFired ?? false,
+            timeLimitFiredBeforeSending: scope?.timeLimitFiredBeforeSending ?? false)
     }
 
     /// Reads `error` with the task's state given, for tests and for callers that know better.
-    init(_ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false) {
+    ///
+    /// `timeLimitFiredBeforeSending`: the library time limits that cancelled the task fired
+    /// while the call waited at one of the library's gates (``TimeLimitSignal/firedBeforeSending``).
+    init(
+        _ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false,
+        timeLimitFiredBeforeSending: Bool = false
+    ) {
         var reader = Reader()
         ErrorChain.walk(error) { node in
             reader.read(node)
@@ -81,21 +101,33 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else {
             self.interruption = nil
         }
-        if self.interruption == .timeLimit {
-            self.delivery = .mayHaveBeenSent
-        } else if reader.sawMaybeSent {
-            self.delivery = .mayHaveBeenSent
+        // A time limit that cancelled the task while the call waited at one of the library's
+        // gates proves it never left; any other leaves it unknown.
+        let limitInTask = isCancelled && timeLimitFired && self.interruption == .timeLimit
+        if limitInTask && timeLimitFiredBeforeSending { reader.sawNotSent = true }
+        var delivery: RequestDelivery
+        if reader.sawMaybeSent || (limitInTask && !timeLimitFiredBeforeSending) {
+            delivery = .mayHaveBeenSent
         } else if reader.sawAnswered {
-            self.delivery = .answered
+            delivery = .answered
         } else if reader.sawRefused {
-            self.delivery = .refused
+            delivery = .refused
         } else if reader.sawNotSent {
-            self.delivery = .notSent
+            delivery = .notSent
         } else {
-            self.delivery = .unknown
+            delivery = .unknown
         }
+        if self.interruption == .timeLimit, delivery != .notSent {
+            // A time limit ended the call: unless something proves it never left, it may have.
+            delivery = .mayHaveBeenSent
+        }
+        self.delivery = delivery
+        // A time limit that ended a call still waiting at a gate is a refusal by that gate.
+        let heldAtGate = self.interruption == .timeLimit && self.delivery == .notSent
         self.isLocalRejection =
-            reader.sawLocalRejection && !reader.sawBreakerRejection && self.delivery == .notSent
+            ((reader.sawLocalRejection && !reader.sawBreakerRejection) || heldAtGate) && self.delivery == .notSent
+        self.isRefusedBeforeRunning =
+            (reader.sawLocalRejection || reader.sawBreakerRejection || heldAtGate) && self.delivery == .notSent
     }
 
     /// This analysis with the fact that the failed call's own operation proved it had no
@@ -175,6 +207,19 @@ public struct FailureAnalysis: Sendable, Hashable {
             if let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
                 self.noteRejection(by: Swift.type(of: reporting))
+            } else if let bridged = BridgedLibraryError.kind(of: error) {
+                // One of the library's errors as a plain `NSError` (bridged on Linux).
+                switch bridged {
+                case .breakerRejection:
+                    self.note(.notSent)
+                    self.sawBreakerRejection = true
+                case .localRejection:
+                    self.note(.notSent)
+                    self.sawLocalRejection = true
+                case .timeLimit(let delivery):
+                    self.note(delivery)
+                    self.sawTimeLimit = true
+                }
             }
             if let code = URLErrorCategory.ownCode(of: error) {
                 let category = URLErrorCategory(code: code)

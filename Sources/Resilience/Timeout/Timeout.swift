@@ -126,7 +126,8 @@ public struct Timeout: Sendable {
             guard signal.hasFired else { throw error }
             let timeout = TimeoutError(
                 timeoutName: self.name, timeout: self.duration,
-                requestIdempotency: signal.reportedIdempotency(declared: declared))
+                requestIdempotency: signal.reportedIdempotency(declared: declared),
+                requestDelivery: signal.reportedDelivery)
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
             throw timeout
         }

@@ -1,0 +1,69 @@
+import Foundation
+
+/// The `NSError` form of the library's own errors, read back.
+///
+/// The library's errors that a caller is likely to bridge with `as NSError` (to log it,
+/// hand it to Objective-C, or keep it in another error's `userInfo`) adopt `CustomNSError`
+/// with a stable domain and code and a `userInfo` that keeps the description and the
+/// retry-after hint (under `"Retry-After"`, in seconds, which ``ErrorHints`` reads). Where
+/// bridging makes a plain `NSError` that no longer holds the Swift value (on Linux), the
+/// failure analysis still reads it as the same kind of failure from its domain and code:
+/// a breaker's or a limiter's refusal, a time limit's end, and how far the request got.
+enum BridgedLibraryError {
+    /// The domain of ``CircuitBreakerOpenError``.
+    static let breakerOpenDomain = "Resilience.CircuitBreakerOpenError"
+    /// The domain of ``LimiterRejectionError``.
+    static let limiterRejectionDomain = "Resilience.LimiterRejectionError"
+    /// The domain of ``AdaptiveThrottleRejection``.
+    static let throttleRejectionDomain = "Resilience.AdaptiveThrottleRejection"
+    /// The domain of ``TimeoutError``.
+    static let timeoutDomain = "Resilience.TimeoutError"
+    /// The domain of ``AttemptTimeoutError``.
+    static let attemptTimeoutDomain = "Resilience.AttemptTimeoutError"
+
+    /// The code of a time limit's error whose request may have been sent.
+    static let timedOutCode = 1
+    /// The code of a time limit's error that fired while the call waited at one of the
+    /// library's gates: the request was not sent.
+    static let timedOutBeforeSendingCode = 2
+
+    /// What a bridged error of the library says, as the failure analysis reads it.
+    enum Kind {
+        case breakerRejection
+        case localRejection
+        case timeLimit(RequestDelivery)
+    }
+
+    /// The kind of failure `error` is, when it is a plain `NSError` in one of the library's
+    /// domains; `nil` for any other error (a Swift error of the library is read as itself).
+    static func kind(of error: any Error) -> Kind? {
+        guard type(of: error) is NSError.Type else { return nil }
+        let nsError = error as NSError
+        let domain = nsError.domain
+        guard domain.hasPrefix("Resilience.") else { return nil }
+        switch domain {
+        case Self.breakerOpenDomain:
+            return .breakerRejection
+        case Self.limiterRejectionDomain, Self.throttleRejectionDomain:
+            return .localRejection
+        case Self.timeoutDomain, Self.attemptTimeoutDomain:
+            return .timeLimit(nsError.code == Self.timedOutBeforeSendingCode ? .notSent : .mayHaveBeenSent)
+        default:
+            return nil
+        }
+    }
+
+    /// The `userInfo` of a bridged error of the library: its description, its retry-after
+    /// hint in seconds when it has one, and the idempotency of its request when known.
+    static func userInfo(
+        description: String, retryAfter: Duration? = nil, requestIdempotency: Idempotency? = nil
+    ) -> [String: Any] {
+        var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description]
+        if let retryAfter, retryAfter >= .zero { userInfo[Self.retryAfterKey] = retryAfter.secondsValue }
+        if let requestIdempotency { userInfo[ErrorHints.requestIdempotencyKey] = requestIdempotency }
+        return userInfo
+    }
+
+    /// The `userInfo` key of the retry-after hint: the first that ``ErrorHints`` reads.
+    static let retryAfterKey = "Retry-After"
+}
