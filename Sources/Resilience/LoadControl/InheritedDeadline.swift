@@ -26,12 +26,11 @@ struct InheritedDeadline: Sendable {
         return Swift.min(own, inherited)
     }
 
-    /// The current scope with a deadline `limit` from now on `clock`, unless an enclosing one ends sooner.
-    static func scope(limit: Duration, clock: ElapsedClock) -> CallScope {
-        var scope = CallScope.current
-        let candidate = InheritedDeadline(clock: clock, end: clock.now() + limit)
-        if let existing = scope.deadline, existing.remaining <= limit { return scope }
-        scope.deadline = candidate
-        return scope
+    /// Sets `scope`'s deadline to `end` on `clock`, a deadline `limit` from the call's start,
+    /// unless the deadline it has ends sooner; returns whether it set it.
+    static func bound(_ scope: inout CallScope, limit: Duration, end: Duration, clock: ElapsedClock) -> Bool {
+        if let existing = scope.deadline, existing.remaining <= limit { return false }
+        scope.deadline = InheritedDeadline(clock: clock, end: end)
+        return true
     }
 }
