@@ -3,15 +3,15 @@ extension RetryPolicy {
     /// when it has nothing to hand down that the enclosing scope does not already say.
     ///
     /// The enclosing scope is read once, and only by a call with something to hand down.
+    @usableFromInline
     nonisolated func scopeToHandDown(_ options: CallOptions, start: Duration) -> CallScope? {
-        let classifiers = options.idempotency == nil ? self.classifierDeclarationToHandDown : nil
-        guard options.idempotency != nil || classifiers != nil || self.deadline != nil else { return nil }
+        guard self.handsDownScope || options.idempotency != nil else { return nil }
         var scope = CallScope.current
         var changed = false
         if let declared = options.idempotency {
             scope.declare(declared)
             changed = true
-        } else if let classifiers, scope.idempotency == nil {
+        } else if let classifiers = self.classifierDeclarationToHandDown, scope.idempotency == nil {
             // A call declared by its caller, or nested in a declared call, hands that declaration
             // down instead: it is what the call is judged by (see `Rulebook.idempotency(of:declared:classifier:)`).
             // A classifier's "idempotent" is never handed down, so it cannot override a nested
@@ -19,7 +19,7 @@ extension RetryPolicy {
             scope.declare(classifiers, byClassifier: true)
             changed = true
         }
-        if let deadline = self.deadline, InheritedDeadline.bound(&scope, limit: deadline, end: start + deadline, clock: self.clock) {
+        if let deadline = self.deadline, InheritedDeadline.bound(&scope, limit: deadline, end: start + deadline, policy: self) {
             changed = true
         }
         return changed ? scope : nil

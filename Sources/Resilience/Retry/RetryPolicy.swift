@@ -89,6 +89,12 @@ public final actor RetryPolicy {
     /// The classifier's declaration that calls are not idempotent, which nested calls inherit;
     /// `nil` when the classifier declares nothing, or declares the calls idempotent.
     nonisolated let classifierDeclarationToHandDown: Idempotency?
+    /// Whether every call hands a scope down to the calls nested in it: for the deadline, or
+    /// for the classifier's declaration. Read as one flag, so that a call that does not never
+    /// copies the optionals it derives from.
+    nonisolated let handsDownScope: Bool
+    /// Whether ``observer`` is set, read as one flag for the same reason.
+    nonisolated let hasObserver: Bool
     private var generator: AnyRandomNumberGenerator
     private var counters = RetryStatistics()
 
@@ -187,6 +193,8 @@ public final actor RetryPolicy {
         // Read once: a classifier's declaration is part of its configuration.
         let handedDown = classifier.declaredIdempotency.flatMap { $0.isIdempotent ? nil : $0 }
         self.classifierDeclarationToHandDown = handedDown
+        self.handsDownScope = configuration.deadline != nil || handedDown != nil
+        self.hasObserver = observer != nil
         self.needsFullPath =
             configuration.deadline != nil || observer != nil || throttle != nil || handedDown != nil
         self.generator = AnyRandomNumberGenerator(generator)
@@ -440,19 +448,21 @@ public final actor RetryPolicy {
         options: CallOptions,
         attempt: nonisolated(nonsending) (AttemptDeadline) async throws -> Value
     ) async -> RetryOutcome<Value> {
+        var call = self.begin(firstFailure: firstFailure, options: options)
         // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
-        var (call, scope) = self.begin(firstFailure: firstFailure, options: options)
-        if let scope {
+        if let scope = self.scopeToHandDown(options, start: call.start) {
             return await CallScope.handedDown.withValue(
-                scope, operation: { await self.loop(isolation: isolation, &call, attempt) }, isolation: isolation)
+                scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
+                isolation: isolation)
         }
-        return await self.loop(isolation: isolation, &call, attempt)
+        return await self.loop(isolation: isolation, options, &call, attempt)
     }
 
     /// The loop of `drive(isolation:firstFailure:options:attempt:)`, under the scope it hands down.
     @inlinable
     func loop<Value>(
         isolation: isolated (any Actor)?,
+        _ options: CallOptions,
         _ call: inout Call,
         _ attempt: nonisolated(nonsending) (AttemptDeadline) async throws -> Value
     ) async -> RetryOutcome<Value> {
@@ -476,27 +486,24 @@ public final actor RetryPolicy {
             case .stop(let error, let reason):
                 return RetryOutcome(await self.finish(isolation: isolation, call, .failure(error), reason))
             }
-            if let end = await self.attemptFailed(isolation: isolation, failure, ran: ran, &call) {
+            if let end = await self.attemptFailed(isolation: isolation, failure, ran: ran, options, &call) {
                 return RetryOutcome(end)
             }
         }
     }
 
-    /// The state of a call about to make its first attempt, or to handle the failure of the one
-    /// the fast path made, and the scope it hands down to the calls nested in it, if any.
+    /// The state of a call about to make its first attempt, or to handle the failure of the one the fast path made.
     ///
-    /// The clock is read once, and only when the call needs the time it started: for its
-    /// deadline, for an observer, or for an outcome that reports its `elapsed`.
+    /// The clock is read only when the call needs the time it started: for its deadline, for
+    /// an observer, or for an outcome that reports its `elapsed`.
     @usableFromInline
-    nonisolated func begin(firstFailure: FirstAttemptFailure?, options: CallOptions) -> (Call, CallScope?) {
-        var state = CallState(attempts: firstFailure == nil ? 0 : 1)
-        state.ledgerMark = firstFailure?.ledgerMark ?? 0
-        let measuresElapsed = options.reportsElapsed || self.observer != nil
-        let start = measuresElapsed || self.deadline != nil ? self.clock.now() : .zero
-        let call = Call(
-            options: options, start: start, measuresElapsed: measuresElapsed, state: state,
+    nonisolated func begin(firstFailure: FirstAttemptFailure?, options: CallOptions) -> Call {
+        let measuresElapsed = options.reportsElapsed || self.hasObserver
+        return Call(
+            start: measuresElapsed || self.deadline != nil ? self.clock.now() : .zero,
+            measuresElapsed: measuresElapsed,
+            state: CallState(attempts: firstFailure == nil ? 0 : 1, ledgerMark: firstFailure?.ledgerMark ?? 0),
             pendingFailure: firstFailure?.error)
-        return (call, self.scopeToHandDown(options, start: start))
     }
 
     /// What comes before the next attempt: the checks that may stop the call, the attempt's count, and the throttle.
@@ -551,12 +558,13 @@ public final actor RetryPolicy {
         isolation: isolated (any Actor)?,
         _ error: any Error,
         ran: Bool,
+        _ options: CallOptions,
         _ call: inout Call
     ) async -> CallEnd? {
         if ran { self.recordAttemptFailure(error) }
         call.state.lastError = error
         switch await self.plan(
-            isolation: isolation, after: error, options: call.options, call: &call.state, start: call.start)
+            isolation: isolation, after: error, options: options, call: &call.state, start: call.start)
         {
         case .stop(let reason):
             return await self.finish(isolation: isolation, call, .failure(error), reason)
@@ -593,6 +601,9 @@ public final actor RetryPolicy {
     /// What one call has seen so far.
     struct CallState {
         var attempts: Int
+        /// The nested-retry ledger's mark when the last attempt started: only records
+        /// written after it are an inner policy's word about that attempt.
+        var ledgerMark: UInt64
         var retries = 0
         var lastError: (any Error)?
         var previousDelay: Duration?
@@ -604,15 +615,11 @@ public final actor RetryPolicy {
         var hasRecovered = false
         /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
         var innerWriters: [ObjectIdentifier] = []
-        /// The nested-retry ledger's mark when the last attempt started: only records
-        /// written after it are an inner policy's word about that attempt.
-        var ledgerMark: UInt64 = 0
     }
 
     /// One call's progress through the loop, which only the loop's out-of-line steps read.
     @usableFromInline
     struct Call {
-        let options: CallOptions
         /// The policy's clock reading when the call began; zero when the call needs no time (see `begin`).
         @usableFromInline let start: Duration
         /// Whether the call reports the time it took: to an observer, or in its outcome.
@@ -742,17 +749,18 @@ public final actor RetryPolicy {
     /// Ends a call with `result` (its value left out), reporting to the observer; the
     /// counters are the caller's to record, on the actor.
     nonisolated func conclude(_ call: Call, _ result: Result<Void, any Error>, _ reason: RetryStopReason) -> CallEnd {
-        let state = call.state
         let elapsed = call.measuresElapsed ? self.clock.now() - call.start : .zero
         var error: (any Error)?
-        if case .failure(let failure) = result { error = self.noteStop(reason, error: failure, call: state) }
-        self.observer?.callFinished(
-            .init(
-                policyName: self.name, attempts: state.attempts, stopReason: reason, retryAfter: state.lastHint,
-                elapsed: elapsed,
-                error: error))
+        if case .failure(let failure) = result { error = self.noteStop(reason, error: failure, call: call.state) }
+        if self.hasObserver, let observer = self.observer {
+            observer.callFinished(
+                .init(
+                    policyName: self.name, attempts: call.state.attempts, stopReason: reason,
+                    retryAfter: call.state.lastHint, elapsed: elapsed, error: error))
+        }
         return CallEnd(
-            error: error, attempts: state.attempts, stopReason: reason, retryAfter: state.lastHint, elapsed: elapsed)
+            error: error, attempts: call.state.attempts, stopReason: reason, retryAfter: call.state.lastHint,
+            elapsed: elapsed)
     }
 
     // MARK: - Actor-isolated state
