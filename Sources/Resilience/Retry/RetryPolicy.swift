@@ -260,6 +260,29 @@ public final actor RetryPolicy {
         return value
     }
 
+    /// The loop of ``execute(operation:)``, for a policy that cannot take the fast path or
+    /// after the fast path's first attempt failed; the value comes back through the
+    /// operation, which stores it.
+    ///
+    /// The loop itself is `retryLoop(isolation:firstFailure:operation:)`, out of line and not
+    /// generic: compiled once for a `Void` operation, it looks up no generic metadata per
+    /// call, and the caller passes it the operation's context on its stack, as it is. (A
+    /// generic loop looked up the metadata of the outcome and result types on every call;
+    /// an inlinable one, specialized with the caller's closure, had the caller retain that
+    /// closure's captures on the fast path too.)
+    @inlinable
+    func retry<Value>(
+        isolation: isolated (any Actor)?,
+        firstFailure: FirstAttemptFailure?,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        var value: Value?
+        try await self.retryLoop(isolation: isolation, firstFailure: firstFailure) { value = try await operation() }
+        // The loop returns normally only after an attempt that succeeded, which stored its value.
+        guard let value else { throw CancellationError() }
+        return value
+    }
+
     /// Runs `operation` as ``execute(operation:)`` does, and reports the whole outcome.
     ///
     /// Never throws: the operation's error, if the call failed, is in `result`. Like
@@ -373,16 +396,13 @@ public final actor RetryPolicy {
         !self.needsFullPath
     }
 
-    /// The slow path of ``execute(operation:)``: the whole loop, then the value or the error.
-    ///
-    /// Inlinable so that it is specialized for the caller's `Value`, with the loop inlined
-    /// into it; never inlined itself, so the fast path that calls it stays as small as it was.
-    @inlinable @inline(never)
-    func retry<Value>(
+    /// The retry loop of ``execute(operation:)``, then the error, if the call failed.
+    @usableFromInline
+    func retryLoop(
         isolation: isolated (any Actor)?,
         firstFailure: FirstAttemptFailure?,
-        operation: () async throws -> Value
-    ) async throws -> Value {
+        operation: nonisolated(nonsending) () async throws -> Void
+    ) async throws {
         try await self.drive(isolation: isolation, firstFailure: firstFailure, options: .valueOnly(declaring: nil)) {
             _ in try await operation()
         }.get()
