@@ -623,7 +623,7 @@ public final actor RetryPolicy {
         var attempts: Int
         /// The nested-retry ledger's mark when the last attempt started: only records
         /// written after it are an inner policy's word about that attempt.
-        var ledgerMark: UInt64
+        var ledgerMark: UInt64 = 0
         var retries = 0
         var lastError: (any Error)?
         var previousDelay: Duration?
