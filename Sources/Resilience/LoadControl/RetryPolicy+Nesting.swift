@@ -19,7 +19,9 @@ extension RetryPolicy {
             scope.declare(classifiers, byClassifier: true)
             changed = true
         }
-        if let deadline = self.deadline, InheritedDeadline.bound(&scope, limit: deadline, end: start + deadline, policy: self) {
+        if let deadline = self.deadline,
+            InheritedDeadline.bound(&scope, limit: deadline, end: start + deadline, policy: self)
+        {
             changed = true
         }
         return changed ? scope : nil

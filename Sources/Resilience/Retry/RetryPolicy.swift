@@ -540,7 +540,9 @@ public final actor RetryPolicy {
             if Task.isCancelled {
                 return .stop(CancellationError(), .cancelled)
             }
-            if let remaining = self.timeLeft(start: call.start), remaining <= .zero, let lastError = call.state.lastError {
+            if let remaining = self.timeLeft(start: call.start), remaining <= .zero,
+                let lastError = call.state.lastError
+            {
                 return .stop(lastError, .deadlineExceeded)
             }
         }

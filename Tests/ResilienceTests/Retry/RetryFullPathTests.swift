@@ -188,7 +188,9 @@ final class FinishedCalls: RetryObserver {
     var finished: [Finish] { self.log.withLock { $0 } }
 
     func callFinished(_ event: RetryCallFinishedEvent) {
-        self.log.withLock { $0.append(Finish(attempts: event.attempts, reason: event.stopReason, elapsed: event.elapsed)) }
+        self.log.withLock {
+            $0.append(Finish(attempts: event.attempts, reason: event.stopReason, elapsed: event.elapsed))
+        }
     }
 }
 
