@@ -30,6 +30,10 @@ CALLERS = ["nonisolated", "main-actor"]
 REQUIRED_OVERHEAD_ROWS = (
     [("direct", caller, 1) for caller in CALLERS]
     + [("retry.success", caller, 1) for caller in CALLERS]
+    + [(name, caller, 1) for name in ["retry.success.deadline", "retry.success.not-idempotent",
+                                      "retry.success.declared-not-idempotent", "retry.success.observer",
+                                      "pipeline.retry-deadline.success"]
+       for caller in CALLERS]
     + [(f"{design}.{row}", caller, 1)
        for design in ["seed-design", "actor-per-call"]
        for row in ["retry.success", "breaker.success", "retry+breaker.success", "breaker.rejection"]

@@ -83,10 +83,10 @@ extension RetryPolicy {
         let idempotency: Idempotency = allowsNonIdempotentRetries ? .idempotent : .http(request)
         var attempt = 0
         return try await self.run(
-            isolation: #isolation, firstFailure: nil, options: .declaring(idempotency)
-        ) { remaining in
+            isolation: #isolation, firstFailure: nil, options: .valueOnly(declaring: idempotency)
+        ) { deadline in
             attempt += 1
-            let sent = headers.applied(to: request, attempt: attempt, timeLeft: remaining)
+            let sent = headers.applied(to: request, attempt: attempt, timeLeft: deadline.timeLeft())
             let data: Data
             let response: URLResponse
             do {

@@ -33,7 +33,23 @@ enum OverheadCatalog {
     static let library: [OverheadBenchmark] = [
         OverheadBenchmark("retry.success", OverheadConfiguration.bothCallers) {
             RetrySuccess(policy: try RetryPolicy())
-        }
+        },
+        // The full path: a policy whose settings keep even a first-attempt success in the retry loop.
+        OverheadBenchmark("retry.success.deadline", OverheadConfiguration.bothCallers) {
+            RetryFullPathSuccess(policy: try RetryFullPathFixtures.deadline())
+        },
+        OverheadBenchmark("retry.success.not-idempotent", OverheadConfiguration.bothCallers) {
+            RetryFullPathSuccess(policy: try RetryFullPathFixtures.notIdempotent())
+        },
+        OverheadBenchmark("retry.success.declared-not-idempotent", OverheadConfiguration.bothCallers) {
+            RetryDeclaredNotIdempotentSuccess(policy: try RetryPolicy())
+        },
+        OverheadBenchmark("retry.success.observer", OverheadConfiguration.bothCallers) {
+            RetryFullPathSuccess(policy: try RetryFullPathFixtures.observed())
+        },
+        OverheadBenchmark("pipeline.retry-deadline.success", OverheadConfiguration.bothCallers) {
+            RetryDeadlinePipelineSuccess(pipeline: try RetryFullPathFixtures.deadlinePipeline())
+        },
     ]
 
     /// The comparators, written in the benchmark target: the seed design, a hand-written tutorial design

@@ -4,14 +4,15 @@
 ///
 /// Only a call with a deadline installs it, so a plain call pays nothing.
 struct InheritedDeadline: Sendable {
-    /// The clock the deadline was set on.
-    let clock: ElapsedClock
-    /// The deadline, as elapsed time on `clock`.
+    /// The policy whose call set the deadline, on whose clock it is kept: one reference,
+    /// where the clock itself would be several for every copy of the scope to count.
+    let policy: RetryPolicy
+    /// The deadline, as elapsed time on the policy's clock.
     let end: Duration
 
     /// The time left, zero or less once passed.
     var remaining: Duration {
-        self.end - self.clock.now()
+        self.end - self.policy.clock.now()
     }
 
     /// The deadline the current task runs under, if any enclosing call set one.
@@ -26,12 +27,11 @@ struct InheritedDeadline: Sendable {
         return Swift.min(own, inherited)
     }
 
-    /// The current scope with a deadline `limit` from now on `clock`, unless an enclosing one ends sooner.
-    static func scope(limit: Duration, clock: ElapsedClock) -> CallScope {
-        var scope = CallScope.current
-        let candidate = InheritedDeadline(clock: clock, end: clock.now() + limit)
-        if let existing = scope.deadline, existing.remaining <= limit { return scope }
-        scope.deadline = candidate
-        return scope
+    /// Sets `scope`'s deadline to `end` on `policy`'s clock, a deadline `limit` from the call's
+    /// start, unless the deadline it has ends sooner; returns whether it set it.
+    static func bound(_ scope: inout CallScope, limit: Duration, end: Duration, policy: RetryPolicy) -> Bool {
+        if let existing = scope.deadline, existing.remaining <= limit { return false }
+        scope.deadline = InheritedDeadline(policy: policy, end: end)
+        return true
     }
 }

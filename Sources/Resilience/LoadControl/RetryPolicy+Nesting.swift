@@ -1,27 +1,30 @@
 extension RetryPolicy {
-    /// The scope a call hands down to the calls nested in it, or `nil` when it has nothing to hand down.
-    @usableFromInline
-    nonisolated func scopeToHandDown(_ options: CallOptions) -> CallScope? {
-        var scope =
-            options.idempotency.map { CallScope.declaring($0) }
-            ?? CallScope.declaring(self.classifierDeclarationForNestedCalls(), byClassifier: true)
-        if let deadline = self.deadline {
-            // Installed only by calls with a deadline, which already take the full path.
-            let limited = InheritedDeadline.scope(limit: deadline, clock: self.clock)
-            if scope == nil { scope = limited } else { scope?.deadline = limited.deadline }
-        }
-        return scope
-    }
-
-    /// The classifier's "not idempotent" declaration, when nested calls would otherwise not learn it.
+    /// The scope a call that started at `start` hands down to the calls nested in it, or `nil`
+    /// when it has nothing to hand down that the enclosing scope does not already say.
     ///
-    /// A call declared by its caller, or nested in a declared call, hands that declaration down
-    /// instead: it is what the call is judged by (see `Rulebook.idempotency(of:declared:classifier:)`).
-    /// A classifier's "idempotent" is never handed down, so it cannot override a nested policy's
-    /// own classifier that knows its request is a `POST`.
-    nonisolated func classifierDeclarationForNestedCalls() -> Idempotency? {
-        guard let declared = self.classifierDeclarationToHandDown else { return nil }
-        return CallScope.current.idempotency == nil ? declared : nil
+    /// The enclosing scope is read once, and only by a call with something to hand down.
+    @usableFromInline
+    nonisolated func scopeToHandDown(_ options: CallOptions, start: Duration) -> CallScope? {
+        guard self.handsDownScope || options.idempotency != nil else { return nil }
+        var scope = CallScope.current
+        var changed = false
+        if let declared = options.idempotency {
+            scope.declare(declared)
+            changed = true
+        } else if let classifiers = self.classifierDeclarationToHandDown, scope.idempotency == nil {
+            // A call declared by its caller, or nested in a declared call, hands that declaration
+            // down instead: it is what the call is judged by (see `Rulebook.idempotency(of:declared:classifier:)`).
+            // A classifier's "idempotent" is never handed down, so it cannot override a nested
+            // policy's own classifier that knows its request is a `POST`.
+            scope.declare(classifiers, byClassifier: true)
+            changed = true
+        }
+        if let deadline = self.deadline,
+            InheritedDeadline.bound(&scope, limit: deadline, end: start + deadline, policy: self)
+        {
+            changed = true
+        }
+        return changed ? scope : nil
     }
 
     /// The time left before this call's deadline or an enclosing call's, whichever is sooner; `nil` for none.

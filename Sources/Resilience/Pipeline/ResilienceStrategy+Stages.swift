@@ -107,7 +107,9 @@ extension RetryPolicy: ResilienceStrategy {
                 firstFailure = FirstAttemptFailure(error, ledgerMark: mark)
             }
         }
-        return try await self.drive(isolation: #isolation, firstFailure: firstFailure, options: .plain) { _ in
+        return try await self.drive(
+            isolation: #isolation, firstFailure: firstFailure, options: .valueOnly(declaring: nil)
+        ) { _ in
             try await operation.run()
         }.get()
     }

@@ -89,6 +89,12 @@ public final actor RetryPolicy {
     /// The classifier's declaration that calls are not idempotent, which nested calls inherit;
     /// `nil` when the classifier declares nothing, or declares the calls idempotent.
     nonisolated let classifierDeclarationToHandDown: Idempotency?
+    /// Whether every call hands a scope down to the calls nested in it: for the deadline, or
+    /// for the classifier's declaration. Read as one flag, so that a call that does not never
+    /// copies the optionals it derives from.
+    nonisolated let handsDownScope: Bool
+    /// Whether ``observer`` is set, read as one flag for the same reason.
+    nonisolated let hasObserver: Bool
     private var generator: AnyRandomNumberGenerator
     private var counters = RetryStatistics()
 
@@ -187,6 +193,8 @@ public final actor RetryPolicy {
         // Read once: a classifier's declaration is part of its configuration.
         let handedDown = classifier.declaredIdempotency.flatMap { $0.isIdempotent ? nil : $0 }
         self.classifierDeclarationToHandDown = handedDown
+        self.handsDownScope = configuration.deadline != nil || handedDown != nil
+        self.hasObserver = observer != nil
         self.needsFullPath =
             configuration.deadline != nil || observer != nil || throttle != nil || handedDown != nil
         self.generator = AnyRandomNumberGenerator(generator)
@@ -252,15 +260,39 @@ public final actor RetryPolicy {
         return value
     }
 
+    /// The loop of ``execute(operation:)``, for a policy that cannot take the fast path or
+    /// after the fast path's first attempt failed; the value comes back through the
+    /// operation, which stores it.
+    ///
+    /// The loop itself is `retryLoop(isolation:firstFailure:operation:)`, out of line and not
+    /// generic: compiled once for a `Void` operation, it looks up no generic metadata per
+    /// call, and the caller passes it the operation's context on its stack, as it is. (A
+    /// generic loop looked up the metadata of the outcome and result types on every call;
+    /// an inlinable one, specialized with the caller's closure, had the caller retain that
+    /// closure's captures on the fast path too.)
+    @inlinable
+    func retry<Value>(
+        isolation: isolated (any Actor)?,
+        firstFailure: FirstAttemptFailure?,
+        operation: () async throws -> Value
+    ) async throws -> Value {
+        var value: Value?
+        try await self.retryLoop(isolation: isolation, firstFailure: firstFailure) { value = try await operation() }
+        // The loop returns normally only after an attempt that succeeded, which stored its value.
+        guard let value else { throw CancellationError() }
+        return value
+    }
+
     /// Runs `operation` as ``execute(operation:)`` does, and reports the whole outcome.
     ///
     /// Never throws: the operation's error, if the call failed, is in `result`. Like
     /// ``execute(operation:)``, it runs on the caller's executor, runs the first attempt
     /// even in a cancelled task, and checks for cancellation before every wait and retry.
+    @inlinable
     public nonisolated(nonsending) func outcome<Value>(
         operation: () async throws -> Value
     ) async -> RetryOutcome<Value> {
-        await self.run(isolation: #isolation, firstFailure: nil, options: CallOptions()) { _ in try await operation() }
+        await self.run(isolation: #isolation, firstFailure: nil, options: .plain) { _ in try await operation() }
     }
 
     /// Runs `operation`, retrying its failures as the policy allows and as `idempotency` permits.
@@ -283,19 +315,23 @@ public final actor RetryPolicy {
     ///   - operation: The work to attempt. It runs in the caller's isolation.
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged, or `CancellationError`.
+    @inlinable
     public nonisolated(nonsending) func execute<Value>(
         idempotency: Idempotency,
         operation: () async throws -> Value
     ) async throws -> Value {
-        try await self.outcome(idempotency: idempotency, operation: operation).get()
+        try await self.run(isolation: #isolation, firstFailure: nil, options: .valueOnly(declaring: idempotency)) { _ in
+            try await operation()
+        }.get()
     }
 
     /// Runs `operation` as ``execute(idempotency:operation:)`` does, and reports the whole outcome.
+    @inlinable
     public nonisolated(nonsending) func outcome<Value>(
         idempotency: Idempotency,
         operation: () async throws -> Value
     ) async -> RetryOutcome<Value> {
-        await self.run(isolation: #isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency)) { _ in
+        await self.run(isolation: #isolation, firstFailure: nil, options: .declaring(idempotency)) { _ in
             try await operation()
         }
     }
@@ -350,10 +386,8 @@ public final actor RetryPolicy {
         let timeout = attemptTimeout.clampedToResilienceRange
         let declared =
             idempotency ?? CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
-        return await self.run(isolation: #isolation, firstFailure: nil, options: CallOptions(idempotency: idempotency))
-        {
-            remaining in
-            let limit = remaining.map { Swift.min($0, timeout) } ?? timeout
+        return await self.run(isolation: #isolation, firstFailure: nil, options: .declaring(idempotency)) { deadline in
+            let limit = deadline.timeLeft().map { Swift.min($0, timeout) } ?? timeout
             return try await Self.withTimeLimit(limit, idempotency: declared, clock: clock, operation: operation)
         }
     }
@@ -368,15 +402,15 @@ public final actor RetryPolicy {
         !self.needsFullPath
     }
 
-    /// The slow path of ``execute(operation:)``: the whole loop, then the value or the error.
+    /// The retry loop of ``execute(operation:)``, then the error, if the call failed.
     @usableFromInline
-    func retry<Value>(
+    func retryLoop(
         isolation: isolated (any Actor)?,
         firstFailure: FirstAttemptFailure?,
-        operation: () async throws -> Value
-    ) async throws -> Value {
-        try await self.run(isolation: isolation, firstFailure: firstFailure, options: CallOptions()) { _ in
-            try await operation()
+        operation: nonisolated(nonsending) () async throws -> Void
+    ) async throws {
+        try await self.drive(isolation: isolation, firstFailure: firstFailure, options: .valueOnly(declaring: nil)) {
+            _ in try await operation()
         }.get()
     }
 
@@ -385,17 +419,37 @@ public final actor RetryPolicy {
     /// The whole retry loop, in the caller's isolation: the out-of-line entry point of
     /// every call but the inlined ones (``execute(operation:)`` and the pipeline stage).
     ///
+    /// Inlinable so that a caller's specialization of it knows `Value` (no generic metadata
+    /// to look up per call) and inlines the loop and the attempt; never inlined itself.
+    ///
     /// - Parameters:
     ///   - firstFailure: The failure of a first attempt the fast path already ran, if any.
     ///   - options: What the caller declared about this call.
-    ///   - attempt: Runs one attempt; its argument is the time left before the deadline, if any.
+    ///   - attempt: Runs one attempt, in the caller's isolation; it may ask its argument for
+    ///     the time left before the deadline.
+    @inlinable @inline(never)
     package func run<Value>(
         isolation: isolated (any Actor)?,
         firstFailure: FirstAttemptFailure?,
         options: CallOptions,
-        attempt: (Duration?) async throws -> Value
+        attempt: nonisolated(nonsending) (AttemptDeadline) async throws -> Value
     ) async -> RetryOutcome<Value> {
         await self.drive(isolation: isolation, firstFailure: firstFailure, options: options, attempt: attempt)
+    }
+
+    /// `run(isolation:firstFailure:options:attempt:)` for an attempt that is an ordinary
+    /// nonisolated closure: one that hands its own operation a value that need not be
+    /// `Sendable` (the CloudKit batch's items), which a `nonisolated(nonsending)` attempt
+    /// could not pass to an operation of an ordinary function type.
+    package func runConcurrentAttempt<Value>(
+        isolation: isolated (any Actor)?,
+        firstFailure: FirstAttemptFailure?,
+        options: CallOptions,
+        attempt: (AttemptDeadline) async throws -> Value
+    ) async -> RetryOutcome<Value> {
+        await self.drive(isolation: isolation, firstFailure: firstFailure, options: options) { deadline in
+            try await attempt(deadline)
+        }
     }
 
     /// The retry loop, the one implementation every call goes through.
@@ -405,41 +459,49 @@ public final actor RetryPolicy {
     /// its own (a pipeline's `@isolated(any)` operation would otherwise be a heap
     /// allocation per call, on its success path too). For that, every step other
     /// than the attempt itself is an out-of-line call that never takes the operation:
-    /// `nextAttempt(_:)` before an attempt, `attemptSucceeded(isolation:_:)` and
-    /// `attemptFailed(isolation:_:ran:_:)` after it, `finish(isolation:_:_:_:)` when
-    /// the call stops before one.
+    /// `begin(firstFailure:options:)` and `nextAttempt(_:)` before an attempt,
+    /// `attemptSucceeded(_:)` and `attemptFailed(isolation:_:ran:_:)` after it,
+    /// `finish(isolation:_:_:_:)` when the call stops before one.
+    ///
+    /// A first attempt that succeeds awaits nothing but the attempt (and the task-local
+    /// binding of a scope the call hands down): every step it takes is synchronous and
+    /// nonisolated, and the attempt is `nonisolated(nonsending)`, so the call never leaves
+    /// the caller's executor. Only a failure, or a success after failures, visits the actor.
     @inlinable
     func drive<Value>(
         isolation: isolated (any Actor)?,
         firstFailure: FirstAttemptFailure?,
         options: CallOptions,
-        attempt: (Duration?) async throws -> Value
+        attempt: nonisolated(nonsending) (AttemptDeadline) async throws -> Value
     ) async -> RetryOutcome<Value> {
-        // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
-        let scope = self.scopeToHandDown(options)
         var call = self.begin(firstFailure: firstFailure, options: options)
-        if let scope {
+        // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
+        if let scope = self.scopeToHandDown(options, start: call.start) {
             return await CallScope.handedDown.withValue(
-                scope, operation: { await self.loop(isolation: isolation, &call, attempt) }, isolation: isolation)
+                scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
+                isolation: isolation)
         }
-        return await self.loop(isolation: isolation, &call, attempt)
+        return await self.loop(isolation: isolation, options, &call, attempt)
     }
 
     /// The loop of `drive(isolation:firstFailure:options:attempt:)`, under the scope it hands down.
     @inlinable
     func loop<Value>(
         isolation: isolated (any Actor)?,
+        _ options: CallOptions,
         _ call: inout Call,
-        _ attempt: (Duration?) async throws -> Value
+        _ attempt: nonisolated(nonsending) (AttemptDeadline) async throws -> Value
     ) async -> RetryOutcome<Value> {
         while true {
             let failure: any Error
             let ran: Bool
             switch self.nextAttempt(&call) {
-            case .run(let remaining):
+            case .run:
                 do {
-                    let value = try await attempt(remaining)
-                    return RetryOutcome(await self.attemptSucceeded(isolation: isolation, &call), value: value)
+                    let value = try await attempt(AttemptDeadline(policy: self, start: call.start))
+                    let end = self.attemptSucceeded(&call)
+                    if end.attempts > 1 { await self.recordSuccessAfterFailures(isolation: isolation, call) }
+                    return RetryOutcome(end, value: value)
                 } catch {
                     failure = error
                     ran = true
@@ -450,18 +512,24 @@ public final actor RetryPolicy {
             case .stop(let error, let reason):
                 return RetryOutcome(await self.finish(isolation: isolation, call, .failure(error), reason))
             }
-            if let end = await self.attemptFailed(isolation: isolation, failure, ran: ran, &call) {
+            if let end = await self.attemptFailed(isolation: isolation, failure, ran: ran, options, &call) {
                 return RetryOutcome(end)
             }
         }
     }
 
     /// The state of a call about to make its first attempt, or to handle the failure of the one the fast path made.
+    ///
+    /// The clock is read only when the call needs the time it started: for its deadline, for
+    /// an observer, or for an outcome that reports its `elapsed`.
     @usableFromInline
     nonisolated func begin(firstFailure: FirstAttemptFailure?, options: CallOptions) -> Call {
-        var state = CallState(attempts: firstFailure == nil ? 0 : 1)
-        state.ledgerMark = firstFailure?.ledgerMark ?? 0
-        return Call(options: options, start: self.clock.now(), state: state, pendingFailure: firstFailure?.error)
+        let measuresElapsed = options.reportsElapsed || self.hasObserver
+        return Call(
+            start: measuresElapsed || self.deadline != nil ? self.clock.now() : .zero,
+            measuresElapsed: measuresElapsed,
+            state: CallState(attempts: firstFailure == nil ? 0 : 1, ledgerMark: firstFailure?.ledgerMark ?? 0),
+            pendingFailure: firstFailure?.error)
     }
 
     /// What comes before the next attempt: the checks that may stop the call, the attempt's count, and the throttle.
@@ -471,29 +539,40 @@ public final actor RetryPolicy {
             call.pendingFailure = nil
             return .failed(failure)
         }
-        // The first attempt runs even in a cancelled task, as a bare call would;
-        // a retry never starts in one.
-        if call.state.attempts > 0, Task.isCancelled {
-            return .stop(CancellationError(), .cancelled)
-        }
-        let remaining = self.timeLeft(start: call.start)
-        if let remaining, remaining <= .zero, let lastError = call.state.lastError {
-            return .stop(lastError, .deadlineExceeded)
+        // The first attempt runs even in a cancelled task, as a bare call would, and
+        // before any deadline can have passed; a retry never starts in a cancelled task,
+        // nor once the deadline passed.
+        if call.state.attempts > 0 {
+            if Task.isCancelled {
+                return .stop(CancellationError(), .cancelled)
+            }
+            if let remaining = self.timeLeft(start: call.start), remaining <= .zero,
+                let lastError = call.state.lastError
+            {
+                return .stop(lastError, .deadlineExceeded)
+            }
         }
         call.state.attempts += 1
         call.state.ledgerMark = NestedRetryLedger.mark
         if let rejection = self.admitAttempt() {
             return .failed(rejection)
         }
-        return .run(remaining: remaining)
+        return .run
     }
 
-    /// Ends a call whose attempt succeeded.
+    /// Ends a call whose attempt succeeded; the counters are left to
+    /// `recordSuccessAfterFailures(isolation:_:)` when attempts failed before it.
     @usableFromInline
-    func attemptSucceeded(isolation: isolated (any Actor)?, _ call: inout Call) async -> CallEnd {
+    nonisolated func attemptSucceeded(_ call: inout Call) -> CallEnd {
         self.recordAttemptAccepted()
         self.budget?.recordSuccess()
-        return await self.finish(isolation: isolation, call, .success(()), .succeeded)
+        return self.conclude(call, .success(()), .succeeded)
+    }
+
+    /// Counts the failed attempts and the retries of a call that succeeded after them.
+    @usableFromInline
+    func recordSuccessAfterFailures(isolation: isolated (any Actor)?, _ call: Call) async {
+        await self.record(failedAttempts: call.state.attempts - 1, retries: call.state.retries, stop: .succeeded)
     }
 
     /// Handles a failure: plans what follows it and waits for the next attempt, or ends the call.
@@ -507,12 +586,13 @@ public final actor RetryPolicy {
         isolation: isolated (any Actor)?,
         _ error: any Error,
         ran: Bool,
+        _ options: CallOptions,
         _ call: inout Call
     ) async -> CallEnd? {
         if ran { self.recordAttemptFailure(error) }
         call.state.lastError = error
         switch await self.plan(
-            isolation: isolation, after: error, options: call.options, call: &call.state, start: call.start)
+            isolation: isolation, after: error, options: options, call: &call.state, start: call.start)
         {
         case .stop(let reason):
             return await self.finish(isolation: isolation, call, .failure(error), reason)
@@ -544,11 +624,17 @@ public final actor RetryPolicy {
         /// Where the operation reports what it knows about its own failed attempt (the SQLite
         /// transaction helper's); read for this call's decisions only, never handed down.
         var attemptReport: AttemptReport?
+        /// Whether the caller reads the outcome's `elapsed`; `execute`, which returns the
+        /// value alone, does not, so its calls without an observer or a deadline read no clock.
+        var reportsElapsed = true
     }
 
     /// What one call has seen so far.
     struct CallState {
         var attempts: Int
+        /// The nested-retry ledger's mark when the last attempt started: only records
+        /// written after it are an inner policy's word about that attempt.
+        var ledgerMark: UInt64 = 0
         var retries = 0
         var lastError: (any Error)?
         var previousDelay: Duration?
@@ -560,17 +646,15 @@ public final actor RetryPolicy {
         var hasRecovered = false
         /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
         var innerWriters: [ObjectIdentifier] = []
-        /// The nested-retry ledger's mark when the last attempt started: only records
-        /// written after it are an inner policy's word about that attempt.
-        var ledgerMark: UInt64 = 0
     }
 
     /// One call's progress through the loop, which only the loop's out-of-line steps read.
     @usableFromInline
     struct Call {
-        let options: CallOptions
-        /// The policy's clock reading when the call began.
-        let start: Duration
+        /// The policy's clock reading when the call began; zero when the call needs no time (see `begin`).
+        @usableFromInline let start: Duration
+        /// Whether the call reports the time it took: to an observer, or in its outcome.
+        let measuresElapsed: Bool
         var state: CallState
         /// The failure of a first attempt the fast path ran, until the loop handles it.
         var pendingFailure: (any Error)?
@@ -579,8 +663,8 @@ public final actor RetryPolicy {
     /// What comes before the next attempt, as `nextAttempt(_:)` decides.
     @usableFromInline
     enum NextAttempt {
-        /// Run the attempt, with the time left before the deadline, if any.
-        case run(remaining: Duration?)
+        /// Run the attempt.
+        case run
         /// Handle `error` as the attempt's failure without running it: the fast path's
         /// failure, or the throttle's rejection.
         case failed(any Error)
@@ -693,21 +777,29 @@ public final actor RetryPolicy {
         _ result: Result<Void, any Error>,
         _ reason: RetryStopReason
     ) async -> CallEnd {
-        let state = call.state
-        let elapsed = self.clock.now() - call.start
+        let end = self.conclude(call, result, reason)
+        if reason != .succeeded || call.state.attempts > 1 {
+            let failed = reason == .succeeded ? call.state.attempts - 1 : call.state.attempts
+            await self.record(failedAttempts: failed, retries: call.state.retries, stop: reason)
+        }
+        return end
+    }
+
+    /// Ends a call with `result` (its value left out), reporting to the observer; the
+    /// counters are the caller's to record, on the actor.
+    nonisolated func conclude(_ call: Call, _ result: Result<Void, any Error>, _ reason: RetryStopReason) -> CallEnd {
+        let elapsed = call.measuresElapsed ? self.clock.now() - call.start : .zero
         var error: (any Error)?
-        if case .failure(let failure) = result { error = self.noteStop(reason, error: failure, call: state) }
-        self.observer?.callFinished(
-            .init(
-                policyName: self.name, attempts: state.attempts, stopReason: reason, retryAfter: state.lastHint,
-                elapsed: elapsed,
-                error: error))
-        if reason != .succeeded || state.attempts > 1 {
-            let failed = reason == .succeeded ? state.attempts - 1 : state.attempts
-            await self.record(failedAttempts: failed, retries: state.retries, stop: reason)
+        if case .failure(let failure) = result { error = self.noteStop(reason, error: failure, call: call.state) }
+        if self.hasObserver, let observer = self.observer {
+            observer.callFinished(
+                .init(
+                    policyName: self.name, attempts: call.state.attempts, stopReason: reason,
+                    retryAfter: call.state.lastHint, elapsed: elapsed, error: error))
         }
         return CallEnd(
-            error: error, attempts: state.attempts, stopReason: reason, retryAfter: state.lastHint, elapsed: elapsed)
+            error: error, attempts: call.state.attempts, stopReason: reason, retryAfter: call.state.lastHint,
+            elapsed: elapsed)
     }
 
     // MARK: - Actor-isolated state
@@ -787,8 +879,39 @@ extension RetryPolicy.CallOptions {
     static var plain: Self { Self() }
 
     /// Options that declare `idempotency` and nothing else, for the package's other modules.
+    @usableFromInline
     package static func declaring(_ idempotency: Idempotency?) -> Self {
         Self(idempotency: idempotency)
+    }
+
+    /// Options that declare `idempotency`, for a caller that reads the outcome's value alone
+    /// (an `execute`): the call measures no `elapsed` unless an observer hears it.
+    @usableFromInline
+    package static func valueOnly(declaring idempotency: Idempotency?) -> Self {
+        Self(idempotency: idempotency, reportsElapsed: false)
+    }
+}
+
+/// What an attempt may ask of its call: the time it has left before the deadline.
+///
+/// Computed only when asked, by the attempts that limit themselves to it (an attempt
+/// timeout, a request that sends the time left), so every other attempt reads no clock
+/// and no task-local for it.
+@usableFromInline
+package struct AttemptDeadline: Sendable {
+    @usableFromInline let policy: RetryPolicy
+    /// The policy's clock reading when the call began.
+    @usableFromInline let start: Duration
+
+    @inlinable
+    init(policy: RetryPolicy, start: Duration) {
+        self.policy = policy
+        self.start = start
+    }
+
+    /// The time left before the call's deadline or an enclosing call's, whichever is sooner; `nil` for none.
+    package func timeLeft() -> Duration? {
+        self.policy.timeLeft(start: self.start)
     }
 }
 

@@ -151,6 +151,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.isOffline = analysis.isOffline
         // The call's own operation is not one of the library's limiters.
         self.isLocalRejection = analysis.isLocalRejection
+        self.isRefusedBeforeRunning = analysis.isRefusedBeforeRunning
     }
 
     /// Accumulates the facts of each error in a chain.

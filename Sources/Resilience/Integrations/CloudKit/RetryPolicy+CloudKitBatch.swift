@@ -38,10 +38,12 @@ extension RetryPolicy {
             },
             self.classifier, DefaultRetryClassifier(),
         ])
-        let outcome = await self.run(
+        // An ordinary nonisolated attempt, as `operation` is, so that it may hand `operation`
+        // the items, which need not be `Sendable`.
+        let outcome = await self.runConcurrentAttempt(
             isolation: #isolation, firstFailure: nil,
             options: CallOptions(idempotency: idempotency, classifier: classifier)
-        ) { _ in
+        ) { (_: AttemptDeadline) async throws in
             attempts += 1
             do {
                 try await operation(remaining)
