@@ -46,6 +46,8 @@ struct RateLimiterClockJumpTests {
         clock.advance(by: .seconds(100))
         _ = try await limiter.execute { 1 }
         clock.rewind(by: .seconds(3_600))
+        // Checked first, without taking a permit: a refusal naming the jump would never sleep.
+        try #require(limiter.tryAcquire() == .seconds(1))
         let waiting = Task { try await limiter.execute { 2 } }
         await clock.waitForSleepers(count: 1)
         #expect(clock.sleepRequests == [.seconds(1)])
