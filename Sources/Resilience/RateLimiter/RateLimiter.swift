@@ -40,6 +40,16 @@
 /// end, whichever is later, which refuses more, never admits more. Calls take the lock
 /// when no permit is lent, outside the span, and for refusals.
 ///
+/// ## A clock that goes back
+/// A jump back of the injected clock counts as no time elapsed: a caller whose reading
+/// is behind the latest one counted, and would be refused, reads the clock again; a
+/// second reading still behind it proves the jump, and the limiter moves its period's
+/// (or segment's) start back by it, keeping its tokens and counts. A refusal then names
+/// at most a period (a window), the jump frees no permit, and a reading taken before
+/// the limiter moved its marks counts as no time elapsed. ``maximumWait`` is spent only
+/// by time the clock moved forwards; a sleep already under way ends when the clock's
+/// own sleep does.
+///
 /// ```swift
 /// let limiter = try RateLimiter(.tokenBucket(capacity: 20, tokensPerPeriod: 10, period: .seconds(1)))
 /// let page = try await limiter.execute { try await api.page(2) }
