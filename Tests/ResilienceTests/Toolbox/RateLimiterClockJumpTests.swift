@@ -99,7 +99,8 @@ struct RateLimiterClockJumpTests {
         let capacity = 4
         let period = Duration.milliseconds(100)
         let clock = TestClock()
-        let limiter = try RateLimiter(.tokenBucket(capacity: capacity, tokensPerPeriod: 1, period: period), clock: clock)
+        let limiter = try RateLimiter(
+            .tokenBucket(capacity: capacity, tokensPerPeriod: 1, period: period), clock: clock)
         var elapsed = Duration.zero  // the forward moves only: the time that really passed
         var grants: [Duration] = []
         var jumps = 0
