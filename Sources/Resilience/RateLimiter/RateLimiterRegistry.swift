@@ -11,7 +11,7 @@
 /// try await limiters.limiter(for: "api.example.com").execute { try await fetch() }
 /// ```
 public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
-    let registry: BoundedRegistry<Key, RateLimiter>
+    @usableFromInline let registry: BoundedRegistry<Key, RateLimiter>
 
     /// Creates a registry that makes each key's limiter with `makeLimiter`, outside its lock.
     ///
@@ -52,6 +52,10 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
     public var count: Int { self.registry.count }
 
     /// The limiter for `key`, made now if the registry does not hold one.
+    ///
+    /// A key the registry remembers bit for bit (a `String` or an integer passed again) is
+    /// found without its lock.
+    @inlinable
     public func limiter(for key: Key) -> RateLimiter {
         self.registry.value(for: key)
     }

@@ -21,12 +21,14 @@
 /// A looked-up key not remembered takes the lock once (twice when another held key has
 /// the same hash value) and once more to remember it, unless its slot already leads to
 /// the same value.
+@usableFromInline
 final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A value, in an object that a lock-free reader can retain.
+    @usableFromInline
     final class Box: Sendable {
-        let value: Value
+        @usableFromInline let value: Value
 
-        init(_ value: Value) {
+        @usableFromInline init(_ value: Value) {
             self.value = value
         }
     }
@@ -204,7 +206,7 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
     let maximumCount: Int
     private let make: @Sendable (Key) -> Value
-    private let recent: RegistryRecentKeys<Box>
+    @usableFromInline let recent: RegistryRecentKeys<Box>
     private let entries: Lock<Entries>
 
     init(maximumCount: Int, make: @escaping @Sendable (Key) -> Value) throws(ConfigurationError) {
@@ -219,18 +221,27 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
     /// The value for `key`, made now (outside the lock) if not held.
     ///
-    /// A key remembered bit for bit takes no lock. Otherwise, to add a value, it checks under
-    /// the lock that no entry was added or removed since it looked (a version number), so a
-    /// key can never get two values; if one was, it looks again.
+    /// A key remembered bit for bit takes no lock and runs no `hash(into:)` or `==`.
+    /// Inlinable, so that the lookup is specialized for the caller's key and value types
+    /// (a generic lookup asks the runtime for the metadata of the table's types on every
+    /// call); everything else is out of line, in ``value(for:slot:)``.
+    @inlinable
     func value(for key: Key) -> Value {
+        guard RegistryKeyBits.isBitComparable(Key.self) else { return self.value(for: key, slot: 0) }
         let words = RegistryKeyBits.words(of: key)
-        let slot = RegistryKeyBits.isBitComparable(Key.self) ? RegistryKeyBits.slot(of: words) : 0
-        // A key remembered bit for bit: no lock, no hashing and no `==`.
-        if RegistryKeyBits.isBitComparable(Key.self),
-            let box = self.recent.breaker(for: words, slot: slot, markingUse: true)
-        {
+        let slot = RegistryKeyBits.slot(of: words)
+        if let box = self.recent.breaker(for: words, slot: slot, markingUse: true) {
             return box.value
         }
+        return self.value(for: key, slot: slot)
+    }
+
+    /// The lookup of a key not remembered bit for bit, whose slot in the table is `slot`.
+    ///
+    /// To add a value, it checks under the lock that no entry was added or removed since it
+    /// looked (a version number), so a key can never get two values; if one was, it looks again.
+    @usableFromInline
+    func value(for key: Key, slot: Int) -> Value {
         let hash = key.hashValue
         var made: Box?
         while true {
