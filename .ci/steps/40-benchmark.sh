@@ -47,7 +47,7 @@ REQUIRED_OVERHEAD_ROWS = (
     + [("breaker.success.window", "nonisolated", 64)]
     + [("registry.success", caller, 1) for caller in CALLERS]
     + [(name, caller, 1) for name in ["taskgroup.child", "fallback.success", "timeout.success", "bulkhead.success",
-                                      "ratelimiter.success", "hedging.success", "pipeline.standard.success",
+                                      "ratelimiter.success", "ratelimiter.registry.success", "hedging.success", "pipeline.standard.success",
                                       "pipeline.inline.success"]
        for caller in CALLERS]
 )

@@ -12,6 +12,9 @@ extension OverheadCatalog {
         OverheadBenchmark("ratelimiter.success", OverheadConfiguration.bothCallers) {
             RateLimiterSuccess(limiter: try ToolboxFixtures.rateLimiter())
         },
+        OverheadBenchmark("ratelimiter.registry.success", OverheadConfiguration.bothCallers) {
+            RateLimiterRegistrySuccess(registry: try ToolboxFixtures.rateLimiterRegistry())
+        },
         OverheadBenchmark("hedging.success", OverheadConfiguration.bothCallers) {
             HedgingSuccess(hedging: try ToolboxFixtures.hedging())
         },

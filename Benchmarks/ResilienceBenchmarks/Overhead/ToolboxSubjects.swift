@@ -9,6 +9,16 @@ enum ToolboxFixtures {
         try RateLimiter(
             .tokenBucket(capacity: 1_000_000_000, tokensPerPeriod: 1_000_000_000, period: .seconds(1)))
     }
+    /// A ``RateLimiterRegistry`` keyed by host, holding 100 hosts with the `rateLimiter()` bucket.
+    static func rateLimiterRegistry() throws -> RateLimiterRegistry<String> {
+        let registry = try RateLimiterRegistry<String>(
+            name: "hosts",
+            algorithm: .tokenBucket(capacity: 1_000_000_000, tokensPerPeriod: 1_000_000_000, period: .seconds(1)))
+        for index in 0..<100 {
+            _ = registry.limiter(for: "host-\(index).example.com")
+        }
+        return registry
+    }
     static func hedging() throws -> Hedging { try Hedging(delay: .fixed(.seconds(3_600))) }
     static func standardPipeline() throws -> ResiliencePipeline<StandardHTTPStrategies> {
         try ResiliencePipeline.standardHTTP(name: "benchmark")
@@ -98,6 +108,24 @@ struct RateLimiterSuccess: OverheadSubject {
 
     @MainActor func callFromMainActor(_ input: Int) async -> Int {
         (try? await self.limiter.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `ratelimiter.registry.success`: looking a host's limiter up in a ``RateLimiterRegistry``
+/// keyed by `String`, then a call through it, as a client that does not keep the limiter would.
+///
+/// The host is the same value on every call, so the registry finds it among the keys it
+/// remembers bit for bit, as `registry.success` does for breakers.
+struct RateLimiterRegistrySuccess: OverheadSubject {
+    let registry: RateLimiterRegistry<String>
+    let host = "host-42.example.com"
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.registry.limiter(for: self.host).execute { try await Workload.operation(input) }) ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.registry.limiter(for: self.host).execute { try await Workload.operation(input) }) ?? input
     }
 }
 

@@ -56,7 +56,7 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     @usableFromInline let makeBreaker: @Sendable (Key) -> CircuitBreaker
     @usableFromInline let entries: Lock<RegistryEntries<Key>>
     /// The last keys looked up, bit for bit, read without the lock.
-    @usableFromInline let recentKeys: RegistryRecentKeys
+    @usableFromInline let recentKeys: RegistryRecentKeys<CircuitBreaker>
 
     /// Creates a registry that makes each key's breaker with `makeBreaker`.
     ///
@@ -82,7 +82,7 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     private init(uncheckedMaximumCount maximumCount: Int, makeBreaker: @escaping @Sendable (Key) -> CircuitBreaker) {
         self.maximumCount = maximumCount
         self.makeBreaker = makeBreaker
-        let recentKeys = RegistryRecentKeys()
+        let recentKeys = RegistryRecentKeys<CircuitBreaker>()
         self.recentKeys = recentKeys
         self.entries = Lock(RegistryEntries(recentKeys: recentKeys))
     }
@@ -322,7 +322,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     /// Bumped by every insertion and removal.
     @usableFromInline var version: UInt64 = 0
     /// The lock-free table of recent keys, which only this state writes.
-    @usableFromInline let recent: RegistryRecentKeys
+    @usableFromInline let recent: RegistryRecentKeys<CircuitBreaker>
     /// The key each slot of ``recent`` remembers: a copy, so that its bits stay those of a
     /// live value (a string's storage cannot be freed and reused while the slot holds them).
     @usableFromInline var recentKeys: [Key?]
@@ -334,7 +334,7 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     /// released by a later operation that finds the slot without readers.
     @usableFromInline var retired: [RegistryRetired<Key>] = []
 
-    @usableFromInline init(recentKeys: RegistryRecentKeys) {
+    @usableFromInline init(recentKeys: RegistryRecentKeys<CircuitBreaker>) {
         self.recent = recentKeys
         self.recentKeys = Array(repeating: nil, count: RegistryKeyBits.slotCount)
         self.recentBreakers = Array(repeating: nil, count: RegistryKeyBits.slotCount)

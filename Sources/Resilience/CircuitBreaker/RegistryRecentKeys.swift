@@ -1,7 +1,10 @@
 public import Synchronization
 
-/// The registry's last keys, bit for bit, each with the breaker it found: read without
-/// the registry's lock, written only under it.
+/// A registry's last keys, bit for bit, each with the object it found (a breaker, or the
+/// box of a ``BoundedRegistry`` value): read without the registry's lock, written only under it.
+///
+/// The comments below speak of the circuit breaker registry; the bounded registry of
+/// limiters and pipelines uses the table the same way, with its boxes for breakers.
 ///
 /// A lookup whose key has exactly the bits remembered in its slot takes the slot's
 /// breaker with no lock, no `hash(into:)` and no `==`. Two things make that safe:
@@ -33,14 +36,14 @@ public import Synchronization
 /// respect to every locked operation; hits between two locked operations count as
 /// happening together.
 @usableFromInline
-final class RegistryRecentKeys: Sendable {
+final class RegistryRecentKeys<Object: AnyObject & Sendable>: Sendable {
     /// One slot per value of ``RegistryKeyBits/slot(of:)``.
-    @usableFromInline let slots: [RegistryRecentSlot]
+    @usableFromInline let slots: [RegistryRecentSlot<Object>]
     /// The same slots, unretained, for the lock-free lookup: reading an element of ``slots``
     /// retains and releases it (two more atomic operations per lookup), which the lookup
     /// avoids by borrowing the slot through ``Unmanaged/_withUnsafeGuaranteedRef(_:)``.
     /// ``slots`` keeps every slot alive for as long as this table lives.
-    @usableFromInline let unretainedSlots: [Unmanaged<RegistryRecentSlot>]
+    @usableFromInline let unretainedSlots: [Unmanaged<RegistryRecentSlot<Object>>]
     /// Whether some slot's ``RegistryRecentSlot/isUsed`` may be set.
     @usableFromInline let hasUnrecordedUse = Atomic<Bool>(false)
 
@@ -70,7 +73,7 @@ final class RegistryRecentKeys: Sendable {
 
     /// Stores `bits` and `breaker` in `slot`, or empties it; see ``RegistryRecentSlot/write(_:breaker:)``.
     @inlinable
-    func write(slot: Int, _ bits: RegistryKeyBits.Words, breaker: CircuitBreaker?) -> Bool {
+    func write(slot: Int, _ bits: RegistryKeyBits.Words, breaker: Object?) -> Bool {
         self.unretainedSlots[slot]._withUnsafeGuaranteedRef { $0.write(bits, breaker: breaker) }
     }
 
@@ -83,7 +86,7 @@ final class RegistryRecentKeys: Sendable {
     /// The breaker remembered for a key with exactly `bits`, retained, or `nil`; marks the
     /// slot as used when `markingUse` is set. Takes no lock and runs no user code.
     @inlinable
-    func breaker(for bits: RegistryKeyBits.Words, slot: Int, markingUse: Bool) -> CircuitBreaker? {
+    func breaker(for bits: RegistryKeyBits.Words, slot: Int, markingUse: Bool) -> Object? {
         self.unretainedSlots[slot]._withUnsafeGuaranteedRef { recent in
             // Announce the read before looking at the slot: a writer that does not see this
             // keeps whatever it displaces until a later write (see the type's comment).
@@ -104,7 +107,7 @@ final class RegistryRecentKeys: Sendable {
 
 /// One slot of ``RegistryRecentKeys``: a sequence lock over a key's bits and a breaker's address.
 @usableFromInline
-final class RegistryRecentSlot: Sendable {
+final class RegistryRecentSlot<Object: AnyObject & Sendable>: Sendable {
     /// Even while the slot is stable, odd while the writer rewrites it.
     @usableFromInline let version = Atomic<UInt64>(0)
     /// How many lock-free readers are between announcing themselves and retaining the breaker.
@@ -114,7 +117,7 @@ final class RegistryRecentSlot: Sendable {
     /// Bytes 8 to 15 of the key, zero-padded.
     @usableFromInline let keyHigh = Atomic<UInt64>(0)
     /// The breaker, not retained by the slot (the registry holds it), or `nil` when the slot is empty.
-    @usableFromInline let breaker = Atomic<Unmanaged<CircuitBreaker>?>(nil)
+    @usableFromInline let breaker = Atomic<Unmanaged<Object>?>(nil)
     /// Set by a lock-free hit; cleared when the registry records the use under its lock.
     @usableFromInline let isUsed = Atomic<Bool>(false)
 
@@ -139,7 +142,7 @@ final class RegistryRecentSlot: Sendable {
     @inlinable
     func read(
         _ bits: RegistryKeyBits.Words, afterReadingTheKey: () -> Void = {}
-    ) -> Unmanaged<CircuitBreaker>? {
+    ) -> Unmanaged<Object>? {
         let version = self.version.load(ordering: .sequentiallyConsistent)
         // Acquiring loads: the second load of the version cannot move above them, and a
         // field written by a newer write makes that load see the newer, odd version.
@@ -160,7 +163,7 @@ final class RegistryRecentSlot: Sendable {
     /// - Returns: Whether a lock-free reader may still be using what the slot held before,
     ///   so that it must not be released yet.
     @inlinable
-    func write(_ bits: RegistryKeyBits.Words, breaker: CircuitBreaker?) -> Bool {
+    func write(_ bits: RegistryKeyBits.Words, breaker: Object?) -> Bool {
         let version = self.version.load(ordering: .relaxed)
         self.version.store(version &+ 1, ordering: .sequentiallyConsistent)
         self.keyLow.store(bits.low, ordering: .releasing)

@@ -40,6 +40,16 @@
 /// end, whichever is later, which refuses more, never admits more. Calls take the lock
 /// when no permit is lent, outside the span, and for refusals.
 ///
+/// ## A clock that goes back
+/// A jump back of the injected clock counts as no time elapsed: a caller whose reading
+/// is behind the latest one counted, and would be refused, reads the clock again; a
+/// second reading still behind it proves the jump, and the limiter moves its period's
+/// (or segment's) start back by it, keeping its tokens and counts. A refusal then names
+/// at most a period (a window), the jump frees no permit, and a reading taken before
+/// the limiter moved its marks counts as no time elapsed. ``maximumWait`` is spent only
+/// by time the clock moved forwards; a sleep already under way ends when the clock's
+/// own sleep does.
+///
 /// ```swift
 /// let limiter = try RateLimiter(.tokenBucket(capacity: 20, tokensPerPeriod: 10, period: .seconds(1)))
 /// let page = try await limiter.execute { try await api.page(2) }
@@ -97,9 +107,10 @@ public final class RateLimiter: Sendable {
     }
 
     /// The permits free now.
+    ///
+    /// A clock that went back counts as having stood still (see ``RateLimiter``).
     public var availablePermits: Int {
-        let now = self.clock.now()
-        return self.storage.step(at: now) { $0.available(at: now) }
+        self.stepRebasing({ $0.available(at: $1) }, isSettled: { _ in false })
     }
 
     /// Runs `operation` once a permit is taken.
@@ -134,25 +145,47 @@ public final class RateLimiter: Sendable {
     /// its latest time (``RateLimiterStateMachine``).
     @inline(never)
     func acquireUnderLock() -> Duration? {
-        let now = self.clock.now()
-        switch self.storage.step(at: now, { $0.acquire(at: now) }) {
+        let decision = self.stepRebasing({ $0.acquire(at: $1) }, isSettled: { $0 == .granted })
+        switch decision {
         case .granted: return nil
         case .denied(let retryAfter): return retryAfter
         }
     }
 
+    /// Runs `body` under the lock at a fresh reading; when the reading was behind the
+    /// machine's latest time and `isSettled` does not accept the result, reads the clock
+    /// again and runs it once more, re-basing if the clock went back.
+    ///
+    /// A stale reading (one taken before a later one was applied) reads fresher the second
+    /// time; a clock that went back reads behind the latest time again, which, read after
+    /// that time was seen under the lock, proves the jump (``RateLimiterStorage``). Two
+    /// steps at most: the second needs no third, since its reading is either current
+    /// after the re-base or stale against readings applied after the first step's (which
+    /// came after the jump, so only ever behind by the time since).
+    private func stepRebasing<Result>(
+        _ body: (inout RateLimiterStateMachine, Duration) -> Result,
+        isSettled: (Result) -> Bool
+    ) -> Result {
+        let first = self.storage.step(at: self.storage.read(), body)
+        guard let observed = first.behind, !isSettled(first.result) else { return first.result }
+        return self.storage.step(at: self.storage.read(), rebasingFrom: observed, body).result
+    }
+
     /// Waits for a permit while the wait fits in ``maximumWait``, or refuses.
     @usableFromInline
     nonisolated(nonsending) func acquireSlowly(retryAfter firstRetryAfter: Duration) async throws {
-        let deadline = self.clock.now() + self.maximumWait
+        // The time waited is summed over the sleeps, each counted from the clock's reading
+        // before it to the one after, and none less than zero: a clock that goes back during
+        // a wait spends none of ``maximumWait``, and never lends it more.
+        var waited = Duration.zero
         var retryAfter = firstRetryAfter
         // The time limits enclosing the caller, told once it waits here, not yet sent.
         var limits: TimeLimitSignal?
         var waits = false
         defer { if waits { _ = TimeLimitSignal.leaveGate(from: limits) } }
+        var now = self.clock.now()
         while true {
-            let now = self.clock.now()
-            if now + retryAfter > deadline {
+            if retryAfter > self.maximumWait - waited {
                 let rejection = LimiterRejectionError(limiterName: self.name, reason: .noPermit, retryAfter: retryAfter)
                 self.observer?.observe(
                     StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection, retryAfter: retryAfter))
@@ -172,6 +205,9 @@ public final class RateLimiter: Sendable {
                 return
             }
             retryAfter = next
+            let later = self.clock.now()
+            waited += Swift.max(.zero, later - now)
+            now = later
         }
     }
 }

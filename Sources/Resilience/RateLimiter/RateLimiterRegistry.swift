@@ -11,7 +11,7 @@
 /// try await limiters.limiter(for: "api.example.com").execute { try await fetch() }
 /// ```
 public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
-    private let limiters: BoundedRegistry<Key, RateLimiter>
+    @usableFromInline let registry: BoundedRegistry<Key, RateLimiter>
 
     /// Creates a registry that makes each key's limiter with `makeLimiter`, outside its lock.
     ///
@@ -23,7 +23,7 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
         maximumCount: Int = 1_000,
         makeLimiter: @escaping @Sendable (Key) -> RateLimiter
     ) throws(ConfigurationError) {
-        self.limiters = try BoundedRegistry(maximumCount: maximumCount, make: makeLimiter)
+        self.registry = try BoundedRegistry(maximumCount: maximumCount, make: makeLimiter)
     }
 
     /// Creates a registry whose limiters share one algorithm, wait, observer and clock; each is named `"<name>[<key>]"`.
@@ -47,17 +47,21 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
     }
 
     /// The most limiters kept.
-    public var maximumCount: Int { self.limiters.maximumCount }
+    public var maximumCount: Int { self.registry.maximumCount }
     /// How many limiters the registry holds; never more than ``maximumCount``.
-    public var count: Int { self.limiters.count }
+    public var count: Int { self.registry.count }
 
     /// The limiter for `key`, made now if the registry does not hold one.
+    ///
+    /// A key the registry remembers bit for bit (a `String` or an integer passed again) is
+    /// found without its lock.
+    @inlinable
     public func limiter(for key: Key) -> RateLimiter {
-        self.limiters.value(for: key)
+        self.registry.value(for: key)
     }
 
     /// The limiter for `key` if held; never makes one.
     public func existingLimiter(for key: Key) -> RateLimiter? {
-        self.limiters.existingValue(for: key)
+        self.registry.existingValue(for: key)
     }
 }

@@ -6,9 +6,14 @@
 /// take the lock (the clock may be user code), so a caller that waited for the lock
 /// brings a reading older than one already applied; taken as it stands, it would move
 /// the period's (or segment's) start back by the wait and let the limiter admit more
-/// than its rate. A clock that really jumps backwards therefore frees nothing until it
-/// passes the latest reading again, and takes nothing back; one that jumps far forwards
-/// refills at most to the limit.
+/// than its rate. A reading behind the latest cannot tell a stale reading from a clock
+/// that really jumped back, so the machine alone would free nothing until such a clock
+/// passed its latest reading again. ``rebase(from:to:)`` is the way out: given a
+/// reading known to have been taken after the latest one was applied (the storage's
+/// caller reads the clock again once it has seen the latest under the lock), a reading
+/// still behind it proves a jump, and the machine moves its marks back by the jump,
+/// counting it as no time elapsed. A clock that jumps far forwards refills at most to
+/// the limit.
 struct RateLimiterStateMachine: Sendable {
     /// What a request for a permit ended in.
     enum Decision: Equatable {
@@ -25,7 +30,7 @@ struct RateLimiterStateMachine: Sendable {
 
     private var state: State
     /// The latest elapsed time the machine has been given.
-    private var latest: Duration
+    private(set) var latest: Duration
 
     init(_ algorithm: RateLimiterAlgorithm, at now: Duration) {
         self.latest = now
@@ -47,6 +52,32 @@ struct RateLimiterStateMachine: Sendable {
     private mutating func advanceTime(to reading: Duration) -> Duration {
         self.latest = Swift.max(self.latest, reading)
         return self.latest
+    }
+
+    /// Moves every mark back by `observed - reading`, when `reading` is behind `observed`:
+    /// the clock jumped back, and the jump counts as no time elapsed.
+    ///
+    /// - Precondition: `reading` was read after the machine's latest time was `observed`,
+    ///   and no other re-base came in between (the storage checks its re-base count), so a
+    ///   reading behind it is a clock that went back, never a stale one. Then the
+    ///   machine's time stays no later than the time really elapsed: `reading` maps to
+    ///   `observed` or earlier, and later readings run on from there. A period's or a
+    ///   segment's progress, the tokens and the counts are kept: the limiter goes on from
+    ///   where it was, as if the clock had stood still for the jump.
+    /// - Returns: Whether the marks moved.
+    mutating func rebase(from observed: Duration, to reading: Duration) -> Bool {
+        guard reading < observed else { return false }
+        let jump = observed - reading
+        self.latest -= jump
+        switch self.state {
+        case .tokenBucket(var bucket):
+            bucket.periodStart -= jump
+            self.state = .tokenBucket(bucket)
+        case .slidingWindow(var window):
+            window.segmentStart -= jump
+            self.state = .slidingWindow(window)
+        }
+        return true
     }
 
     /// Takes a permit if one is free at `now` (no earlier than the latest time seen).

@@ -31,6 +31,20 @@ import Synchronization
 /// high 32 bits, so a compare-and-exchange made against one loan fails against the next
 /// one even when both lent as many permits (a taker checked the clock against the first
 /// loan's span only). Capacities and limits are at most 10^9, below 2^32.
+///
+/// A clock that jumps back: a caller reads the re-base count (``rebases``) before it
+/// reads the clock (``read()``). A reading behind the machine's latest time may be stale
+/// (read before the latest one was) or a jump; a step reports it, and a caller that
+/// needs the time to move (a refusal, or ``RateLimiter/availablePermits``) reads the
+/// clock again and steps once more with the latest time it saw
+/// (``step(at:rebasingFrom:_:)``). Read after that time was applied, a reading still
+/// behind it proves the jump, and the machine re-bases its marks onto the new readings
+/// (``RateLimiterStateMachine/rebase(from:to:)``), counting the jump as no time
+/// elapsed, and the count goes up. A reading taken under an older count may belong to
+/// the clock's time before the jump, so it counts as no time elapsed either, and never
+/// re-bases. The loans follow: the next one is lent in the re-based time, and the
+/// lock-free path, whose reading is taken after it loads the loan, checks it against
+/// that loan's span.
 final class RateLimiterStorage: Sendable {
     struct State {
         var machine: RateLimiterStateMachine
@@ -38,6 +52,21 @@ final class RateLimiterStorage: Sendable {
         var loan: RateLimiterStateMachine.Loan
         /// The clock's margin when the loan was made; `nil` when its bound is its precise reading.
         var margin: Int64?
+        /// How many times the machine re-based its marks onto a clock that went back.
+        var rebases: UInt64 = 0
+    }
+
+    /// A reading of the limiter's clock, with the re-base count read just before it.
+    struct Reading {
+        var rebases: UInt64
+        var elapsed: Duration
+    }
+
+    /// What a step returned, and the machine's latest time when the step's reading was behind it.
+    struct Outcome<Result> {
+        var result: Result
+        /// The machine's latest time, when the reading was behind it (stale, or a clock that went back).
+        var behind: Duration?
     }
 
     static let permitMask: UInt64 = 0xFFFF_FFFF
@@ -49,12 +78,15 @@ final class RateLimiterStorage: Sendable {
     /// The span of the loan, in nanoseconds on the limiter's elapsed clock.
     let spanStart: Atomic<Int64>
     let spanEnd: Atomic<Int64>
+    /// ``State/rebases``, for callers to read before they read the clock.
+    let rebases: Atomic<UInt64>
 
     init(_ machine: RateLimiterStateMachine, clock: ElapsedClock) {
         self.clock = clock
         self.loanWord = Atomic(0)
         self.spanStart = Atomic(.max)
         self.spanEnd = Atomic(.min)
+        self.rebases = Atomic(0)
         let empty = RateLimiterStateMachine.Loan(permits: 0, spanStart: .zero, spanEnd: .zero)
         self.state = Lock(State(machine: machine, loan: empty, margin: nil))
         self.state.withLock { self.lend(&$0) }
@@ -88,30 +120,70 @@ final class RateLimiterStorage: Sendable {
         }
     }
 
+    /// The re-base count, then the clock: the order a step relies on.
+    func read() -> Reading {
+        let rebases = self.rebases.load(ordering: .acquiring)
+        return Reading(rebases: rebases, elapsed: self.clock.now())
+    }
+
     /// Runs one step of the machine at `now` under the lock, with the loan settled first and made again after.
     ///
     /// `now` was read before the lock, so it may be older than a reading another caller has
-    /// already applied; the machine counts it as no earlier than that one.
+    /// already applied; the machine counts it as no earlier than that one. It never re-bases.
     func step<Result>(at now: Duration, _ body: (inout RateLimiterStateMachine) -> Result) -> Result {
         self.state.withLock { state in
-            let word = self.loanWord.bitwiseAnd(~Self.permitMask, ordering: .acquiringAndReleasing).oldValue
-            let unused = Int(word & Self.permitMask)
-            var takesMayBeLate = false
-            var settledAt = now
-            if let margin = state.margin, unused < state.loan.permits {
-                // Reads the system clock only (never user code), after the last lent permit was taken.
-                takesMayBeLate = !self.clock.upperBoundsHeld(
-                    below: Self.nanoseconds(state.loan.spanEnd, roundingUp: false), sinceMargin: margin)
-                // A late take can have come after `now` was read, up to the moment the loan was
-                // emptied above: count it no earlier than a reading taken after that moment (the
-                // system clock again, since a margin is kept for it alone).
-                if takesMayBeLate { settledAt = Swift.max(now, self.clock.now()) }
-            }
-            state.machine.settle(state.loan, unused: unused, at: settledAt, takesMayBeLate: takesMayBeLate)
+            self.settle(&state, at: now)
             let result = body(&state.machine)
             self.lend(&state)
             return result
         }
+    }
+
+    /// Runs one step of the machine at `reading` under the lock, re-basing first when
+    /// `reading` proves the clock went back.
+    ///
+    /// - Parameters:
+    ///   - reading: From ``read()``. Taken under an older re-base count, it counts as the
+    ///     machine's latest time: it may be a reading from before the jump.
+    ///   - observed: The ``Outcome/behind`` of an earlier step whose reading was behind,
+    ///     when `reading` was read after that step; `nil` otherwise.
+    ///   - body: The step, given the time it counts at.
+    func step<Result>(
+        at reading: Reading,
+        rebasingFrom observed: Duration? = nil,
+        _ body: (inout RateLimiterStateMachine, Duration) -> Result
+    ) -> Outcome<Result> {
+        self.state.withLock { state in
+            let current = reading.rebases == state.rebases
+            let now = current ? reading.elapsed : state.machine.latest
+            self.settle(&state, at: now)
+            if current, let observed, state.machine.rebase(from: observed, to: now) {
+                state.rebases &+= 1
+                self.rebases.store(state.rebases, ordering: .releasing)
+            }
+            let behind = now < state.machine.latest ? state.machine.latest : nil
+            let result = body(&state.machine, now)
+            self.lend(&state)
+            return Outcome(result: result, behind: behind)
+        }
+    }
+
+    /// Called under the lock: settles the loan at `now` (see the type's comment).
+    private func settle(_ state: inout State, at now: Duration) {
+        let word = self.loanWord.bitwiseAnd(~Self.permitMask, ordering: .acquiringAndReleasing).oldValue
+        let unused = Int(word & Self.permitMask)
+        var takesMayBeLate = false
+        var settledAt = now
+        if let margin = state.margin, unused < state.loan.permits {
+            // Reads the system clock only (never user code), after the last lent permit was taken.
+            takesMayBeLate = !self.clock.upperBoundsHeld(
+                below: Self.nanoseconds(state.loan.spanEnd, roundingUp: false), sinceMargin: margin)
+            // A late take can have come after `now` was read, up to the moment the loan was
+            // emptied above: count it no earlier than a reading taken after that moment (the
+            // system clock again, since a margin is kept for it alone).
+            if takesMayBeLate { settledAt = Swift.max(now, self.clock.now()) }
+        }
+        state.machine.settle(state.loan, unused: unused, at: settledAt, takesMayBeLate: takesMayBeLate)
     }
 
     /// Called under the lock: publishes the span first, then the permits under the next loan number.

@@ -4,18 +4,55 @@
 /// The entries are keyed by the key's hash value, an `Int`, so that no user code
 /// (the key's `hash(into:)` or `==`) runs while the lock is held: a lookup hashes
 /// the key first, takes the lock for an integer-keyed look-up that returns the
-/// entries with that hash, and compares them after releasing it. Looking up a
-/// held key takes the lock once (twice when another held key has the same hash
-/// value); finding a victim walks every entry, on insertion at the bound only.
+/// entries with that hash, and compares them after releasing it. Finding a victim
+/// walks every entry, on insertion at the bound only.
 ///
-/// Unlike ``CircuitBreakerRegistry``, it has no table of recent keys read without
-/// the lock: its values may be structs, which a lock-free reader could not retain
-/// safely without boxing each one (`Docs/DesignDecisions.md` says why it stays locked).
+/// Like ``CircuitBreakerRegistry``, it remembers the last keys it was asked for bit for
+/// bit, for `String` and the fixed-width integers, in a ``RegistryRecentKeys`` table read
+/// without the lock: a lookup of a key remembered there takes no lock and runs no
+/// `hash(into:)` or `==`. Each value is kept in a ``Box`` (one allocation per insertion),
+/// since a value may be a struct, which a lock-free reader could not retain; the table
+/// holds the box's address, and the reader retains the box before it reads the value out
+/// of it. Why it is safe is ``RegistryRecentKeys``'s comment; `Docs/DesignDecisions.md`
+/// gives the measurement. A lock-free hit marks its slot as used, and the next locked
+/// operation stamps the entry it leads to as used before anything else, so the least
+/// recently used entry is exact with respect to locked operations.
+///
+/// A looked-up key not remembered takes the lock once (twice when another held key has
+/// the same hash value) and once more to remember it, unless its slot already leads to
+/// the same value.
+@usableFromInline
 final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// A value, in an object that a lock-free reader can retain.
+    @usableFromInline
+    final class Box: Sendable {
+        @usableFromInline let value: Value
+
+        @usableFromInline init(_ value: Value) {
+            self.value = value
+        }
+    }
+
     private struct Entry {
         var key: Key
-        var value: Value
+        var box: Box
         var lastUse: UInt64
+    }
+
+    /// What a slot of the table of recent keys held before it was rewritten: the key copy
+    /// and the box, kept until no lock-free reader is inside the slot.
+    private struct Retired {
+        var slot: Int
+        var key: Key?
+        var box: Box?
+    }
+
+    /// What one locked operation let go of, for the caller to drop after the lock is
+    /// released: a key's or a value's deinit may run user code.
+    private struct Released {
+        var evicted: Entry?
+        var displaced: Retired?
+        var retired: [Retired] = []
     }
 
     private struct Entries {
@@ -25,30 +62,107 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         var clock: UInt64 = 0
         /// Bumped by every insertion and removal.
         var version: UInt64 = 0
+        /// The lock-free table, which only this state writes.
+        let recent: RegistryRecentKeys<Box>
+        /// The key each slot of ``recent`` remembers: a copy, so that its bits stay those of
+        /// a live value (a `String`'s storage cannot be freed and reused) while they are there.
+        var recentKeys: [Key?]
+        /// The box each slot of ``recent`` points at, held so that the slot's address stays valid.
+        var recentBoxes: [Box?]
+        /// The hash value of each slot's key, to find its entry when a lock-free hit is recorded.
+        var recentHashes: [Int]
+        /// What rewritten slots held while a lock-free reader was inside them.
+        var retired: [Retired] = []
 
-        /// The entries with `hash`, and the version they belong to. When there is only one,
-        /// it is marked as used now: it is almost surely the key's, and a wrong guess (a
-        /// full hash collision with a key not held) costs that entry nothing worse than
-        /// counting as used.
-        mutating func candidates(hash: Int) -> (entries: [Entry], version: UInt64) {
+        init(recent: RegistryRecentKeys<Box>) {
+            self.recent = recent
+            self.recentKeys = Array(repeating: nil, count: RegistryKeyBits.slotCount)
+            self.recentBoxes = Array(repeating: nil, count: RegistryKeyBits.slotCount)
+            self.recentHashes = Array(repeating: 0, count: RegistryKeyBits.slotCount)
+        }
+
+        /// The most retired entries kept before the registry stops remembering new keys (it
+        /// still clears slots), so that readers that never leave cannot make the list grow.
+        static var maximumRetired: Int { 2 * RegistryKeyBits.slotCount }
+
+        /// The entries with `hash`, the version they belong to, and whether `slot` already
+        /// leads to the first one. When there is only one, it is marked as used now: it is
+        /// almost surely the key's, and a wrong guess (a full hash collision with a key not
+        /// held) costs that entry nothing worse than counting as used.
+        mutating func candidates(hash: Int, slot: Int) -> (entries: [Entry], version: UInt64, isRemembered: Bool) {
+            self.recordLockFreeUses()
             self.clock += 1
-            guard let count = self.byHash[hash]?.count else { return ([], self.version) }
+            guard let count = self.byHash[hash]?.count else { return ([], self.version, false) }
             // In place: no copy of the chain while no earlier lookup still holds it.
             if count == 1 { self.byHash[hash]?[0].lastUse = self.clock }
-            return (self.byHash[hash] ?? [], self.version)
+            let entries = self.byHash[hash] ?? []
+            return (entries, self.version, self.recentBoxes[slot] === entries.first?.box)
         }
 
         /// Marks the entry at `index` of `hash`'s chain as used, if nothing was added or
         /// removed since `version`.
         mutating func use(hash: Int, index: Int, version: UInt64) {
+            self.recordLockFreeUses()
             guard self.version == version, let count = self.byHash[hash]?.count, index < count else { return }
             self.clock += 1
             self.byHash[hash]![index].lastUse = self.clock
         }
 
-        /// Adds `value` for `key`, forgetting the least recently used entry at the bound;
-        /// returns the forgotten entry, for the caller to release outside the lock.
-        mutating func insert(key: Key, value: Value, hash: Int, maximumCount: Int) -> Entry? {
+        /// Stamps as used the entries that lock-free hits found since the last locked
+        /// operation; every operation that reads or changes recency calls it first.
+        ///
+        /// Nothing for a key type that never takes the lock-free path, and one load when no
+        /// hit happened since the last call.
+        mutating func recordLockFreeUses() {
+            guard RegistryKeyBits.isBitComparable(Key.self), self.recent.takeUnrecordedUse() else { return }
+            self.clock += 1
+            for slot in 0..<RegistryKeyBits.slotCount where self.recent.takeUse(slot: slot) {
+                guard let box = self.recentBoxes[slot],
+                    let index = self.byHash[self.recentHashes[slot]]?.firstIndex(where: { $0.box === box })
+                else { continue }
+                self.byHash[self.recentHashes[slot]]![index].lastUse = self.clock
+            }
+        }
+
+        /// Remembers that `key` (with `hash`) found `box` in `slot`, if `box` is still held;
+        /// returns what that displaced, for the caller to release outside the lock.
+        mutating func remember(_ key: Key, hash: Int, slot: Int, box: Box) -> Released {
+            var released = Released()
+            released.retired = self.sweepRetired()
+            guard RegistryKeyBits.isBitComparable(Key.self), self.recentBoxes[slot] !== box,
+                self.byHash[hash]?.contains(where: { $0.box === box }) == true,
+                self.retired.count < Self.maximumRetired
+            else { return released }
+            var displaced = Retired(slot: slot, key: key, box: box)
+            swap(&displaced.key, &self.recentKeys[slot])
+            swap(&displaced.box, &self.recentBoxes[slot])
+            self.recentHashes[slot] = hash
+            if self.recent.write(slot: slot, RegistryKeyBits.words(of: key), breaker: box) {
+                self.retired.append(displaced)
+            } else {
+                released.displaced = displaced
+            }
+            return released
+        }
+
+        /// Takes out of ``retired`` every entry whose slot no lock-free reader is inside.
+        mutating func sweepRetired() -> [Retired] {
+            guard !self.retired.isEmpty else { return [] }
+            let recent = self.recent
+            var released: [Retired] = []
+            self.retired.removeAll { entry in
+                guard recent.isUnread(slot: entry.slot) else { return false }
+                released.append(entry)
+                return true
+            }
+            return released
+        }
+
+        /// Adds `box` for `key`, forgetting the least recently used entry at the bound, and
+        /// remembers `key` in `slot`; returns what it let go of, for the caller to release
+        /// outside the lock.
+        mutating func insert(key: Key, box: Box, hash: Int, slot: Int, maximumCount: Int) -> Released {
+            self.recordLockFreeUses()
             self.clock += 1
             self.version &+= 1
             var evicted: Entry?
@@ -56,10 +170,27 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
                 evicted = self.byHash[victim.hash]!.remove(at: victim.index)
                 if self.byHash[victim.hash]!.isEmpty { self.byHash[victim.hash] = nil }
                 self.count -= 1
+                // No slot may lead to a box the registry no longer holds.
+                if let victimBox = evicted?.box {
+                    for index in 0..<RegistryKeyBits.slotCount where self.recentBoxes[index] === victimBox {
+                        self.clear(slot: index)
+                    }
+                }
             }
-            self.byHash[hash, default: []].append(Entry(key: key, value: value, lastUse: self.clock))
+            self.byHash[hash, default: []].append(Entry(key: key, box: box, lastUse: self.clock))
             self.count += 1
-            return evicted
+            var released = self.remember(key, hash: hash, slot: slot, box: box)
+            released.evicted = evicted
+            return released
+        }
+
+        /// Empties `slot`, keeping what it held in ``retired`` for a later sweep.
+        private mutating func clear(slot: Int) {
+            var displaced = Retired(slot: slot, key: nil, box: nil)
+            swap(&displaced.key, &self.recentKeys[slot])
+            swap(&displaced.box, &self.recentBoxes[slot])
+            _ = self.recent.write(slot: slot, .zero, breaker: nil)
+            self.retired.append(displaced)
         }
 
         private func leastRecentlyUsed() -> (hash: Int, index: Int)? {
@@ -75,49 +206,83 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
     let maximumCount: Int
     private let make: @Sendable (Key) -> Value
-    private let entries = Lock(Entries())
+    @usableFromInline let recent: RegistryRecentKeys<Box>
+    private let entries: Lock<Entries>
 
     init(maximumCount: Int, make: @escaping @Sendable (Key) -> Value) throws(ConfigurationError) {
         try ConfigurationError.require(
             (1...10_000_000).contains(maximumCount), "maximumCount", maximumCount, "in 1...10000000")
         self.maximumCount = maximumCount
         self.make = make
+        let recent = RegistryRecentKeys<Box>()
+        self.recent = recent
+        self.entries = Lock(Entries(recent: recent))
     }
 
     /// The value for `key`, made now (outside the lock) if not held.
     ///
+    /// A key remembered bit for bit takes no lock and runs no `hash(into:)` or `==`.
+    /// Inlinable, so that the lookup is specialized for the caller's key and value types
+    /// (a generic lookup asks the runtime for the metadata of the table's types on every
+    /// call); everything else is out of line, in ``value(for:slot:)``.
+    @inlinable
+    func value(for key: Key) -> Value {
+        guard RegistryKeyBits.isBitComparable(Key.self) else { return self.value(for: key, slot: 0) }
+        let words = RegistryKeyBits.words(of: key)
+        let slot = RegistryKeyBits.slot(of: words)
+        if let box = self.recent.breaker(for: words, slot: slot, markingUse: true) {
+            return box.value
+        }
+        return self.value(for: key, slot: slot)
+    }
+
+    /// The lookup of a key not remembered bit for bit, whose slot in the table is `slot`.
+    ///
     /// To add a value, it checks under the lock that no entry was added or removed since it
     /// looked (a version number), so a key can never get two values; if one was, it looks again.
-    func value(for key: Key) -> Value {
+    @usableFromInline
+    func value(for key: Key, slot: Int) -> Value {
         let hash = key.hashValue
-        var made: Value?
+        var made: Box?
         while true {
-            let (candidates, version) = self.entries.withLock { $0.candidates(hash: hash) }
+            let (candidates, version, isRemembered) = self.entries.withLock { $0.candidates(hash: hash, slot: slot) }
             if let index = candidates.firstIndex(where: { $0.key == key }) {
-                if candidates.count > 1 {
-                    self.entries.withLock { $0.use(hash: hash, index: index, version: version) }
+                let box = candidates[index].box
+                if candidates.count > 1 || (RegistryKeyBits.isBitComparable(Key.self) && !isRemembered) {
+                    let released = self.entries.withLock { entries in
+                        if candidates.count > 1 { entries.use(hash: hash, index: index, version: version) }
+                        return entries.remember(key, hash: hash, slot: slot, box: box)
+                    }
+                    // Released here, outside the lock: a key's or a value's deinit may run user code.
+                    _ = released
                 }
-                return candidates[index].value
+                return box.value
             }
-            let value = made ?? self.make(key)
-            made = value
-            let evicted: Entry?? = self.entries.withLock { entries in
+            let box = made ?? Box(self.make(key))
+            made = box
+            let released: Released? = self.entries.withLock { entries in
                 guard entries.version == version else { return nil }
-                return .some(entries.insert(key: key, value: value, hash: hash, maximumCount: self.maximumCount))
+                return entries.insert(key: key, box: box, hash: hash, slot: slot, maximumCount: self.maximumCount)
             }
             // Released here, outside the lock: a key's or a value's deinit may run user code.
-            if let evicted {
-                _ = evicted
-                return value
+            if let released {
+                _ = released
+                return box.value
             }
         }
     }
 
     /// The value for `key` if held; not counted as a use.
     func existingValue(for key: Key) -> Value? {
+        let words = RegistryKeyBits.words(of: key)
+        if RegistryKeyBits.isBitComparable(Key.self),
+            let box = self.recent.breaker(for: words, slot: RegistryKeyBits.slot(of: words), markingUse: false)
+        {
+            return box.value
+        }
         let hash = key.hashValue
         let candidates = self.entries.withLock { $0.byHash[hash] ?? [] }
-        return candidates.first { $0.key == key }?.value
+        return candidates.first { $0.key == key }?.box.value
     }
 
     /// How many values are held.
@@ -125,4 +290,12 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
     /// Whether another holder (or the caller) has the lock now; for tests.
     var isLockHeld: Bool { self.entries.isHeld }
+
+    /// The lock-free table of recent keys; for tests.
+    var recentKeys: RegistryRecentKeys<Box> { self.recent }
+
+    /// Runs `body` while holding the registry's lock; for tests that show a lookup never takes it.
+    func whileLocked<Result>(_ body: () -> Result) -> Result {
+        self.entries.withLock { _ in body() }
+    }
 }
