@@ -35,8 +35,9 @@ extension RetryPolicy {
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors.
     /// - Throws: Only when no attempt reported on the items: the error of the last attempt,
-    ///   which failed as a whole (not a partial failure), when the policy stops; or
-    ///   `CancellationError` when the call is cancelled before any attempt reported on them.
+    ///   which failed as a whole (not a partial failure), when the policy stops on it (a
+    ///   cancelled call's included); `CancellationError` when the call is cancelled while
+    ///   waiting to try again.
     public nonisolated(nonsending) func retryingFailedItems<ID: Hashable>(
         _ items: [ID],
         idempotency: Idempotency? = nil,
