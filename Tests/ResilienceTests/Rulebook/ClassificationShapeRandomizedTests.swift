@@ -25,7 +25,10 @@ struct ClassificationShapeRandomizedTests {
         ("serverResponseLost", { cloudKitError(.serverResponseLost) }),
         (
             "partialFailure",
-            { cloudKitError(.partialFailure, userInfo: [CloudKitErrorCode.partialErrorsKey: ["b": cloudKitError(.zoneBusy)]]) }
+            {
+                cloudKitError(
+                    .partialFailure, userInfo: [CloudKitErrorCode.partialErrorsKey: ["b": cloudKitError(.zoneBusy)]])
+            }
         ),
         ("notAuthenticated", { cloudKitError(.notAuthenticated) }),
         ("operationCancelled", { cloudKitError(.operationCancelled) }),
@@ -67,7 +70,8 @@ struct ClassificationShapeRandomizedTests {
             let (name, make) = Self.errors.randomElement(using: &generator)!
             let (wrapped, path) = Self.wrap(make(), using: &generator)
             let classifiers: [any RetryClassifier] = [
-                DefaultRetryClassifier(), CloudKitRetryClassifier(), CloudKitRetryClassifier(operationIsIdempotent: true),
+                DefaultRetryClassifier(), CloudKitRetryClassifier(),
+                CloudKitRetryClassifier(operationIsIdempotent: true),
                 SQLiteRetryClassifier(), HTTPRetryClassifier(),
             ]
             for classifier in classifiers {

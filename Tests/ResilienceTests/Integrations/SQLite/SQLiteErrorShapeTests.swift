@@ -38,11 +38,12 @@ import Testing
             let policy = try RetryPolicy(
                 maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
             let runs = Counter()
-            let value = try await policy.writeTransaction(executeSQL: { _ in }) {
+            let work: () async throws -> Int = {
                 runs.increment()
                 if runs.value == 1 { throw error }
                 return 7
             }
+            let value = try await policy.writeTransaction(executeSQL: { _ in }, operation: work)
             #expect(value == 7, "\(shape)")
             #expect(runs.value == 2, "\(shape): the transaction ran \(runs.value) times")
         }
@@ -50,7 +51,8 @@ import Testing
 
     /// A failed rollback leaves the connection's state unknown: the busy error it carries does not make it retried.
     @Test func aFailedRollbackIsNeverRetriedInAnyShape() {
-        let rollback = SQLiteRollbackError(transactionError: SQLiteError(code: .busy), rollbackError: SQLiteError(code: 1))
+        let rollback = SQLiteRollbackError(
+            transactionError: SQLiteError(code: .busy), rollbackError: SQLiteError(code: 1))
         let context = RetryContext(attempt: 1)
         for (shape, error) in [("direct", rollback as any Error), ("user enum", DeclaredAppError.transport(rollback))] {
             #expect(SQLiteRetryClassifier().decision(for: error, context: context) == .doNotRetry, "\(shape)")
@@ -62,8 +64,12 @@ import Testing
         struct LibraryError: Error { var extendedResultCode: Int32 }
         let classifier = SQLiteRetryClassifier { ($0 as? LibraryError)?.extendedResultCode }
         let context = RetryContext(attempt: 1)
-        #expect(classifier.decision(for: SilentAppError.transport(LibraryError(extendedResultCode: 517)), context: context) == .retry)
-        #expect(classifier.decision(for: SilentAppError.transport(LibraryError(extendedResultCode: 2067)), context: context) == .doNotRetry)
+        #expect(
+            classifier.decision(for: SilentAppError.transport(LibraryError(extendedResultCode: 517)), context: context)
+                == .retry)
+        #expect(
+            classifier.decision(for: SilentAppError.transport(LibraryError(extendedResultCode: 2067)), context: context)
+                == .doNotRetry)
         #expect(classifier.decision(for: SilentAppError.transport(TransientError()), context: context) == nil)
     }
 }
