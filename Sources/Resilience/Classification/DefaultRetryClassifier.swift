@@ -45,7 +45,7 @@ public struct DefaultRetryClassifier: RetryClassifier {
 
     /// The default decision for `error`; never `nil`.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
-        if error is CancellationError { return .doNotRetry }
+        // A `CancellationError`, as the error or below it, is ruled `.cancelled`.
         let analysis = context.analysis(of: error)
         switch analysis.defaultRuling {
         case .cancelled?, .malformedData?:
