@@ -1,24 +1,41 @@
 /// The package's default retry rules: retry what is likely transient, stop on
 /// what is obviously permanent.
 ///
-/// In order:
+/// The rules read the error's whole chain, as the ``Rulebook`` does: the error
+/// itself, `NSUnderlyingErrorKey`, the library's own wrappers and errors adopting
+/// ``UnderlyingErrorProviding`` (see ``FailureAnalysis``). The outermost error in
+/// the chain that one of the rules below speaks for decides, so an error is judged
+/// the same whether it is thrown as it is or wrapped in an error that says
+/// nothing of its own. For one error, the rules are asked in order:
 /// 1. `CancellationError`: never retried.
-/// 2. ``RetryableError``: as the error says.
-/// 3. ``RESTServiceError``: by ``RESTServiceErrorClassifier``'s default rules.
+/// 2. ``RetryableError`` (``SQLiteError`` among them): as the error says.
+/// 3. ``RESTServiceError``: by ``RESTServiceErrorClassifier``'s default rules, when
+///    its own codes or status decide; otherwise the errors it wraps do.
 /// 4. A CloudKit error (`CKErrorDomain`): by ``CloudKitRetryClassifier``'s rules,
 ///    treating a lost response as not safe to repeat, and never retrying a whole
 ///    batch after a partial failure.
-/// 5. An HTTP status anywhere in the error's chain (see ``ErrorHints/httpStatus(of:)``)
-///    or a URL loading error (`URLError`): by ``HTTPRetryClassifier``'s rules. 408,
-///    500, 502, 503 and 504 are retried, 401 and 407 stop with
+/// 5. An HTTP status or a URL loading error (`URLError`): by ``HTTPRetryClassifier``'s
+///    rules, reading the outermost status in the chain (see ``ErrorHints/httpStatus(of:)``).
+///    408, 500, 502, 503 and 504 are retried, 401 and 407 stop with
 ///    ``RetryStopReason/authenticationRequired``, every other status is final;
 ///    transient URL errors are retried. The ``Rulebook`` has already stopped every
 ///    429, and every request that is not idempotent once it may have reached the server.
 /// 6. `DecodingError` and `EncodingError`: final, since the same bytes will fail
 ///    the same way.
-/// 7. Anything else: retried, on the assumption that an unknown failure of a
-///    remote call is more often transient than not. Chain a classifier of your
-///    own in front (``RetryClassifier/fallingBack(to:)``) to narrow this.
+///
+/// When no error in the chain is one of these, the failure is retried, on the
+/// assumption that an unknown failure of a remote call is more often transient
+/// than not. Chain a classifier of your own in front (``RetryClassifier/fallingBack(to:)``)
+/// to narrow this.
+///
+/// A policy reads the chain once per failure (``RetryContext/analysis``) and this
+/// classifier decides from that reading, without walking the chain again.
+///
+/// ```swift
+/// enum SyncError: Error { case cloudKit(any Error) }
+/// let lost = NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.serverResponseLost.rawValue)
+/// DefaultRetryClassifier().decision(for: SyncError.cloudKit(lost), context: RetryContext(attempt: 1))  // doNotRetry
+/// ```
 public struct DefaultRetryClassifier: RetryClassifier {
     /// The HTTP statuses retried by default.
     public static let retryableHTTPStatuses: Set<Int> = [408, 500, 502, 503, 504]
@@ -28,18 +45,69 @@ public struct DefaultRetryClassifier: RetryClassifier {
 
     /// The default decision for `error`; never `nil`.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
-        if error is CancellationError { return .doNotRetry }
-        if let error = error as? any RetryableError {
-            return error.isRetryable ? .retry : .doNotRetry
-        }
-        if let error = error as? RESTServiceError,
-            let decision = RESTServiceErrorClassifier().decision(for: error, context: context)
-        {
+        // A `CancellationError`, as the error or below it, is ruled `.cancelled`.
+        let analysis = context.analysis(of: error)
+        switch analysis.defaultRuling {
+        case .cancelled?, .malformedData?:
+            return .doNotRetry
+        case .retryable(let isRetryable)?:
+            return isRetryable ? .retry : .doNotRetry
+        case .restService(let decision)?:
             return decision
+        case .cloudKit(let code)?:
+            return CloudKitRetryClassifier().decision(forCodeInChain: code)
+        case .http?:
+            let http = HTTPRetryClassifier()
+            if let status = analysis.httpStatus { return http.decision(forStatus: status) }
+            if let category = analysis.urlErrorCategory { return http.decision(for: category) }
+            return .retry
+        case nil:
+            return .retry
         }
-        if let decision = CloudKitRetryClassifier().decision(for: error, context: context) { return decision }
-        if let decision = HTTPRetryClassifier().decision(for: error, context: context) { return decision }
-        if error is DecodingError || error is EncodingError { return .doNotRetry }
-        return .retry
+    }
+}
+
+extension DefaultRetryClassifier {
+    /// What the default rules read from one error of a chain, or `nil` when none of them
+    /// speaks for it (the next error in the chain is asked then).
+    ///
+    /// ``FailureAnalysis`` keeps the ruling of the outermost error that has one, so that
+    /// the classifier decides without walking the chain again.
+    enum Ruling: Hashable, Sendable {
+        /// A `CancellationError`.
+        case cancelled
+        /// A ``RetryableError``, with its answer.
+        case retryable(Bool)
+        /// A ``RESTServiceError`` whose own codes or status decide.
+        case restService(RetryDecision)
+        /// A CloudKit error, with its code.
+        case cloudKit(CloudKitErrorCode)
+        /// An HTTP status or a URL loading error: the HTTP rules decide.
+        case http
+        /// A `DecodingError` or an `EncodingError`.
+        case malformedData
+
+        /// The ruling on `error`, from what the analysis has already read of it.
+        ///
+        /// - Parameters:
+        ///   - rest: `error` as a ``RESTServiceError``, if it is one.
+        ///   - cloudKitCode: Its CloudKit code, if it has one.
+        ///   - speaksHTTP: Whether it reports an HTTP status or is a URL loading error.
+        init?(of error: any Error, rest: RESTServiceError?, cloudKitCode: CloudKitErrorCode?, speaksHTTP: Bool) {
+            if let retryable = error as? any RetryableError {
+                self = .retryable(retryable.isRetryable)
+            } else if let rest {
+                guard let decision = RESTServiceErrorClassifier.defaultOwnDecision(for: rest) else { return nil }
+                self = .restService(decision)
+            } else if let cloudKitCode {
+                self = .cloudKit(cloudKitCode)
+            } else if speaksHTTP {
+                self = .http
+            } else if error is DecodingError || error is EncodingError {
+                self = .malformedData
+            } else {
+                return nil
+            }
+        }
     }
 }

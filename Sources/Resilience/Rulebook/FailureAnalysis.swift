@@ -59,6 +59,16 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// refusal all the same (``FallbackContext/isRejection``).
     let isRefusedBeforeRunning: Bool
 
+    /// The outermost CloudKit error code in the chain, if any: what ``CloudKitRetryClassifier`` judges.
+    let cloudKitCode: CloudKitErrorCode?
+    /// The outermost URL loading error's category in the chain, if any.
+    let urlErrorCategory: URLErrorCategory?
+    /// What ``DefaultRetryClassifier`` reads from the outermost error in the chain that one of its
+    /// rules speaks for; `nil` when none does.
+    let defaultRuling: DefaultRetryClassifier.Ruling?
+    /// Which error these facts were read from, so that a classifier asked about another one reads that.
+    let subject: Subject
+
     /// Reads `error` and the state of the current task.
     ///
     /// The task's state matters for ``interruption``: a failure in a cancelled
@@ -86,7 +96,11 @@ public struct FailureAnalysis: Sendable, Hashable {
             reader.read(node)
             return true
         }
+        self.subject = Subject(error)
         self.httpStatus = reader.status
+        self.cloudKitCode = reader.cloudKitCode
+        self.urlErrorCategory = reader.urlErrorCategory
+        self.defaultRuling = reader.ruling
         self.isTooManyRequests = reader.sawTooManyRequests
         self.retryAfter = reader.hint
         self.requestIdempotency = reader.idempotency
@@ -170,6 +184,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawRefused = false
         var sawLocalRejection = false
         var sawBreakerRejection = false
+        var cloudKitCode: CloudKitErrorCode?
+        var urlErrorCategory: URLErrorCategory?
+        var ruling: DefaultRetryClassifier.Ruling?
 
         static let limiterRejection = ObjectIdentifier(LimiterRejectionError.self)
         static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
@@ -178,10 +195,12 @@ public struct FailureAnalysis: Sendable, Hashable {
         mutating func read(_ error: any Error) {
             if error is CancellationError {
                 self.sawCancellation = true
+                if self.ruling == nil { self.ruling = .cancelled }
                 return
             }
             if error is AttemptTimeoutError || error is TimeoutError { self.sawTimeLimit = true }
-            if let status = ErrorHints.ownStatus(of: error) {
+            let status = ErrorHints.ownStatus(of: error)
+            if let status {
                 if self.status == nil { self.status = status }
                 if status == 429 { self.sawTooManyRequests = true }
                 if status == 401 || status == 407 {
@@ -222,8 +241,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                     self.sawTimeLimit = true
                 }
             }
-            if let code = URLErrorCategory.ownCode(of: error) {
+            let urlCode = URLErrorCategory.ownCode(of: error)
+            if let code = urlCode {
                 let category = URLErrorCategory(code: code)
+                if self.urlErrorCategory == nil { self.urlErrorCategory = category }
                 switch category {
                 case .requestNotSent: self.sawNotSent = true
                 case .authenticationRequired:
@@ -233,15 +254,25 @@ public struct FailureAnalysis: Sendable, Hashable {
                 }
                 if URLErrorCategory.offlineCodes.contains(code) { self.isOffline = true }
             }
-            if let code = CloudKitErrorCode(error), code != .partialFailure {
-                self.note(CloudKitRetryClassifier.delivery(for: code))
-                if code == .networkUnavailable { self.isOffline = true }
-                if code == .notAuthenticated { self.needsCredentials = true }
+            let cloudKitCode = CloudKitErrorCode(error)
+            if let code = cloudKitCode {
+                if self.cloudKitCode == nil { self.cloudKitCode = code }
+                if code != .partialFailure {
+                    self.note(CloudKitRetryClassifier.delivery(for: code))
+                    if code == .networkUnavailable { self.isOffline = true }
+                    if code == .notAuthenticated { self.needsCredentials = true }
+                }
             }
-            if let rest = error as? RESTServiceError, let code = rest.serverErrorCode,
+            let rest = error as? RESTServiceError
+            if let code = rest?.serverErrorCode,
                 RESTServiceErrorClassifier.standardServerCodeDecisions[code]?.stopReason == .authenticationRequired
             {
                 self.needsCredentials = true
+            }
+            if self.ruling == nil {
+                // Only until an error speaks: the errors below the first one a rule speaks for cost nothing more.
+                self.ruling = DefaultRetryClassifier.Ruling(
+                    of: error, rest: rest, cloudKitCode: cloudKitCode, speaksHTTP: status != nil || urlCode != nil)
             }
         }
 
@@ -268,5 +299,48 @@ public struct FailureAnalysis: Sendable, Hashable {
             default: self.sawMaybeSent = true
             }
         }
+    }
+}
+
+extension FailureAnalysis {
+    /// Which error an analysis was read from: its type, and its identity when it is a class instance.
+    ///
+    /// Not a fact about the failure: two analyses with the same facts are equal whatever
+    /// errors they were read from, so equality and hashing ignore it.
+    struct Subject: Hashable, Sendable {
+        private let type: ObjectIdentifier
+        private let object: ObjectIdentifier?
+
+        init(_ error: any Error) {
+            self.type = ObjectIdentifier(Swift.type(of: error))
+            // Opened rather than cast `as AnyObject`, which bridges: a few instructions, not thousands.
+            self.object = _openExistential(error, do: identity(of:))
+        }
+
+        /// Whether `error` may be the error this was read from: same type, and the same instance for a class.
+        func isSubject(_ error: any Error) -> Bool {
+            let other = Subject(error)
+            return other.type == self.type && other.object == self.object
+        }
+
+        static func == (_: Self, _: Self) -> Bool { true }
+
+        func hash(into _: inout Hasher) {}
+    }
+}
+
+/// The identity of `value` when it is a class instance, or `nil`.
+private func identity<Value>(of value: Value) -> ObjectIdentifier? {
+    guard Value.self is AnyObject.Type else { return nil }
+    // A class instance is a reference, whose bits are the object's.
+    return ObjectIdentifier(unsafeBitCast(value, to: AnyObject.self))
+}
+
+extension RetryContext {
+    /// The facts of `error`: the policy's reading when it was read from `error`, else a reading of
+    /// `error` itself (a classifier may ask another about an error it unwrapped, with its own context).
+    func analysis(of error: any Error) -> FailureAnalysis {
+        if let analysis = self.analysis, analysis.subject.isSubject(error) { return analysis }
+        return FailureAnalysis(error, isCancelled: false, timeLimitFired: false)
     }
 }

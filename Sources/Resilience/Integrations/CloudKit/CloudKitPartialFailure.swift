@@ -34,20 +34,26 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     public let retryableItems: [AnyHashable: any Error]
     /// The items that failed for good, by item ID, with their errors.
     public let failedItems: [AnyHashable: any Error]
-    /// The longest retry-after advice among the partial failure and its retryable items, if any.
+    /// The longest retry-after advice of the partial failure itself and of its retryable items, if any.
+    ///
+    /// The items that failed for good have no say: they are not sent again.
     public let retryAfter: Duration?
 
-    /// Splits `error`'s per-item errors, or returns `nil` when `error` is not a CloudKit `partialFailure`.
+    /// Splits the per-item errors of the partial failure in `error`'s chain, or returns `nil`
+    /// when there is none.
+    ///
+    /// The outermost CloudKit error in the chain is the one read, as ``CloudKitRetryClassifier``
+    /// reads it: `error` itself, or a partial failure wrapped in `NSUnderlyingErrorKey` or in an
+    /// app's own error (see ``UnderlyingErrorProviding``).
     ///
     /// - Parameters:
     ///   - error: The operation's error.
     ///   - classifier: Decides which item errors are retryable.
     public init?(_ error: any Error, classifier: CloudKitRetryClassifier = CloudKitRetryClassifier()) {
-        guard CloudKitErrorCode(error) == .partialFailure else { return nil }
-        let nsError = error as NSError
+        guard let nsError = Self.partialFailure(in: error) else { return nil }
         var retryable: [AnyHashable: any Error] = [:]
         var failed: [AnyHashable: any Error] = [:]
-        var hint = ErrorHints.retryAfter(of: error)
+        var hint = ErrorHints.ownRetryAfter(of: nsError)
         let items = nsError.userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any] ?? [:]
         for (id, value) in items {
             guard let itemError = value as? any Error else { continue }
@@ -63,6 +69,15 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
         self.retryableItems = retryable
         self.failedItems = failed
         self.retryAfter = hint
+    }
+
+    /// The outermost CloudKit error in `error`'s chain, when it is a partial failure.
+    static func partialFailure(in error: any Error) -> NSError? {
+        // The common shape, CloudKit's error as it came, needs no walk.
+        if let code = CloudKitErrorCode(error) { return code == .partialFailure ? error as NSError : nil }
+        let outermost = ErrorChain.first(in: error) { node in CloudKitErrorCode(node).map { (code: $0, error: node) } }
+        guard let outermost, outermost.code == .partialFailure else { return nil }
+        return outermost.error as NSError
     }
 
     /// Whether some items failed, and all of them retryably.

@@ -15,7 +15,9 @@
 /// `serverRecordChanged` (merge the server's record, then save again),
 /// `limitExceeded` (split the batch in half), `changeTokenExpired` (refetch),
 /// `accountTemporarilyUnavailable` (wait for the account-changed notification).
-/// Errors outside `CKErrorDomain` get `nil`.
+/// The outermost CloudKit error in the error's chain is judged (`NSUnderlyingErrorKey`,
+/// the library's wrappers, an app's own error: see ``UnderlyingErrorProviding``);
+/// errors with none in their chain get `nil`.
 ///
 /// ```swift
 /// let policy = try RetryPolicy(classifier: CloudKitRetryClassifier(operationIsIdempotent: true))
@@ -40,9 +42,18 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         self.operationIsIdempotent = operationIsIdempotent
     }
 
-    /// The decision for a CloudKit error, or `nil` for any other error.
+    /// The decision for a CloudKit error, or `nil` when no error in `error`'s chain is one.
+    ///
+    /// The outermost CloudKit error in the chain decides, so a CloudKit error wrapped in
+    /// `NSUnderlyingErrorKey` or in an app's own error is judged as it would be thrown directly.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
-        guard let code = CloudKitErrorCode(error) else { return nil }
+        // A policy has already read the chain once; reuse its reading rather than walk it again.
+        guard let code = context.analysis(of: error).cloudKitCode else { return nil }
+        return self.decision(forCodeInChain: code)
+    }
+
+    /// The decision for the outermost CloudKit error of a chain, a partial failure included.
+    func decision(forCodeInChain code: CloudKitErrorCode) -> RetryDecision {
         if code == .partialFailure {
             // The items that succeeded are in no error: a whole-batch retry would send them again.
             return .doNotRetry(because: .partialFailure)

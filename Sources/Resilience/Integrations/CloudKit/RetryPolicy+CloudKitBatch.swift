@@ -5,15 +5,28 @@ extension RetryPolicy {
     /// Each attempt calls `operation` with the items still to send: all of them at
     /// first, then only the retryable items of the last partial failure
     /// (``CloudKitPartialFailure/retryableItems``), after the longest retry-after
-    /// hint among them. Items that failed for good leave the batch at once. The
+    /// hint among them. Items that failed for good leave the batch at once and have
+    /// no say in the wait. The partial failure is found wherever it sits in the
+    /// error's chain: thrown as CloudKit made it, or wrapped in `NSUnderlyingErrorKey`
+    /// or in an error of the app's (see ``UnderlyingErrorProviding``). The
     /// ``Rulebook`` applies as everywhere: an item that failed with HTTP 429 ends
     /// the call, and so does a cancelled task.
+    ///
+    /// Once an attempt has reported on the items (a partial failure), the call
+    /// returns a ``CloudKitBatchResult`` however it stops, so the items CloudKit saved
+    /// are never lost to an error: cancelled during an attempt or during the wait
+    /// before the next one (``RetryStopReason/cancelled``), or stopped by the policy
+    /// (its attempts or its deadline spent, a failure it does not retry). The items
+    /// still to send are then in ``CloudKitBatchResult/failedItems``, each with the
+    /// last error it failed with, and ``CloudKitBatchResult/stopReason`` says why the
+    /// call stopped.
     ///
     /// ```swift
     /// let result = try await policy.retryingFailedItems(recordIDs) { ids in
     ///     try await save(records.filter { ids.contains($0.recordID) })
     /// }
     /// for (id, error) in result.failedItems { report(id, error) }
+    /// if result.stopReason == .cancelled { scheduleLater(result.failedItems.keys) }
     /// ```
     ///
     /// - Parameters:
@@ -21,8 +34,10 @@ extension RetryPolicy {
     ///   - idempotency: Whether sending an item twice is harmless; `nil` inherits or assumes so.
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors.
-    /// - Throws: The last error when an attempt fails as a whole (not a partial failure)
-    ///   and the policy stops; `CancellationError` when cancelled.
+    /// - Throws: Only when no attempt reported on the items: the error of the last attempt,
+    ///   which failed as a whole (not a partial failure), when the policy stops on it (a
+    ///   cancelled call's included); `CancellationError` when the call is cancelled while
+    ///   waiting to try again.
     public nonisolated(nonsending) func retryingFailedItems<ID: Hashable>(
         _ items: [ID],
         idempotency: Idempotency? = nil,
@@ -30,6 +45,9 @@ extension RetryPolicy {
     ) async throws -> CloudKitBatchResult<ID> {
         var remaining = items
         var failed: [ID: any Error] = [:]
+        // The last error of each item still to send, once an attempt has reported on the items.
+        var lastErrors: [ID: any Error] = [:]
+        var reportedOnItems = false
         var attempts = 0
         let classifier = ChainedRetryClassifier([
             ClosureRetryClassifier { error, _ in
@@ -48,39 +66,53 @@ extension RetryPolicy {
             do {
                 try await operation(remaining)
             } catch {
-                guard let partial = CloudKitPartialFailure(error) else { throw error }
+                guard let partial = CloudKitPartialFailure(error) else {
+                    // The whole attempt failed: so did each item it sent.
+                    if reportedOnItems { for id in remaining { lastErrors[id] = error } }
+                    throw error
+                }
+                reportedOnItems = true
                 var retryable: [ID] = []
                 var itemErrors: [any Error] = []
+                var failedForGood: [any Error] = []
+                lastErrors = [:]
                 for id in remaining {
                     if let itemError = partial.failedItems[AnyHashable(id)] {
                         failed[id] = itemError
+                        failedForGood.append(itemError)
                     } else if let itemError = partial.retryableItems[AnyHashable(id)] {
                         retryable.append(id)
                         itemErrors.append(itemError)
+                        lastErrors[id] = itemError
                     }
                 }
                 remaining = retryable
+                let isTooManyRequests = FailureAnalysis(error).isTooManyRequests
                 // Nothing left to send ends the call, unless the rules must see it (a 429 among the items).
-                guard !retryable.isEmpty || FailureAnalysis(error).isTooManyRequests else { return }
+                guard !retryable.isEmpty || isTooManyRequests else { return }
                 throw CloudKitItemsToRetry(
-                    itemErrors: itemErrors, retryAfter: partial.retryAfter, partialFailure: error)
+                    itemErrors: itemErrors, retryAfter: partial.retryAfter,
+                    pushback: isTooManyRequests ? Self.pushback(in: error, failedForGood: failedForGood) : [])
             }
             remaining = []
         }
-        switch outcome.result {
-        case .success:
-            break
-        case .failure(let error as CloudKitItemsToRetry):
-            // The policy stopped with items still failing: they failed, with their last errors.
-            for (id, itemError) in zip(remaining, error.itemErrors) { failed[id] = itemError }
-            remaining = []
-        case .failure(let error):
-            throw error
+        if case .failure(let error) = outcome.result {
+            guard reportedOnItems else { throw error }
+            // The call stopped with items still to send: they failed, with the last error each met.
+            for id in remaining { failed[id] = lastErrors[id] ?? error }
         }
         let failedIDs = Set(failed.keys)
         return CloudKitBatchResult(
             sentItems: items.filter { !failedIDs.contains($0) }, failedItems: failed, attempts: attempts,
             stopReason: outcome.stopReason)
+    }
+
+    /// The errors that make a partial failure an HTTP 429, for the rules to see: the items that
+    /// failed for good with one (the items sent again are seen anyway), or, when the 429 is
+    /// elsewhere in its chain, the whole failure.
+    private static func pushback(in failure: any Error, failedForGood: [any Error]) -> [any Error] {
+        let items = failedForGood.filter { ErrorHints.isTooManyRequests($0) }
+        return items.isEmpty ? [failure] : items
     }
 }
 
@@ -88,11 +120,13 @@ extension RetryPolicy {
 public struct CloudKitBatchResult<ID: Hashable> {
     /// The items CloudKit accepted, in the order given.
     public let sentItems: [ID]
-    /// The items that failed for good, or were still failing when the policy stopped, with their errors.
+    /// The items that failed for good, and those still to send when the call stopped (the policy
+    /// gave up on them, or the call was cancelled), each with the last error it failed with.
     public let failedItems: [ID: any Error]
     /// How many times the operation ran.
     public let attempts: Int
-    /// Why the policy stopped: ``RetryStopReason/succeeded`` when the last attempt had no failure left to retry.
+    /// Why the policy stopped: ``RetryStopReason/succeeded`` when the last attempt had no failure left to
+    /// retry, ``RetryStopReason/cancelled`` when the call was cancelled with items still to send.
     public let stopReason: RetryStopReason
 
     /// Creates a result; the policy makes these, tests may too.
@@ -106,14 +140,17 @@ public struct CloudKitBatchResult<ID: Hashable> {
 
 /// The retryable items of a partial failure, as the failure of one batch attempt.
 ///
-/// Its chain holds the partial failure, so the ``Rulebook`` sees every item's
-/// facts (an item's HTTP 429 ends the call).
+/// Its chain holds the errors of the items to send again, so the ``Rulebook`` reads
+/// their facts (how far each request got, their hints), and those of the items that
+/// failed for good only when they carry an HTTP 429, which ends the call: an item that
+/// is not sent again sets no wait and gives none of the others up.
 struct CloudKitItemsToRetry: Error, RetryAfterProviding, UnderlyingErrorProviding {
     var itemErrors: [any Error]
     var retryAfter: Duration?
-    var partialFailure: any Error
+    /// The errors that make the partial failure an HTTP 429, if it is one.
+    var pushback: [any Error]
 
-    var underlyingErrors: [any Error] { [self.partialFailure] }
+    var underlyingErrors: [any Error] { self.itemErrors + self.pushback }
 }
 
 extension CloudKitBatchResult: Sendable where ID: Sendable {}

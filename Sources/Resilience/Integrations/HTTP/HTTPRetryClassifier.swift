@@ -74,11 +74,11 @@ public struct HTTPRetryClassifier: RetryClassifier {
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
         if error is CancellationError { return nil }
         // A policy has already read the chain once; reuse its reading rather than walk it again.
-        let status = context.analysis.map(\.httpStatus) ?? ErrorHints.httpStatus(of: error)
-        if let status {
+        let analysis = context.analysis(of: error)
+        if let status = analysis.httpStatus {
             return self.decision(forStatus: status)
         }
-        if let category = URLErrorCategory(error) {
+        if let category = analysis.urlErrorCategory {
             return self.decision(for: category)
         }
         return nil

@@ -60,6 +60,15 @@ public struct RESTServiceErrorClassifier: RetryClassifier {
     /// The decision for a ``RESTServiceError``, or `nil` for any other error.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
         guard let error = error as? RESTServiceError else { return nil }
+        if let decision = self.ownDecision(for: error) { return decision }
+        if let underlying = error.underlying {
+            return DefaultRetryClassifier().decision(for: underlying, context: context)
+        }
+        return nil
+    }
+
+    /// The decision `error`'s own codes and status make, without the error it wraps.
+    func ownDecision(for error: RESTServiceError) -> RetryDecision? {
         if error.sdkCode != 0, let decision = self.sdkCodeDecisions[error.sdkCode] {
             return decision
         }
@@ -71,9 +80,14 @@ public struct RESTServiceErrorClassifier: RetryClassifier {
             if status == 401 { return .doNotRetry(because: .authenticationRequired) }
             return DefaultRetryClassifier.retryableHTTPStatuses.contains(status) ? .retry : .doNotRetry
         }
-        if let underlying = error.underlying {
-            return DefaultRetryClassifier().decision(for: underlying, context: context)
-        }
         return nil
     }
+
+    /// The decision the default tables make from `error`'s own codes and status, without the error it wraps.
+    static func defaultOwnDecision(for error: RESTServiceError) -> RetryDecision? {
+        Self.defaultTables.ownDecision(for: error)
+    }
+
+    /// The classifier with the default tables, made once.
+    private static let defaultTables = RESTServiceErrorClassifier()
 }

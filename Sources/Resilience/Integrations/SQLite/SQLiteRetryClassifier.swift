@@ -2,7 +2,8 @@
 ///
 /// `SQLITE_BUSY` and `SQLITE_LOCKED`, primary or extended, are retried; every
 /// other SQLite code (constraint, corruption, full disk, misuse, …) stops.
-/// Errors without an SQLite result code get `nil`.
+/// The outermost error in the chain with a result code decides (see
+/// ``UnderlyingErrorProviding``); errors with none in their chain get `nil`.
 ///
 /// It understands ``SQLiteError`` out of the box. For another library's error
 /// type, say how to read the code:
@@ -34,8 +35,25 @@ public struct SQLiteRetryClassifier: RetryClassifier {
     }
 
     /// `.retry` for busy or locked, `.doNotRetry` for other SQLite codes, `nil` otherwise.
+    ///
+    /// The outermost error in `error`'s chain with a result code decides, so an ``SQLiteError``
+    /// wrapped in an app's own error is judged as it would be thrown directly. The search does
+    /// not look inside an ``SQLiteRollbackError``, which is never retried: the connection may
+    /// still be inside the failed transaction.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
-        guard let code = self.resultCode(error) else { return nil }
+        // The common shape, an error that carries its code itself, needs no walk.
+        let code = self.resultCode(error) ?? self.codeInChain(of: error)
+        guard let code else { return nil }
         return SQLiteResultCode(rawValue: code).isBusyOrLocked ? .retry : .doNotRetry
+    }
+
+    /// The outermost result code below `error`, or `nil`; a rollback failure reads as a final code.
+    private func codeInChain(of error: any Error) -> Int32? {
+        // `SQLITE_ERROR`: final, whatever the rolled-back transaction failed with.
+        let final = SQLiteResultCode.error.rawValue
+        if error is SQLiteRollbackError { return final }
+        return ErrorChain.first(in: error) { node in
+            node is SQLiteRollbackError ? final : self.resultCode(node)
+        }
     }
 }

@@ -1,0 +1,140 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+/// The batch helper's wait is set by the items it sends again, and a call that stops, cancelled or given
+/// up by the policy, still says which items were saved once an attempt has reported on them.
+@Suite(.timeLimit(.minutes(1))) struct CloudKitBatchStopTests {
+    private func cloudKitError(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> NSError {
+        NSError(domain: CloudKitErrorCode.domain, code: code.rawValue, userInfo: userInfo)
+    }
+
+    private func partialFailure(_ items: [String: NSError]) -> NSError {
+        self.cloudKitError(.partialFailure, userInfo: [CloudKitErrorCode.partialErrorsKey: items])
+    }
+
+    /// The wait before re-sending is the longest retry-after hint among the retryable items: an item
+    /// that failed for good, and is not sent again, has no say in it.
+    @Test func anItemThatFailedForGoodDoesNotSetTheWaitForTheOthers() async throws {
+        let clock = TestClock()
+        let policy = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, maximumRetryAfter: .seconds(7_200),
+            clock: clock)
+        let sent = Recorder<[String]>()
+        let call = Task {
+            try await policy.retryingFailedItems(["a", "b", "c"]) { ids in
+                sent.record(ids)
+                guard sent.values.count == 1 else { return }
+                throw self.partialFailure([
+                    "b": self.cloudKitError(.zoneBusy, userInfo: [ErrorHints.cloudKitRetryAfterKey: 2]),
+                    "c": self.cloudKitError(.quotaExceeded, userInfo: [ErrorHints.cloudKitRetryAfterKey: 3_600]),
+                ])
+            }
+        }
+        await clock.waitForSleepers()
+        #expect(clock.sleepRequests == [.seconds(2)], "only b is sent again, and b asked for 2 s")
+        clock.advance(by: .seconds(3_600))
+        let result = try await call.value
+        #expect(sent.values == [["a", "b", "c"], ["b"]])
+        #expect(result.stopReason == .succeeded)
+    }
+
+    /// With the default `maximumRetryAfter` (60 s), a failed item's hour-long hint would give the retryable item up.
+    @Test func anItemThatFailedForGoodDoesNotGiveUpTheOthers() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let sent = Recorder<[String]>()
+        let result = try await policy.retryingFailedItems(["a", "b", "c"]) { ids in
+            sent.record(ids)
+            guard sent.values.count == 1 else { return }
+            throw self.partialFailure([
+                "b": self.cloudKitError(.zoneBusy),
+                "c": self.cloudKitError(.quotaExceeded, userInfo: [ErrorHints.cloudKitRetryAfterKey: 3_600]),
+            ])
+        }
+        #expect(sent.values == [["a", "b", "c"], ["b"]], "b asked for no wait at all")
+        #expect(result.stopReason == .succeeded)
+        #expect(Set(result.failedItems.keys) == ["c"])
+    }
+
+    @Test func theSplitHintIgnoresItemsThatFailedForGood() throws {
+        let failure = try #require(
+            CloudKitPartialFailure(
+                self.partialFailure([
+                    "b": self.cloudKitError(.zoneBusy, userInfo: [ErrorHints.cloudKitRetryAfterKey: 2]),
+                    "c": self.cloudKitError(.quotaExceeded, userInfo: [ErrorHints.cloudKitRetryAfterKey: 3_600]),
+                ])))
+        #expect(failure.retryAfter == .seconds(2))
+    }
+
+    /// Cancelled while its first attempt is in flight, the call returns what that attempt reported.
+    @Test func aBatchCancelledDuringAnAttemptReturnsWhatItLearnt() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let sends = Counter()
+        let call = Task {
+            try await policy.retryingFailedItems(["a", "b"]) { _ in
+                sends.increment()
+                withUnsafeCurrentTask { $0?.cancel() }  // the caller gives up while the batch is in flight
+                throw self.partialFailure(["b": self.cloudKitError(.zoneBusy)])
+            }
+        }
+        let result = try await call.value
+        #expect(sends.value == 1)
+        #expect(result.stopReason == .cancelled)
+        #expect(result.sentItems == ["a"])
+        #expect(CloudKitErrorCode(try #require(result.failedItems["b"])) == .zoneBusy)
+    }
+
+    /// Cancelled during the wait before re-sending, the call returns the same kind of result: a was saved,
+    /// c failed for good, b was still failing.
+    @Test func aBatchCancelledDuringTheWaitReturnsWhatItLearnt() async throws {
+        let clock = TestClock()
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(5)), jitter: .none, clock: clock)
+        let sends = Counter()
+        let call = Task {
+            try await policy.retryingFailedItems(["a", "b", "c"]) { _ in
+                sends.increment()
+                throw self.partialFailure([
+                    "b": self.cloudKitError(.zoneBusy), "c": self.cloudKitError(.serverRecordChanged),
+                ])
+            }
+        }
+        await clock.waitForSleepers()
+        call.cancel()
+        let result = try await call.value
+        #expect(sends.value == 1)
+        #expect(result.stopReason == .cancelled)
+        #expect(result.sentItems == ["a"])
+        #expect(CloudKitErrorCode(try #require(result.failedItems["b"])) == .zoneBusy)
+        #expect(CloudKitErrorCode(try #require(result.failedItems["c"])) == .serverRecordChanged)
+    }
+
+    /// Cancelled before any attempt reported on the items, there is nothing to return: the call throws.
+    @Test func aBatchCancelledBeforeAnyReportThrows() async throws {
+        let clock = TestClock()
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(5)), jitter: .none, clock: clock)
+        let call = Task {
+            try await policy.retryingFailedItems(["a", "b"]) { _ in throw self.cloudKitError(.networkFailure) }
+        }
+        await clock.waitForSleepers()
+        call.cancel()
+        let result = await call.result
+        #expect(throws: CancellationError.self) { try result.get() }
+    }
+
+    /// A whole-attempt failure after a partial one ends the call with a result, not an error that would hide
+    /// the items already saved.
+    @Test func aWholeFailureAfterAPartialOneStillReportsTheSavedItems() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let sent = Recorder<[String]>()
+        let result = try await policy.retryingFailedItems(["a", "b"]) { ids in
+            sent.record(ids)
+            if sent.values.count == 1 { throw self.partialFailure(["b": self.cloudKitError(.zoneBusy)]) }
+            throw self.cloudKitError(.networkFailure)
+        }
+        #expect(sent.values == [["a", "b"], ["b"]])
+        #expect(result.stopReason == .exhausted)
+        #expect(result.sentItems == ["a"])
+        #expect(CloudKitErrorCode(try #require(result.failedItems["b"])) == .networkFailure)
+    }
+}
