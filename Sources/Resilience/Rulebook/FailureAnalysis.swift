@@ -24,7 +24,7 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// or the reset of an exhausted quota in an ``HTTPResponseError``'s `RateLimit` field.
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
-    public let delivery: RequestDelivery
+    public private(set) var delivery: RequestDelivery
     /// The idempotency the failed request reported about itself, if any error in the chain did;
     /// when several did (a failure that speaks for a `GET` and a `POST`), the strictest report.
     public let requestIdempotency: Idempotency?
@@ -150,22 +150,9 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// the call got, which then stands.
     func provingNoEffect() -> FailureAnalysis {
         guard self.delivery == .unknown else { return self }
-        return FailureAnalysis(self, delivery: .notSent)
-    }
-
-    /// `analysis` with `delivery` in place of its own.
-    private init(_ analysis: FailureAnalysis, delivery: RequestDelivery) {
-        self.httpStatus = analysis.httpStatus
-        self.isTooManyRequests = analysis.isTooManyRequests
-        self.retryAfter = analysis.retryAfter
-        self.delivery = delivery
-        self.requestIdempotency = analysis.requestIdempotency
-        self.interruption = analysis.interruption
-        self.needsCredentials = analysis.needsCredentials
-        self.isOffline = analysis.isOffline
-        // The call's own operation is not one of the library's limiters.
-        self.isLocalRejection = analysis.isLocalRejection
-        self.isRefusedBeforeRunning = analysis.isRefusedBeforeRunning
+        var proven = self
+        proven.delivery = .notSent
+        return proven
     }
 
     /// Accumulates the facts of each error in a chain.
