@@ -1,8 +1,17 @@
 /// Hands out one ``ResiliencePipeline`` per key (per host), keeping at most ``maximumCount``.
 ///
 /// Each key gets its own stages (its own breaker, limiter and timeouts), so one
-/// failing host does not shut off the others. At the bound, the least recently
-/// used pipeline is forgotten; anyone still holding it keeps using it.
+/// failing host does not shut off the others.
+///
+/// At the bound, the least recently used pipeline whose breakers are all closed
+/// is forgotten, as ``CircuitBreakerRegistry`` forgets closed breakers first: a
+/// pipeline with a breaker open, half-open or isolated is kept, since forgetting
+/// it would let its failing host be called again at once. Only when every
+/// pipeline held has such a breaker is the least recently used of them
+/// forgotten, so that the registry never grows past its bound. Anyone still
+/// holding a forgotten pipeline keeps using it. The breakers looked at are the
+/// ``CircuitBreaker`` stages of the pipeline, nested pipelines included; a
+/// strategy of your own is not looked into.
 ///
 /// ```swift
 /// let pipelines = try ResiliencePipelineRegistry<String, StandardHTTPStrategies> { host in
@@ -23,7 +32,8 @@ public final class ResiliencePipelineRegistry<Key: Hashable & Sendable, Strategi
         maximumCount: Int = 1_000,
         makePipeline: @escaping @Sendable (Key) -> ResiliencePipeline<Strategies>
     ) throws(ConfigurationError) {
-        self.pipelines = try BoundedRegistry(maximumCount: maximumCount, make: makePipeline)
+        self.pipelines = try BoundedRegistry(
+            maximumCount: maximumCount, sparing: { $0.strategies.hasABreakerNotClosed }, make: makePipeline)
     }
 
     /// The most pipelines kept.
@@ -40,4 +50,33 @@ public final class ResiliencePipelineRegistry<Key: Hashable & Sendable, Strategi
     public func existingPipeline(for key: Key) -> ResiliencePipeline<Strategies>? {
         self.pipelines.existingValue(for: key)
     }
+}
+
+/// A strategy that may hold ``CircuitBreaker`` stages, for the registry to tell a
+/// pipeline whose host is failing. Internal, so only the package's own strategies answer
+/// (the registry asks under its lock, where no user code may run).
+protocol CircuitBreakerHolding {
+    /// Whether a breaker in it is open, half-open or isolated.
+    var holdsABreakerThatIsNotClosed: Bool { get }
+}
+
+extension ResilienceStrategy {
+    /// Whether this strategy, if it is one of the package's, holds a breaker that is not closed.
+    var hasABreakerNotClosed: Bool {
+        (self as? any CircuitBreakerHolding)?.holdsABreakerThatIsNotClosed ?? false
+    }
+}
+
+extension CircuitBreaker: CircuitBreakerHolding {
+    var holdsABreakerThatIsNotClosed: Bool { !self.isClosed }
+}
+
+extension NestedStrategies: CircuitBreakerHolding {
+    var holdsABreakerThatIsNotClosed: Bool {
+        self.outer.hasABreakerNotClosed || self.inner.hasABreakerNotClosed
+    }
+}
+
+extension ResiliencePipeline: CircuitBreakerHolding {
+    var holdsABreakerThatIsNotClosed: Bool { self.strategies.hasABreakerNotClosed }
 }

@@ -161,12 +161,14 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         /// Adds `box` for `key`, forgetting the least recently used entry at the bound, and
         /// remembers `key` in `slot`; returns what it let go of, for the caller to release
         /// outside the lock.
-        mutating func insert(key: Key, box: Box, hash: Int, slot: Int, maximumCount: Int) -> Released {
+        mutating func insert(
+            key: Key, box: Box, hash: Int, slot: Int, maximumCount: Int, sparing isSpared: ((Value) -> Bool)?
+        ) -> Released {
             self.recordLockFreeUses()
             self.clock += 1
             self.version &+= 1
             var evicted: Entry?
-            if self.count >= maximumCount, let victim = self.leastRecentlyUsed() {
+            if self.count >= maximumCount, let victim = self.leastRecentlyUsed(sparing: isSpared) {
                 evicted = self.byHash[victim.hash]!.remove(at: victim.index)
                 if self.byHash[victim.hash]!.isEmpty { self.byHash[victim.hash] = nil }
                 self.count -= 1
@@ -193,26 +195,45 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
             self.retired.append(displaced)
         }
 
-        private func leastRecentlyUsed() -> (hash: Int, index: Int)? {
+        /// The least recently used entry that `isSpared` does not spare, else the least
+        /// recently used of all, so that the registry never grows past its bound.
+        private func leastRecentlyUsed(sparing isSpared: ((Value) -> Bool)?) -> (hash: Int, index: Int)? {
             var oldest: (hash: Int, index: Int, lastUse: UInt64)?
+            var oldestSpared: (hash: Int, index: Int, lastUse: UInt64)?
             for (hash, entries) in self.byHash {
-                for (index, entry) in entries.enumerated() where entry.lastUse < oldest?.lastUse ?? .max {
-                    oldest = (hash, index, entry.lastUse)
+                for (index, entry) in entries.enumerated() {
+                    if let isSpared, isSpared(entry.box.value) {
+                        if entry.lastUse < oldestSpared?.lastUse ?? .max { oldestSpared = (hash, index, entry.lastUse) }
+                    } else if entry.lastUse < oldest?.lastUse ?? .max {
+                        oldest = (hash, index, entry.lastUse)
+                    }
                 }
             }
-            return oldest.map { ($0.hash, $0.index) }
+            return (oldest ?? oldestSpared).map { ($0.hash, $0.index) }
         }
     }
 
     let maximumCount: Int
     private let make: @Sendable (Key) -> Value
+    /// Which values to forget only when every value held is spared; asked under the lock,
+    /// so it must be the package's own code (never a user's closure).
+    private let isSpared: (@Sendable (Value) -> Bool)?
     @usableFromInline let recent: RegistryRecentKeys<Box>
     private let entries: Lock<Entries>
 
-    init(maximumCount: Int, make: @escaping @Sendable (Key) -> Value) throws(ConfigurationError) {
+    /// - Parameters:
+    ///   - maximumCount: The most values kept; in 1...10,000,000.
+    ///   - sparing: Which values the bound forgets last (a pipeline whose breaker is open);
+    ///     asked under the lock, so only the package's own code may be passed.
+    ///   - make: Makes the value for a key not held, outside the lock.
+    init(
+        maximumCount: Int, sparing isSpared: (@Sendable (Value) -> Bool)? = nil,
+        make: @escaping @Sendable (Key) -> Value
+    ) throws(ConfigurationError) {
         try ConfigurationError.require(
             (1...10_000_000).contains(maximumCount), "maximumCount", maximumCount, "in 1...10000000")
         self.maximumCount = maximumCount
+        self.isSpared = isSpared
         self.make = make
         let recent = RegistryRecentKeys<Box>()
         self.recent = recent
@@ -262,7 +283,9 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
             made = box
             let released: Released? = self.entries.withLock { entries in
                 guard entries.version == version else { return nil }
-                return entries.insert(key: key, box: box, hash: hash, slot: slot, maximumCount: self.maximumCount)
+                return entries.insert(
+                    key: key, box: box, hash: hash, slot: slot, maximumCount: self.maximumCount,
+                    sparing: self.isSpared)
             }
             // Released here, outside the lock: a key's or a value's deinit may run user code.
             if let released {

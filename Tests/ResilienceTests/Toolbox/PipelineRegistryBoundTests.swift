@@ -1,0 +1,115 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct PipelineRegistryBoundTests {
+    struct ServerDown: Error {}
+
+    /// A host whose breaker is open is not called again just because other hosts were looked up:
+    /// the breaker registry keeps open breakers at its bound; the pipeline registry should too.
+    @Test func aPipelineWhoseBreakerIsOpenIsNotForgottenBeforeClosedOnes() async throws {
+        let clock = TestClock()
+        let registry = try ResiliencePipelineRegistry<String, CircuitBreaker>(maximumCount: 2) { host in
+            ResiliencePipeline {
+                CircuitBreaker(
+                    name: host,
+                    configuration: try! CircuitBreakerConfiguration(
+                        tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(60))),
+                    clock: clock)
+            }
+        }
+        let callsToA = Counter()
+        await #expect(throws: ServerDown.self) {
+            try await registry.pipeline(for: "a").execute { () async throws -> Int in
+                callsToA.increment()
+                throw ServerDown()
+            }
+        }
+        #expect(registry.pipeline(for: "a").strategies.state == .open)
+        _ = try await registry.pipeline(for: "b").execute { 1 }  // healthy host, closed breaker
+        _ = try await registry.pipeline(for: "c").execute { 1 }  // a third host: one pipeline must go
+        await #expect(throws: CircuitBreakerOpenError.self) {
+            try await registry.pipeline(for: "a").execute { () async throws -> Int in
+                callsToA.increment()
+                throw ServerDown()
+            }
+        }
+        #expect(callsToA.value == 1, "the host that is down was called again within its open time")
+    }
+
+    /// The same sequence through a `CircuitBreakerRegistry`, which keeps the open breaker.
+    @Test func theBreakerRegistryKeepsTheOpenBreaker() async throws {
+        let clock = TestClock()
+        let registry = try CircuitBreakerRegistry<String>(maximumCount: 2) { host in
+            CircuitBreaker(
+                name: host,
+                configuration: try! CircuitBreakerConfiguration(
+                    tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(60))),
+                clock: clock)
+        }
+        await #expect(throws: ServerDown.self) {
+            try await registry.breaker(for: "a").execute { () async throws -> Int in throw ServerDown() }
+        }
+        _ = try await registry.breaker(for: "b").execute { 1 }
+        _ = try await registry.breaker(for: "c").execute { 1 }
+        #expect(registry.breaker(for: "a").state == .open)
+    }
+
+    /// The standard HTTP preset's breaker sits deep in its nesting; the registry finds it there.
+    @Test func aStandardHTTPPipelineWhoseBreakerIsOpenIsKept() async throws {
+        let clock = TestClock()
+        let tripAtOnce = try CircuitBreakerConfiguration(
+            tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(60)))
+        let registry = try ResiliencePipelineRegistry<String, StandardHTTPStrategies>(maximumCount: 2) { host in
+            try! ResiliencePipeline.standardHTTP(
+                name: host, maximumAttempts: 1, breakerConfiguration: tripAtOnce, clock: clock)
+        }
+        let down = registry.pipeline(for: "down")
+        await #expect(throws: ServerDown.self) {
+            try await down.execute { () async throws -> Int in throw ServerDown() }
+        }
+        _ = try await registry.pipeline(for: "b").execute { 1 }
+        _ = try await registry.pipeline(for: "c").execute { 1 }
+        #expect(registry.existingPipeline(for: "down") != nil, "the failing host's pipeline was forgotten")
+        #expect(registry.existingPipeline(for: "b") == nil, "the closed pipeline used least recently goes")
+        #expect(registry.count == 2)
+    }
+
+    /// When every pipeline held has a breaker open, the least recently used of them goes:
+    /// the bound holds.
+    @Test func whenEveryPipelineHasABreakerOpenTheLeastRecentlyUsedGoes() async throws {
+        let clock = TestClock()
+        let registry = try ResiliencePipelineRegistry<String, CircuitBreaker>(maximumCount: 2) { host in
+            ResiliencePipeline {
+                CircuitBreaker(
+                    name: host,
+                    configuration: try! CircuitBreakerConfiguration(
+                        tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(60))),
+                    clock: clock)
+            }
+        }
+        for host in ["a", "b"] {
+            await #expect(throws: ServerDown.self) {
+                try await registry.pipeline(for: host).execute { () async throws -> Int in throw ServerDown() }
+            }
+        }
+        _ = registry.pipeline(for: "c")
+        #expect(registry.count == 2)
+        #expect(registry.existingPipeline(for: "a") == nil)
+        #expect(registry.existingPipeline(for: "b") != nil)
+    }
+
+    /// Pipelines without a breaker are forgotten least recently used first, as before.
+    @Test func pipelinesWithoutABreakerAreForgottenLeastRecentlyUsedFirst() async throws {
+        let registry = try ResiliencePipelineRegistry<Int, Timeout>(maximumCount: 3) { _ in
+            ResiliencePipeline { try! Timeout(.seconds(5), clock: TestClock()) }
+        }
+        for key in [1, 2, 3] { _ = registry.pipeline(for: key) }
+        _ = registry.pipeline(for: 1)
+        _ = registry.pipeline(for: 4)
+        #expect(registry.existingPipeline(for: 2) == nil)
+        #expect(registry.existingPipeline(for: 1) != nil)
+        #expect(registry.count == 3)
+    }
+}
