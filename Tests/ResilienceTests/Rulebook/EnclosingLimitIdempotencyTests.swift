@@ -73,17 +73,41 @@ struct EnclosingLimitIdempotencyTests {
         }
     }
 
-    /// Ends `attempts` attempts, one after the other, at their 5-second limit: waits for
-    /// each attempt's timer to sleep (the only 5-second sleep), then moves the clock past it.
-    /// Waits, never spins: an attempt beyond those expected waits for the suite's time limit.
-    static func driveLimits(_ clock: TestClock, attempts: Int) async {
-        for attempt in 1...attempts {
-            var requests = clock.sleepRequests.count
-            while clock.sleepRequests.filter({ $0 == .seconds(5) }).count < attempt {
-                requests += 1
-                await clock.waitForSleepRequests(count: requests)
+    /// Ends up to `attempts` attempts of `call`, one after the other, at their 5-second limit:
+    /// waits for each attempt's timer to sleep (the only 5-second sleep), then moves the clock
+    /// past it. Returns how many limits it ended: fewer than `attempts` when the call ended
+    /// first, or when the waiting task was cancelled (by the suite's time limit, say).
+    ///
+    /// Waits, never spins: a clock wait returns at once once its task is cancelled, so the
+    /// driver stops at its next wait when the call has ended (a watcher cancels it then) or
+    /// when the task waiting for it is cancelled.
+    @discardableResult
+    static func driveLimits<Value: Sendable>(
+        _ clock: TestClock, attempts: Int, of call: Task<Value, any Error>
+    ) async -> Int {
+        let driver = Task {
+            var ended = 0
+            for attempt in 1...attempts {
+                var requests = clock.sleepRequests.count
+                while clock.sleepRequests.filter({ $0 == .seconds(5) }).count < attempt {
+                    requests += 1
+                    await clock.waitForSleepRequests(count: requests)
+                    if Task.isCancelled { return ended }
+                }
+                clock.advance(by: .seconds(5))
+                ended += 1
             }
-            clock.advance(by: .seconds(5))
+            return ended
+        }
+        // Outlives this function only until the call ends, which the test waits for anyway.
+        Task {
+            _ = await call.result
+            driver.cancel()
+        }
+        return await withTaskCancellationHandler {
+            await driver.value
+        } onCancel: {
+            driver.cancel()
         }
     }
 
@@ -96,7 +120,7 @@ struct EnclosingLimitIdempotencyTests {
                 try await Self.innerCall(declaration, clock: clock, sent: sent)
             }
         }
-        await Self.driveLimits(clock, attempts: 1)
+        #expect(await Self.driveLimits(clock, attempts: 1, of: call) == 1, "the attempt reached its limit")
         let stopReason = try await call.value
         #expect(sent.value == 1, "\(declaration) under \(limit): sent \(sent.value) times")
         if let stopReason { #expect(stopReason == .notIdempotent) }
@@ -116,7 +140,7 @@ struct EnclosingLimitIdempotencyTests {
                 }
             }
         }
-        await Self.driveLimits(clock, attempts: 3)
+        #expect(await Self.driveLimits(clock, attempts: 3, of: call) == 3, "each attempt reached its limit")
         let stopReason = try await call.value
         #expect(sent.value == 3, "the outer policy makes its 3 attempts")
         if let stopReason { #expect(stopReason == .exhausted) }

@@ -11,6 +11,8 @@ import Testing
 struct RulebookRandomizedTests {
     static let seeds: [UInt64] = [1, 2, 3, 4, 5, 6, 7, 8]
     static let casesPerSeed = 60
+    /// The time limit of ``EntryPoint/executeWithAttemptTimeout``: longer than every retry's wait.
+    static let attemptTimeout: Duration = .seconds(30)
 
     /// How a failing operation is reached.
     enum EntryPoint: CaseIterable {
@@ -35,11 +37,19 @@ struct RulebookRandomizedTests {
             maximumAttempts: 3, backoff: .constant(.milliseconds(10)), jitter: .none, classifier: classifier,
             maximumRetryAfter: .seconds(60), clock: clock)
         // A call that wrongly retries sleeps first; this moves the clock past every such
-        // sleep, so a broken rule shows as a second attempt instead of a hang.
+        // sleep, exactly, so a broken rule shows as a second attempt instead of a hang. It
+        // never moves past the attempt's own time limit (the one sleep of `attemptTimeout`
+        // on this clock): the operation throws at once, and the test is about that error
+        // being seen, not about a limit that could win the race against it under load.
         let mover = Task {
+            var moved = 0
             while !Task.isCancelled {
-                await clock.waitForSleepers()
-                clock.advance(by: .seconds(120))
+                await clock.waitForSleepRequests(count: moved + 1)
+                let requests = clock.sleepRequests
+                while moved < requests.count {
+                    if requests[moved] != Self.attemptTimeout { clock.advance(by: requests[moved]) }
+                    moved += 1
+                }
             }
         }
         defer { mover.cancel() }
@@ -56,7 +66,7 @@ struct RulebookRandomizedTests {
             case .outcome:
                 _ = try await policy.outcome(operation: operation).get()
             case .executeWithAttemptTimeout:
-                _ = try await policy.execute(attemptTimeout: .seconds(30), operation: operation)
+                _ = try await policy.execute(attemptTimeout: Self.attemptTimeout, operation: operation)
             case .writeTransaction:
                 _ = try await policy.writeTransaction(
                     classifier: classifier, executeSQL: { _ in }, operation: operation)
