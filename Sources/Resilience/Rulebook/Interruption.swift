@@ -2,10 +2,8 @@
 ///
 /// The difference decides what a breaker counts: when the caller gives up, the
 /// dependency did nothing wrong; when the library's own time limit ends an
-/// attempt, the dependency was too slow, which is a failure (unless the call still
-/// waited at one of the library's gates, and never left: ``FailureAnalysis/delivery``
-/// is then ``RequestDelivery/notSent``). `Task.isCancelled` is true in both cases,
-/// so the library records which it was when it cancels.
+/// attempt, the dependency was too slow, which is a failure. `Task.isCancelled`
+/// is true in both cases, so the library records which it was when it cancels.
 public struct Interruption: Sendable, Hashable, CustomStringConvertible {
     /// A stable identifier, such as `"caller"`.
     public let rawValue: String

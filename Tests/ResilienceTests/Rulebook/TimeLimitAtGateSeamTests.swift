@@ -303,33 +303,6 @@ struct TimeLimitAtGateSeamTests {
         try await gate.release()
     }
 
-    @Test("A wait at a gate beside a hedged attempt that runs is not the call's first step")
-    func aWaitBesideARunningHedgedAttemptReportsPossiblySent() async throws {
-        let clock = TestClock()
-        let events = EventCounter()
-        let limiter = try ConcurrencyLimiter(name: "bulkhead", limit: 1, queueLimit: 4, observer: events, clock: clock)
-        let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
-        let timeout = try Timeout(.seconds(5), clock: clock)
-        let call = Task {
-            try await timeout.execute {
-                try await hedging.execute {
-                    try await limiter.execute {
-                        try await clock.sleep(for: .seconds(3_600))
-                        return 1
-                    }
-                }
-            }
-        }
-        // The first attempt holds the one slot and sleeps; the timeout's watcher and the
-        // hedge's sleep too.
-        await clock.waitForSleepers(count: 3)
-        clock.advance(by: .seconds(1))  // the hedge starts, and waits in the queue
-        await events.waitFor(.queued, count: 1)
-        clock.advance(by: .seconds(4))
-        let error = try #require(await #expect(throws: TimeoutError.self) { try await call.value })
-        #expect(error.requestDelivery == .mayHaveBeenSent, "the first attempt was running")
-    }
-
     // MARK: - The signal's reading
 
     @Test func aLimitReadsTheGatesAsItFires() {
