@@ -76,9 +76,8 @@ public final class ConcurrencyLimiter: Sendable {
     /// - Returns: The operation's value.
     /// - Throws: ``LimiterRejectionError`` without running the operation when the
     ///   queue is full or the wait outlasted ``queueTimeout``; `CancellationError`
-    ///   when the caller's task is cancelled while queued, or a library time limit
-    ///   around the caller fired while it waited (the limit then reports the request
-    ///   as never sent, see <doc:Timeouts>); otherwise the operation's own error, unchanged.
+    ///   when the caller's task is cancelled while queued; otherwise the
+    ///   operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
         if !self.tryAcquire() {
@@ -115,10 +114,6 @@ public final class ConcurrencyLimiter: Sendable {
         case .queued(let queuedTicket):
             ticket = queuedTicket
         }
-        // The time limits enclosing the caller learn that it waits here, not yet sent; before
-        // the event, so that whoever sees the event sees the wait counted.
-        let limits = CallScope.current.timeLimits
-        TimeLimitSignal.enterGate(from: limits)
         self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .queued))
         let timer = self.queueTimeout.map { timeout in
             let deadline = self.clock.now() + timeout
@@ -138,18 +133,8 @@ public final class ConcurrencyLimiter: Sendable {
                 storage.remove(ticket)?.resolve(.failure(CancellationError()))
             }
         } catch let rejection as LimiterRejectionError {
-            _ = TimeLimitSignal.leaveGate(from: limits)
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
             throw rejection
-        } catch {
-            _ = TimeLimitSignal.leaveGate(from: limits)
-            throw error
-        }
-        if TimeLimitSignal.leaveGate(from: limits) {
-            // A time limit around the caller fired while it waited, and may have reported the
-            // request as never sent: the slot goes back, and the call does not run.
-            self.release()
-            throw CancellationError()
         }
     }
 }

@@ -106,9 +106,6 @@ public struct Fallback<Value: Sendable>: Sendable {
         if analysis.interruption == .caller || analysis.interruption == .superseded { throw error }
         let context = FallbackContext(error: error, analysis: analysis)
         guard self.handles(context) else { throw error }
-        // The operation may have reached the dependency: a time limit enclosing this fallback
-        // does not take a wait at a gate in the answer for the call's first step.
-        if !analysis.delivery.provesNotSent { TimeLimitSignal.markMayHaveSent(from: CallScope.current.timeLimits) }
         self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .fallbackUsed, error: error))
         return try await self.answer(context)
     }

@@ -315,7 +315,6 @@ public final class Hedging: Sendable {
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async {
         let index = call.count
-        self.markAnotherAttempt(of: start)
         let (scope, signal) = self.attemptScope(start.scope)
         let task = await self.startAttempt(
             on: operation.isolation, scope: scope, index: index, of: start.id, signal: signal, operation: operation)
@@ -533,14 +532,6 @@ public final class Hedging: Sendable {
     @usableFromInline
     func close(_ id: UInt64) {
         self.calls.withLock { $0.close(id) }
-    }
-
-    /// Tells the time limits around the hedged call that another attempt ran, or runs, beside
-    /// the one starting: a wait at a gate is no longer the call's first step
-    /// (``TimeLimitSignal/markMayHaveSent(from:)``).
-    @usableFromInline
-    func markAnotherAttempt(of start: HedgedCallStart) {
-        TimeLimitSignal.markMayHaveSent(from: start.scope.timeLimits)
     }
 
     /// The scope of a new attempt of a call with `scope`: a supersession signal of its own.

@@ -119,9 +119,7 @@ public final class RateLimiter: Sendable {
     /// - Returns: The operation's value.
     /// - Throws: ``LimiterRejectionError`` without running the operation when no
     ///   permit frees within ``maximumWait``; `CancellationError` when the caller's
-    ///   task is cancelled while waiting, or a library time limit around the caller fired
-    ///   while it waited (the limit then reports the request as never sent, see
-    ///   <doc:Timeouts>); otherwise the operation's own error, unchanged.
+    ///   task is cancelled while waiting; otherwise the operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
         if let retryAfter = self.tryAcquire() {
@@ -179,11 +177,14 @@ public final class RateLimiter: Sendable {
         // a wait spends none of ``maximumWait``, and never lends it more.
         var waited = Duration.zero
         var retryAfter = firstRetryAfter
+<<<<<<< HEAD
         // The time limits enclosing the caller, told once it waits here, not yet sent.
         var limits: TimeLimitSignal?
         var waits = false
         defer { if waits { _ = TimeLimitSignal.leaveGate(from: limits) } }
         var now = self.clock.now()
+=======
+>>>>>>> parent of 8f492d6 (Time limits: a limit that fires while its call still waits at a bulkhead's queue or a rate limiter's wait, before anything inside may have sent it, reports the request as not sent; a breaker does not count it and a POST may be retried)
         while true {
             if retryAfter > self.maximumWait - waited {
                 let rejection = LimiterRejectionError(limiterName: self.name, reason: .noPermit, retryAfter: retryAfter)
@@ -191,19 +192,8 @@ public final class RateLimiter: Sendable {
                     StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection, retryAfter: retryAfter))
                 throw rejection
             }
-            if !waits {
-                limits = CallScope.current.timeLimits
-                TimeLimitSignal.enterGate(from: limits)
-                waits = true
-            }
             try await self.clock.sleepUntil(now + retryAfter)
-            guard let next = self.tryAcquire() else {
-                waits = false
-                // A time limit around the caller fired while it waited, and may have reported
-                // the request as never sent: the permit is spent, and the call does not run.
-                if TimeLimitSignal.leaveGate(from: limits) { throw CancellationError() }
-                return
-            }
+            guard let next = self.tryAcquire() else { return }
             retryAfter = next
             let later = self.clock.now()
             waited += Swift.max(.zero, later - now)

@@ -2,13 +2,7 @@
 ///
 /// The request may have reached the server, so a call that is not idempotent
 /// is not retried after it (see ``Idempotency``); an idempotent one is, like
-/// any transient failure. A ``CircuitBreaker`` counts it as a failure.
-///
-/// One exception: an attempt that was still waiting at one of the library's gates
-/// inside it (a ``ConcurrencyLimiter``'s queue, a ``RateLimiter``'s wait for a permit)
-/// when its limit fired, before anything inside may have sent it, reports
-/// ``RequestDelivery/notSent``: a breaker does not count it, and a call that is not
-/// idempotent may be retried (see <doc:Timeouts>).
+/// any transient failure. A ``CircuitBreaker`` always counts it as a failure.
 public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, RequestDeliveryReporting, Hashable,
     CustomStringConvertible
 {
@@ -19,27 +13,21 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
     /// ``Idempotency/notIdempotent`` when a call inside the attempt declared itself so.
     public let requestIdempotency: Idempotency?
 
-    /// How far the request got: ``RequestDelivery/notSent`` when the limit fired while the
-    /// attempt waited at one of the library's gates, else ``RequestDelivery/mayHaveBeenSent``.
-    public let requestDelivery: RequestDelivery
-
     /// Creates the error for an attempt allowed `timeout`.
     ///
     /// - Parameters:
     ///   - timeout: The time the attempt was allowed.
     ///   - requestIdempotency: The idempotency of the timed-out call, if known.
-    ///   - requestDelivery: How far the request got; ``RequestDelivery/mayHaveBeenSent``
-    ///     unless the limit knows it never left.
-    public init(
-        timeout: Duration, requestIdempotency: Idempotency? = nil, requestDelivery: RequestDelivery = .mayHaveBeenSent
-    ) {
+    public init(timeout: Duration, requestIdempotency: Idempotency? = nil) {
         self.timeout = timeout
         self.requestIdempotency = requestIdempotency
-        self.requestDelivery = requestDelivery
     }
 
     /// Always `true`: a timed-out attempt may succeed next time, when it may be repeated.
     public var isRetryable: Bool { true }
+
+    /// Always ``RequestDelivery/mayHaveBeenSent``: the server may be working on the request.
+    public var requestDelivery: RequestDelivery { .mayHaveBeenSent }
 
     /// `attempt timed out after …`.
     public var description: String { "attempt timed out after \(self.timeout)" }

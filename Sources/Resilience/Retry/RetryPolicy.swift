@@ -343,10 +343,7 @@ public final actor RetryPolicy {
     /// The request may have reached the server, so it is retried only when the
     /// call is idempotent (see ``Idempotency``). A ``CircuitBreaker`` inside the
     /// operation counts the timed-out attempt as a failure, although its task was
-    /// cancelled: the library, not the caller, ended it. An attempt still waiting at
-    /// one of the library's gates when its limit fires never left: its error reports
-    /// ``RequestDelivery/notSent``, no breaker counts it, and it is retried even when
-    /// not idempotent (see <doc:Timeouts>).
+    /// cancelled: the library, not the caller, ended it.
     ///
     /// The operation must be `Sendable` because it runs in a child task, and it
     /// must respond to cancellation for the limit to take effect. It runs in the
@@ -704,9 +701,6 @@ public final actor RetryPolicy {
         var analysis = FailureAnalysis(error)
         // The operation proved its attempt had no effect: as good as a request never sent.
         if reported == .noEffect { analysis = analysis.provingNoEffect() }
-        // An attempt that may have reached the dependency ran: a time limit enclosing this
-        // policy no longer takes a later wait at a gate for the call's first step.
-        if !analysis.delivery.provesNotSent { TimeLimitSignal.markMayHaveSent(from: CallScope.current.timeLimits) }
         let status = analysis.httpStatus
         var hint = analysis.retryAfter
         if let hint { call.lastHint = hint }
@@ -845,8 +839,7 @@ public final actor RetryPolicy {
             // Built once the attempt has ended, so that a call inside it that declared
             // itself not idempotent, however late it started, is reported.
             throw AttemptTimeoutError(
-                timeout: limit, requestIdempotency: signal.reportedIdempotency(declared: idempotency),
-                requestDelivery: signal.reportedDelivery)
+                timeout: limit, requestIdempotency: signal.reportedIdempotency(declared: idempotency))
         }
     }
 

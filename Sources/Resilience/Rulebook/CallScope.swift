@@ -14,10 +14,7 @@ import Synchronization
 ///   in both cases.
 ///
 /// - a call with a ``RetryPolicy/deadline`` passes on the time it leaves, so the
-///   attempts, time limits and waits of policies nested inside end by then;
-/// - a call that waits at one of the library's gates (a ``ConcurrencyLimiter``'s queue,
-///   a ``RateLimiter``'s wait for a permit) tells the time limits enclosing it, so a limit
-///   that fires meanwhile reports the request as never sent (see ``TimeLimitSignal``).
+///   attempts, time limits and waits of policies nested inside end by then.
 ///
 /// Nested code reads the scope on its failure path only.
 @usableFromInline
@@ -45,13 +42,6 @@ struct CallScope: Sendable {
     /// Whether a library time limit enclosing this task has fired.
     var timeLimitFired: Bool {
         TimeLimitSignal.anyFired(from: self.timeLimits)
-    }
-
-    /// Whether every library time limit enclosing this task that has fired fired while the
-    /// call waited at one of the library's gates, and at least one fired: the limits ended
-    /// a call that provably never left (``TimeLimitSignal/firedBeforeSending``).
-    var timeLimitFiredBeforeSending: Bool {
-        TimeLimitSignal.allFiredBeforeSending(from: self.timeLimits)
     }
 
     /// Whether an attempt enclosing this task lost a hedging race.
@@ -122,17 +112,6 @@ struct CallScope: Sendable {
 /// cancellation takes part in the same race through ``yieldToCaller()``: once
 /// the caller gave up, a limit that passes while the cancelled operation winds
 /// down claims nothing, and the call ends with the operation's own error.
-///
-/// A limit also learns whether the call it ends had left. The library's gates (a
-/// ``ConcurrencyLimiter``'s queue, a ``RateLimiter``'s wait for a permit) count the calls
-/// waiting at them in every limit enclosing the wait (``enterGate(from:)``,
-/// ``leaveGate(from:)``), and the strategies that go on after a call may have been sent
-/// (a retry after such a failure, a fallback's answer, a hedge started beside a running
-/// attempt) mark the limits enclosing them (``markMayHaveSent(from:)``). As it fires, a
-/// limit reads both at once: a call waiting at a gate, and no mark, means the request never
-/// left (``firedBeforeSending``), and a gate that lets that call through afterwards gives
-/// its place back instead of running it. The rule, and what the library cannot see, is told
-/// in the Timeouts article ("A time limit and the gates inside it").
 final class TimeLimitSignal: Sendable {
     private static let pending: UInt8 = 0
     private static let fired: UInt8 = 1
@@ -157,17 +136,6 @@ final class TimeLimitSignal: Sendable {
     @exclusivity(unchecked) nonisolated(unsafe) private var firstAttempt = FirstAttempt.notStarted
     /// Whether a call that may not run twice started inside this limit; set once, never cleared.
     private let enclosesNotIdempotent = Atomic<Bool>(false)
-    /// The calls inside this limit waiting at one of the library's gates now (the low bits,
-    /// ``Self/waitingMask``), and the marks ``Self/mayHaveSent``, ``Self/limitFired`` and
-    /// ``Self/limitFiredBeforeSending``.
-    private let gates = Atomic<UInt64>(0)
-    private static let waitingMask: UInt64 = 0xFFFF_FFFF
-    /// Something inside the limit may already have sent the request (``markMayHaveSent(from:)``).
-    private static let mayHaveSent: UInt64 = 1 << 61
-    /// The limit fired; set once, with its reading of the gates.
-    private static let limitFired: UInt64 = 1 << 62
-    /// The limit fired while a call inside it waited at a gate, with no ``Self/mayHaveSent`` mark.
-    private static let limitFiredBeforeSending: UInt64 = 1 << 63
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
 
@@ -177,7 +145,6 @@ final class TimeLimitSignal: Sendable {
 
     /// Records that the time limit, not the caller, is about to cancel the attempt, whatever its state.
     func fire() {
-        self.readGates()
         self.state.store(Self.fired, ordering: .releasing)
     }
 
@@ -186,92 +153,10 @@ final class TimeLimitSignal: Sendable {
     ///
     /// Call it before cancelling the attempt, and cancel only on `true`.
     func claim() -> Bool {
-        let claimed = self.state.compareExchange(
+        self.state.compareExchange(
             expected: Self.pending, desired: Self.fired, successOrdering: .acquiringAndReleasing,
             failureOrdering: .acquiring
         ).exchanged
-        if claimed { self.readGates() }
-        return claimed
-    }
-
-    /// Records that the limit fired, and whether a call inside it waited at one of the
-    /// library's gates then with nothing inside marked as possibly sent: one atomic step,
-    /// so that a gate letting the call through afterwards sees the limit fired
-    /// (``leaveGate(from:)``) and does not run it.
-    private func readGates() {
-        var current = self.gates.load(ordering: .acquiring)
-        while current & Self.limitFired == 0 {
-            var next = current | Self.limitFired
-            if current & Self.waitingMask > 0, current & Self.mayHaveSent == 0 { next |= Self.limitFiredBeforeSending }
-            let (exchanged, original) = self.gates.compareExchange(
-                expected: current, desired: next, ordering: .acquiringAndReleasing)
-            if exchanged { return }
-            current = original
-        }
-    }
-
-    /// Whether the limit fired while a call inside it waited at one of the library's gates,
-    /// before anything inside it may have sent the request: the request never left.
-    var firedBeforeSending: Bool {
-        self.gates.load(ordering: .acquiring) & Self.limitFiredBeforeSending != 0
-    }
-
-    /// How far the request of a call this limit ended got: ``RequestDelivery/notSent`` when
-    /// the limit fired before sending (``firedBeforeSending``), else
-    /// ``RequestDelivery/mayHaveBeenSent``.
-    var reportedDelivery: RequestDelivery {
-        self.firedBeforeSending ? .notSent : .mayHaveBeenSent
-    }
-
-    /// A call starts waiting at one of the library's gates inside `innermost` and every limit
-    /// enclosing it. Each wait entered is left once with ``leaveGate(from:)``.
-    static func enterGate(from innermost: TimeLimitSignal?) {
-        var signal = innermost
-        while let current = signal {
-            current.gates.wrappingAdd(1, ordering: .acquiringAndReleasing)
-            signal = current.enclosing
-        }
-    }
-
-    /// The wait ends (admitted, refused or cancelled); returns whether one of the limits fired
-    /// since it started, or before: a gate that admitted the call must then give its place
-    /// back and not run it, since the limit may have reported it as never sent.
-    static func leaveGate(from innermost: TimeLimitSignal?) -> Bool {
-        var fired = false
-        var signal = innermost
-        while let current = signal {
-            let old = current.gates.wrappingSubtract(1, ordering: .acquiringAndReleasing).oldValue
-            if old & Self.limitFired != 0 { fired = true }
-            signal = current.enclosing
-        }
-        return fired
-    }
-
-    /// Marks `innermost` and every limit enclosing it: something inside may already have sent
-    /// the request, so a wait at a gate is no longer the call's first step.
-    ///
-    /// Stops at the first signal already marked: its enclosing ones were marked with it.
-    static func markMayHaveSent(from innermost: TimeLimitSignal?) {
-        var signal = innermost
-        while let current = signal, current.gates.load(ordering: .relaxed) & Self.mayHaveSent == 0 {
-            current.gates.bitwiseOr(Self.mayHaveSent, ordering: .acquiringAndReleasing)
-            signal = current.enclosing
-        }
-    }
-
-    /// Whether at least one of `innermost` and the signals enclosing it fired, and every one
-    /// that fired fired before sending.
-    static func allFiredBeforeSending(from innermost: TimeLimitSignal?) -> Bool {
-        var any = false
-        var signal = innermost
-        while let current = signal {
-            if current.hasFired {
-                guard current.firedBeforeSending else { return false }
-                any = true
-            }
-            signal = current.enclosing
-        }
-        return any
     }
 
     /// Records that the caller, not the time limit, ends the attempt, unless the limit

@@ -41,10 +41,7 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// dependency: a ``LimiterRejectionError`` (from a ``ConcurrencyLimiter`` or a
     /// ``RateLimiter``) or an ``AdaptiveThrottleRejection`` anywhere in the chain, while
     /// nothing else in it says the request left (``delivery`` is ``RequestDelivery/notSent``)
-    /// and no ``CircuitBreakerOpenError`` in it speaks for the dependency. A library time
-    /// limit that ended the call while it still waited at one of those limiters
-    /// (``Interruption/timeLimit`` with ``delivery`` ``RequestDelivery/notSent``) is such a
-    /// refusal too.
+    /// and no ``CircuitBreakerOpenError`` in it speaks for the dependency.
     ///
     /// Such a failure says nothing about the dependency, so a ``CircuitBreaker`` never counts
     /// it (see ``Rulebook/countsAsFailure(_:)``), an ``AdaptiveThrottle`` does not record it,
@@ -75,22 +72,13 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// task was stopped by the caller, unless one of the library's time limits
     /// cancelled it.
     public init(_ error: any Error) {
-        let isCancelled = Task.isCancelled
-        let scope = isCancelled ? CallScope.current : nil
         self.init(
-            error, isCancelled: isCancelled, timeLimitFired: scope?.timeLimitFired ?? false,
-            superseded: scope?.supersededFired ?? false,
-            timeLimitFiredBeforeSending: scope?.timeLimitFiredBeforeSending ?? false)
+            error, isCancelled: Task.isCancelled, timeLimitFired: Task.isCancelled && CallScope.current.timeLimitFired,
+            superseded: Task.isCancelled && CallScope.current.supersededFired)
     }
 
     /// Reads `error` with the task's state given, for tests and for callers that know better.
-    ///
-    /// `timeLimitFiredBeforeSending`: the library time limits that cancelled the task fired
-    /// while the call waited at one of the library's gates (``TimeLimitSignal/firedBeforeSending``).
-    init(
-        _ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false,
-        timeLimitFiredBeforeSending: Bool = false
-    ) {
+    init(_ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false) {
         var reader = Reader()
         ErrorChain.walk(error) { node in
             reader.read(node)
@@ -115,33 +103,23 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else {
             self.interruption = nil
         }
-        // A time limit that cancelled the task while the call waited at one of the library's
-        // gates proves it never left; any other leaves it unknown.
-        let limitInTask = isCancelled && timeLimitFired && self.interruption == .timeLimit
-        if limitInTask && timeLimitFiredBeforeSending { reader.sawNotSent = true }
-        var delivery: RequestDelivery
-        if reader.sawMaybeSent || (limitInTask && !timeLimitFiredBeforeSending) {
-            delivery = .mayHaveBeenSent
+        if self.interruption == .timeLimit {
+            self.delivery = .mayHaveBeenSent
+        } else if reader.sawMaybeSent {
+            self.delivery = .mayHaveBeenSent
         } else if reader.sawAnswered {
-            delivery = .answered
+            self.delivery = .answered
         } else if reader.sawRefused {
-            delivery = .refused
+            self.delivery = .refused
         } else if reader.sawNotSent {
-            delivery = .notSent
+            self.delivery = .notSent
         } else {
-            delivery = .unknown
+            self.delivery = .unknown
         }
-        if self.interruption == .timeLimit, delivery != .notSent {
-            // A time limit ended the call: unless something proves it never left, it may have.
-            delivery = .mayHaveBeenSent
-        }
-        self.delivery = delivery
-        // A time limit that ended a call still waiting at a gate is a refusal by that gate.
-        let heldAtGate = self.interruption == .timeLimit && self.delivery == .notSent
         self.isLocalRejection =
-            ((reader.sawLocalRejection && !reader.sawBreakerRejection) || heldAtGate) && self.delivery == .notSent
+            reader.sawLocalRejection && !reader.sawBreakerRejection && self.delivery == .notSent
         self.isRefusedBeforeRunning =
-            (reader.sawLocalRejection || reader.sawBreakerRejection || heldAtGate) && self.delivery == .notSent
+            (reader.sawLocalRejection || reader.sawBreakerRejection) && self.delivery == .notSent
     }
 
     /// This analysis with the fact that the failed call's own operation proved it had no

@@ -15,14 +15,11 @@
 /// Three more rules are about counting, not retrying (``countsAsFailure(_:)``):
 ///
 /// 4. **A ``CircuitBreaker`` never counts a call the caller cancelled.**
-/// 5. **It always counts an attempt the library's own time limit ended**, unless the limit
-///    fired while the call still waited at one of the library's gates inside it, so the
-///    request provably never left (``RequestDelivery/notSent``, see rule 6).
+/// 5. **It always counts an attempt the library's own time limit ended.**
 /// 6. **It never counts a call that never reached the dependency**: one of the
 ///    library's own limiters refused it (``FailureAnalysis/isLocalRejection``: a
 ///    ``ConcurrencyLimiter``'s or a ``RateLimiter``'s ``LimiterRejectionError``, or an
-///    ``AdaptiveThrottleRejection``, wherever it sits in the error's chain, or a library
-///    time limit that ended the call while it still waited at one of them), or the
+///    ``AdaptiveThrottleRejection``, wherever it sits in the error's chain), or the
 ///    device was offline and the request never left it (``FailureAnalysis/isOffline``
 ///    with ``FailureAnalysis/delivery`` at ``RequestDelivery/notSent``:
 ///    `URLError.notConnectedToInternet`, CloudKit's `networkUnavailable`). So a breaker
@@ -62,15 +59,14 @@ public enum Rulebook {
     ///
     /// - Returns: `false` for a call the caller cancelled (``Interruption/caller``), a hedge
     ///   another attempt won (``Interruption/superseded``), a call one of the library's
-    ///   own limiters refused (``FailureAnalysis/isLocalRejection``, a time limit that ended
-    ///   the call while it waited at one of them included) and a request that never left an
-    ///   offline device (``FailureAnalysis/isOffline``, ``RequestDelivery/notSent``); `true`
-    ///   for any other attempt the library's own time limit ended (``Interruption/timeLimit``);
+    ///   own limiters refused (``FailureAnalysis/isLocalRejection``) and a request that never
+    ///   left an offline device (``FailureAnalysis/isOffline``, ``RequestDelivery/notSent``);
+    ///   `true` for an attempt the library's own time limit ended (``Interruption/timeLimit``);
     ///   `nil` otherwise.
     public static func countsAsFailure(_ analysis: FailureAnalysis) -> Bool? {
         switch analysis.interruption {
         case .caller?, .superseded?: return false
-        case .timeLimit?: return !analysis.isLocalRejection
+        case .timeLimit?: return true
         default:
             let neverLeft = analysis.isOffline && analysis.delivery == .notSent
             return analysis.isLocalRejection || neverLeft ? false : nil

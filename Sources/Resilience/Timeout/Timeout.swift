@@ -126,8 +126,7 @@ public struct Timeout: Sendable {
             guard signal.hasFired else { throw error }
             let timeout = TimeoutError(
                 timeoutName: self.name, timeout: self.duration,
-                requestIdempotency: signal.reportedIdempotency(declared: declared),
-                requestDelivery: signal.reportedDelivery)
+                requestIdempotency: signal.reportedIdempotency(declared: declared))
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
             throw timeout
         }
