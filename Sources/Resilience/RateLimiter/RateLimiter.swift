@@ -177,14 +177,7 @@ public final class RateLimiter: Sendable {
         // a wait spends none of ``maximumWait``, and never lends it more.
         var waited = Duration.zero
         var retryAfter = firstRetryAfter
-<<<<<<< HEAD
-        // The time limits enclosing the caller, told once it waits here, not yet sent.
-        var limits: TimeLimitSignal?
-        var waits = false
-        defer { if waits { _ = TimeLimitSignal.leaveGate(from: limits) } }
         var now = self.clock.now()
-=======
->>>>>>> parent of 8f492d6 (Time limits: a limit that fires while its call still waits at a bulkhead's queue or a rate limiter's wait, before anything inside may have sent it, reports the request as not sent; a breaker does not count it and a POST may be retried)
         while true {
             if retryAfter > self.maximumWait - waited {
                 let rejection = LimiterRejectionError(limiterName: self.name, reason: .noPermit, retryAfter: retryAfter)

@@ -21,17 +21,14 @@ enum BridgedLibraryError {
     /// The domain of ``AttemptTimeoutError``.
     static let attemptTimeoutDomain = "Resilience.AttemptTimeoutError"
 
-    /// The code of a time limit's error whose request may have been sent.
+    /// The code of a time limit's error: its request may have been sent.
     static let timedOutCode = 1
-    /// The code of a time limit's error that fired while the call waited at one of the
-    /// library's gates: the request was not sent.
-    static let timedOutBeforeSendingCode = 2
 
     /// What a bridged error of the library says, as the failure analysis reads it.
     enum Kind {
         case breakerRejection
         case localRejection
-        case timeLimit(RequestDelivery)
+        case timeLimit
     }
 
     /// The kind of failure `error` is, when it is a plain `NSError` in one of the library's
@@ -47,7 +44,7 @@ enum BridgedLibraryError {
         case Self.limiterRejectionDomain, Self.throttleRejectionDomain:
             return .localRejection
         case Self.timeoutDomain, Self.attemptTimeoutDomain:
-            return .timeLimit(nsError.code == Self.timedOutBeforeSendingCode ? .notSent : .mayHaveBeenSent)
+            return .timeLimit
         default:
             return nil
         }

@@ -201,8 +201,8 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .localRejection:
                     self.note(.notSent)
                     self.sawLocalRejection = true
-                case .timeLimit(let delivery):
-                    self.note(delivery)
+                case .timeLimit:
+                    self.note(.mayHaveBeenSent)
                     self.sawTimeLimit = true
                 }
             }
@@ -273,19 +273,22 @@ extension FailureAnalysis {
     /// Not a fact about the failure: two analyses with the same facts are equal whatever
     /// errors they were read from, so equality and hashing ignore it.
     struct Subject: Hashable, Sendable {
-        private let type: ObjectIdentifier
+        /// The error's object when it is a class instance (an `NSError`, say); `nil` for a value.
         private let object: ObjectIdentifier?
 
         init(_ error: any Error) {
-            self.type = ObjectIdentifier(Swift.type(of: error))
             // Opened rather than cast `as AnyObject`, which bridges: a few instructions, not thousands.
             self.object = _openExistential(error, do: identity(of:))
         }
 
-        /// Whether `error` may be the error this was read from: same type, and the same instance for a class.
+        /// Whether `error` is the very error this was read from: the same class instance.
+        ///
+        /// A value has no identity to compare, and another value of the same type (an item of
+        /// a partial failure, say) must not be judged by this reading, so a value never matches
+        /// and is read afresh.
         func isSubject(_ error: any Error) -> Bool {
-            let other = Subject(error)
-            return other.type == self.type && other.object == self.object
+            guard let object = self.object else { return false }
+            return Subject(error).object == object
         }
 
         static func == (_: Self, _: Self) -> Bool { true }

@@ -1,20 +1,16 @@
 public import Foundation
 
-/// Bridges to `NSError` with a stable domain, a code that says how far the request got,
+/// Bridges to `NSError` with a stable domain, a code,
 /// the description and the request's idempotency.
 ///
 /// A plain `NSError` made from it still reads as the end of a library time limit
-/// (``Interruption/timeLimit``), with its ``requestDelivery`` and ``requestIdempotency``.
+/// (``Interruption/timeLimit``), whose request may have been sent, with its ``requestIdempotency``.
 extension TimeoutError: CustomNSError, LocalizedError {
     /// `"Resilience.TimeoutError"`.
     public static var errorDomain: String { BridgedLibraryError.timeoutDomain }
 
-    /// 1 when the request may have been sent; 2 when the limit fired while the call waited
-    /// at one of the library's gates (``RequestDelivery/notSent``).
-    public var errorCode: Int {
-        self.requestDelivery == .notSent
-            ? BridgedLibraryError.timedOutBeforeSendingCode : BridgedLibraryError.timedOutCode
-    }
+    /// 1: the request may have been sent.
+    public var errorCode: Int { BridgedLibraryError.timedOutCode }
 
     /// The description under `NSLocalizedDescriptionKey`, and ``requestIdempotency`` under
     /// ``ErrorHints/requestIdempotencyKey`` when known.
