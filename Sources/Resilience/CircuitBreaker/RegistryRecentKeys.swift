@@ -35,15 +35,23 @@ public import Synchronization
 /// the flagged slots to the front before anything else. Recency is then exact with
 /// respect to every locked operation; hits between two locked operations count as
 /// happening together.
+///
+/// Only the table is generic: a slot holds its object as an `AnyObject`, and the lock-free
+/// read borrows the slot in a closure that captures nothing of `Object`, so that the
+/// closure is plain code, which this module's optimizer inlines into ``breaker(for:slot:markingUse:)``
+/// before the lookup is serialized for inlining into callers. A closure over a generic slot
+/// is generic: this module specialized it for ``CircuitBreaker`` but left it a separate
+/// function, and a client's optimizer did not inline it either, so the breaker registry's
+/// lookup paid a call (and, no longer small, was not inlined into its own caller).
 @usableFromInline
 final class RegistryRecentKeys<Object: AnyObject & Sendable>: Sendable {
     /// One slot per value of ``RegistryKeyBits/slot(of:)``.
-    @usableFromInline let slots: [RegistryRecentSlot<Object>]
+    @usableFromInline let slots: [RegistryRecentSlot]
     /// The same slots, unretained, for the lock-free lookup: reading an element of ``slots``
     /// retains and releases it (two more atomic operations per lookup), which the lookup
     /// avoids by borrowing the slot through ``Unmanaged/_withUnsafeGuaranteedRef(_:)``.
     /// ``slots`` keeps every slot alive for as long as this table lives.
-    @usableFromInline let unretainedSlots: [Unmanaged<RegistryRecentSlot<Object>>]
+    @usableFromInline let unretainedSlots: [Unmanaged<RegistryRecentSlot>]
     /// Whether some slot's ``RegistryRecentSlot/isUsed`` may be set.
     @usableFromInline let hasUnrecordedUse = Atomic<Bool>(false)
 
@@ -87,7 +95,10 @@ final class RegistryRecentKeys<Object: AnyObject & Sendable>: Sendable {
     /// slot as used when `markingUse` is set. Takes no lock and runs no user code.
     @inlinable
     func breaker(for bits: RegistryKeyBits.Words, slot: Int, markingUse: Bool) -> Object? {
-        self.unretainedSlots[slot]._withUnsafeGuaranteedRef { recent in
+        // The closure captures `bits` and `markingUse` alone, not `self`, so it is not generic
+        // (see the type's comment); the table's own flag is set after it.
+        let (found, isNewlyUsed) = self.unretainedSlots[slot]._withUnsafeGuaranteedRef {
+            recent -> (Unmanaged<any AnyObject & Sendable>?, Bool) in
             // Announce the read before looking at the slot: a writer that does not see this
             // keeps whatever it displaces until a later write (see the type's comment).
             recent.readers.wrappingAdd(1, ordering: .sequentiallyConsistent)
@@ -95,19 +106,23 @@ final class RegistryRecentKeys<Object: AnyObject & Sendable>: Sendable {
             // Retained before leaving: once the count drops, a writer may release its copy.
             if let found { _ = found.retain() }
             recent.readers.wrappingSubtract(1, ordering: .releasing)
-            guard let found else { return nil }
-            if markingUse, !recent.isUsed.load(ordering: .relaxed) {
-                recent.isUsed.store(true, ordering: .relaxed)
-                self.hasUnrecordedUse.store(true, ordering: .releasing)
-            }
-            return found.takeRetainedValue()
+            guard found != nil, markingUse, !recent.isUsed.load(ordering: .relaxed) else { return (found, false) }
+            recent.isUsed.store(true, ordering: .relaxed)
+            return (found, true)
         }
+        if isNewlyUsed { self.hasUnrecordedUse.store(true, ordering: .releasing) }
+        guard let found else { return nil }
+        // Only ``write(slot:_:breaker:)`` stores an address in the table, and only an `Object`'s.
+        return unsafeDowncast(found.takeRetainedValue(), to: Object.self)
     }
 }
 
 /// One slot of ``RegistryRecentKeys``: a sequence lock over a key's bits and a breaker's address.
+///
+/// Not generic: it holds the object as an `AnyObject`, which the table turns back into its
+/// `Object` (see ``RegistryRecentKeys``).
 @usableFromInline
-final class RegistryRecentSlot<Object: AnyObject & Sendable>: Sendable {
+final class RegistryRecentSlot: Sendable {
     /// Even while the slot is stable, odd while the writer rewrites it.
     @usableFromInline let version = Atomic<UInt64>(0)
     /// How many lock-free readers are between announcing themselves and retaining the breaker.
@@ -117,7 +132,7 @@ final class RegistryRecentSlot<Object: AnyObject & Sendable>: Sendable {
     /// Bytes 8 to 15 of the key, zero-padded.
     @usableFromInline let keyHigh = Atomic<UInt64>(0)
     /// The breaker, not retained by the slot (the registry holds it), or `nil` when the slot is empty.
-    @usableFromInline let breaker = Atomic<Unmanaged<Object>?>(nil)
+    @usableFromInline let breaker = Atomic<Unmanaged<any AnyObject & Sendable>?>(nil)
     /// Set by a lock-free hit; cleared when the registry records the use under its lock.
     @usableFromInline let isUsed = Atomic<Bool>(false)
 
@@ -142,7 +157,7 @@ final class RegistryRecentSlot<Object: AnyObject & Sendable>: Sendable {
     @inlinable
     func read(
         _ bits: RegistryKeyBits.Words, afterReadingTheKey: () -> Void = {}
-    ) -> Unmanaged<Object>? {
+    ) -> Unmanaged<any AnyObject & Sendable>? {
         let version = self.version.load(ordering: .sequentiallyConsistent)
         // Acquiring loads: the second load of the version cannot move above them, and a
         // field written by a newer write makes that load see the newer, odd version.
@@ -163,7 +178,7 @@ final class RegistryRecentSlot<Object: AnyObject & Sendable>: Sendable {
     /// - Returns: Whether a lock-free reader may still be using what the slot held before,
     ///   so that it must not be released yet.
     @inlinable
-    func write(_ bits: RegistryKeyBits.Words, breaker: Object?) -> Bool {
+    func write(_ bits: RegistryKeyBits.Words, breaker: (any AnyObject & Sendable)?) -> Bool {
         let version = self.version.load(ordering: .relaxed)
         self.version.store(version &+ 1, ordering: .sequentiallyConsistent)
         self.keyLow.store(bits.low, ordering: .releasing)

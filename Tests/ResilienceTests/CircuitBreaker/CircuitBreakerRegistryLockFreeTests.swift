@@ -90,7 +90,7 @@ private struct TenantKey: Hashable, Sendable, CustomStringConvertible {
     /// breaker: the reader sees the version change and takes nothing, rather than one
     /// key's bits with the other key's breaker.
     @Test func aReadOverlappingAWriteTakesNothing() throws {
-        let slot = RegistryRecentSlot<CircuitBreaker>()
+        let slot = RegistryRecentSlot()
         let mine = try CircuitBreaker(name: "mine", clock: TestClock())
         let other = try CircuitBreaker(name: "other", clock: TestClock())
         let myBits = RegistryKeyBits.Words(low: 0x1111, high: 0x2222)
