@@ -13,19 +13,27 @@ struct RetryAfterRecoveryTests {
             userInfo: [ErrorHints.cloudKitRetryAfterKey: seconds])
     }
 
-    @Test func theRetryAfterTheNetworkReturnsWaitsTheRestOfCKRetryAfter() async throws {
-        let clock = TestClock()
-        let network = TestConnectivityMonitor(.offline)
+    /// Starts a call through a policy that waits for `network`; its first attempt fails
+    /// offline with a 10 s `CKRetryAfter`, the next succeeds. Each attempt's time goes to `attempts`.
+    static func startCallFailingOnceOffline(
+        clock: TestClock, network: TestConnectivityMonitor, attempts: Recorder<Duration>
+    ) throws -> Task<RetryOutcome<String>, Never> {
         let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
         let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
-        let attempts = Recorder<Duration>()
-        let call = Task {
+        return Task {
             await policy.outcome(waitingFor: wait) { () throws -> String in
                 attempts.record(clock.now.offset)
                 guard attempts.values.count > 1 else { throw Self.networkUnavailable(retryAfter: 10) }
                 return "ok"
             }
         }
+    }
+
+    @Test func theRetryAfterTheNetworkReturnsWaitsTheRestOfCKRetryAfter() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let attempts = Recorder<Duration>()
+        let call = try Self.startCallFailingOnceOffline(clock: clock, network: network, attempts: attempts)
         await network.waitForObservers(count: 1)
         clock.advance(by: .seconds(1))
         network.set(.online)  // back after 1 s; CloudKit asked for 10
@@ -44,16 +52,8 @@ struct RetryAfterRecoveryTests {
     @Test func aHintThatPassedDuringTheOutageAddsNoWait() async throws {
         let clock = TestClock()
         let network = TestConnectivityMonitor(.offline)
-        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
-        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
         let attempts = Recorder<Duration>()
-        let call = Task {
-            await policy.outcome(waitingFor: wait) { () throws -> String in
-                attempts.record(clock.now.offset)
-                guard attempts.values.count > 1 else { throw Self.networkUnavailable(retryAfter: 10) }
-                return "ok"
-            }
-        }
+        let call = try Self.startCallFailingOnceOffline(clock: clock, network: network, attempts: attempts)
         await network.waitForObservers(count: 1)
         clock.advance(by: .seconds(20))
         network.set(.online)

@@ -48,23 +48,19 @@ struct FallbackRejectionSeamTests {
         let limiter = try await FullLimiter.make(kind, clock: clock)
         let seen = Recorder<Bool>()
         let ran = Counter()
-        let value: Int
-        switch kind {
-        case .bulkhead:
+        func run(behind gate: some ResilienceStrategy) async throws -> Int {
             let pipeline = ResiliencePipeline {
                 Self.fallback(seen)
                 WrappingStage(shape: shape)
-                limiter.bulkhead!
+                gate
             }
-            value = try await pipeline.execute { () async throws -> Int in ran.increment() }
-        case .rateLimiter:
-            let pipeline = ResiliencePipeline {
-                Self.fallback(seen)
-                WrappingStage(shape: shape)
-                limiter.rateLimiter!
-            }
-            value = try await pipeline.execute { () async throws -> Int in ran.increment() }
+            return try await pipeline.execute { () async throws -> Int in ran.increment() }
         }
+        let value =
+            switch kind {
+            case .bulkhead: try await run(behind: limiter.bulkhead!)
+            case .rateLimiter: try await run(behind: limiter.rateLimiter!)
+            }
         #expect(value == -1, "\(kind), \(shape)")
         #expect(seen.values == [true])
         #expect(ran.value == 0)

@@ -6,11 +6,9 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct PipelineRegistryBoundTests {
     struct ServerDown: Error {}
 
-    /// A host whose breaker is open is not called again just because other hosts were looked up:
-    /// the breaker registry keeps open breakers at its bound; the pipeline registry should too.
-    @Test func aPipelineWhoseBreakerIsOpenIsNotForgottenBeforeClosedOnes() async throws {
-        let clock = TestClock()
-        let registry = try ResiliencePipelineRegistry<String, CircuitBreaker>(maximumCount: 2) { host in
+    /// At most two pipelines of one breaker each, which one failure opens for a minute.
+    static func breakerPipelines(clock: TestClock) throws -> ResiliencePipelineRegistry<String, CircuitBreaker> {
+        try ResiliencePipelineRegistry<String, CircuitBreaker>(maximumCount: 2) { host in
             ResiliencePipeline {
                 CircuitBreaker(
                     name: host,
@@ -19,6 +17,13 @@ import Testing
                     clock: clock)
             }
         }
+    }
+
+    /// A host whose breaker is open is not called again just because other hosts were looked up:
+    /// the breaker registry keeps open breakers at its bound; the pipeline registry should too.
+    @Test func aPipelineWhoseBreakerIsOpenIsNotForgottenBeforeClosedOnes() async throws {
+        let clock = TestClock()
+        let registry = try Self.breakerPipelines(clock: clock)
         let callsToA = Counter()
         await #expect(throws: ServerDown.self) {
             try await registry.pipeline(for: "a").execute { () async throws -> Int in
@@ -80,15 +85,7 @@ import Testing
     /// the bound holds.
     @Test func whenEveryPipelineHasABreakerOpenTheLeastRecentlyUsedGoes() async throws {
         let clock = TestClock()
-        let registry = try ResiliencePipelineRegistry<String, CircuitBreaker>(maximumCount: 2) { host in
-            ResiliencePipeline {
-                CircuitBreaker(
-                    name: host,
-                    configuration: try! CircuitBreakerConfiguration(
-                        tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(60))),
-                    clock: clock)
-            }
-        }
+        let registry = try Self.breakerPipelines(clock: clock)
         for host in ["a", "b"] {
             await #expect(throws: ServerDown.self) {
                 try await registry.pipeline(for: host).execute { () async throws -> Int in throw ServerDown() }
