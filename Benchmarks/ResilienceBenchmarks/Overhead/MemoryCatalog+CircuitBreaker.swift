@@ -5,7 +5,7 @@ extension MemoryCatalog {
     /// Bytes per circuit breaker (with each trip rule) and per registry entry.
     static let circuitBreaker: [MemoryBenchmark] = [
         MemoryBenchmark(name: "breaker", detail: "CircuitBreaker(name:) with the defaults") {
-            try CircuitBreaker(name: "benchmark")
+            CircuitBreaker(name: "benchmark")
         },
         MemoryBenchmark(name: "breaker.time-window", detail: "failure rate over 30 s in 10 buckets") {
             try BreakerFixtures.timeWindow()

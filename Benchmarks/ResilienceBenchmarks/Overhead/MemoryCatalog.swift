@@ -10,7 +10,7 @@ enum MemoryCatalog {
     /// The library's retry objects.
     static let library: [MemoryBenchmark] = [
         MemoryBenchmark(name: "retry-policy", detail: "RetryPolicy() with the defaults") {
-            try RetryPolicy()
+            RetryPolicy()
         },
         MemoryBenchmark(name: "retry-budget", detail: "RetryBudget() with the defaults") {
             try RetryBudget()

@@ -25,7 +25,7 @@ extension OverheadCatalog {
             RegistryEqualKeySuccess(registry: try BreakerFixtures.registry())
         },
         OverheadBenchmark("retry+breaker.success", OverheadConfiguration.bothCallers) {
-            RetryAroundBreakerSuccess(policy: try RetryPolicy(), breaker: try BreakerFixtures.consecutive())
+            RetryAroundBreakerSuccess(policy: RetryPolicy(), breaker: try BreakerFixtures.consecutive())
         },
         OverheadBenchmark("breaker.rejection", OverheadConfiguration.bothCallers) {
             try await BreakerRejection.make()

@@ -32,7 +32,7 @@ enum OverheadCatalog {
     /// The library's retry rows.
     static let library: [OverheadBenchmark] = [
         OverheadBenchmark("retry.success", OverheadConfiguration.bothCallers) {
-            RetrySuccess(policy: try RetryPolicy())
+            RetrySuccess(policy: RetryPolicy())
         },
         // The full path: a policy whose settings keep even a first-attempt success in the retry loop.
         OverheadBenchmark("retry.success.deadline", OverheadConfiguration.bothCallers) {
@@ -42,7 +42,7 @@ enum OverheadCatalog {
             RetryFullPathSuccess(policy: try RetryFullPathFixtures.notIdempotent())
         },
         OverheadBenchmark("retry.success.declared-not-idempotent", OverheadConfiguration.bothCallers) {
-            RetryDeclaredNotIdempotentSuccess(policy: try RetryPolicy())
+            RetryDeclaredNotIdempotentSuccess(policy: RetryPolicy())
         },
         OverheadBenchmark("retry.success.observer", OverheadConfiguration.bothCallers) {
             RetryFullPathSuccess(policy: try RetryFullPathFixtures.observed())

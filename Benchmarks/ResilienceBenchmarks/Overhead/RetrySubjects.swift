@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// The policy has the package defaults (3 attempts, exponential backoff with full
 /// jitter, the default classifier, no budget, no observer, no deadline), which is
-/// what `try RetryPolicy()` gives a user.
+/// what `RetryPolicy()` gives a user.
 struct RetrySuccess: OverheadSubject {
     let policy: RetryPolicy
 

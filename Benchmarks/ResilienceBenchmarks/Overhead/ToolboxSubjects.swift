@@ -27,7 +27,7 @@ enum ToolboxFixtures {
         try ResiliencePipeline {
             Fallback<Int>.value(0)
             try RetryPolicy(maximumAttempts: 3)
-            try CircuitBreaker(name: "benchmark")
+            CircuitBreaker(name: "benchmark")
             try bulkhead()
             try rateLimiter()
         }

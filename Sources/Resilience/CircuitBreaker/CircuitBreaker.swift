@@ -141,6 +141,23 @@ public final class CircuitBreaker: Sendable {
             elapsedClock: ElapsedClock(clock))
     }
 
+    /// Creates a breaker with the package defaults: it opens after five consecutive counted
+    /// failures, for a fixed 30 seconds, then lets one probe through; failures are judged by
+    /// ``DefaultCircuitBreakerFailureClassifier``, and an HTTP 429's retry-after hint opens it.
+    ///
+    /// The defaults are valid, so this needs no `try`:
+    ///
+    /// ```swift
+    /// let breaker = CircuitBreaker(name: "inventory")
+    /// ```
+    ///
+    /// It is the same as `CircuitBreaker(name: name, configuration: .default)`.
+    ///
+    /// - Parameter name: The name rejections and events carry, such as the dependency's host.
+    public convenience init(name: String) {
+        self.init(name: name, configuration: .default)
+    }
+
     /// Creates a breaker, validating every setting.
     ///
     /// A breaker with the package defaults needs no `try` when made from a configuration:

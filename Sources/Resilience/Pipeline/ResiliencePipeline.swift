@@ -11,7 +11,7 @@
 /// let pipeline = try ResiliencePipeline {
 ///     try Timeout(.seconds(30), name: "total")
 ///     try RetryPolicy(maximumAttempts: 3)
-///     try CircuitBreaker(name: "billing")
+///     CircuitBreaker(name: "billing")
 ///     try Timeout(.seconds(10), name: "attempt")
 /// }
 /// let invoice = try await pipeline.execute { try await billing.invoice(id) }

@@ -146,6 +146,22 @@ public final actor RetryPolicy {
             nestedRetries: nestedRetries, throttle: throttle, clock: clock, generator: generator)
     }
 
+    /// Creates a policy with the package defaults: 3 attempts, exponential backoff with full
+    /// jitter, ``DefaultRetryClassifier``, retry-after hints honoured up to 60 s, no deadline,
+    /// budget, observer or throttle, on the system's continuous clock.
+    ///
+    /// The defaults are valid, so this needs no `try`:
+    ///
+    /// ```swift
+    /// let policy = RetryPolicy()
+    /// ```
+    ///
+    /// It is the same as `RetryPolicy(configuration: .default)`; change any setting with
+    /// ``init(name:maximumAttempts:backoff:jitter:classifier:deadline:maximumRetryAfter:budget:observer:nestedRetries:throttle:clock:generator:)``.
+    public init() {
+        self.init(configuration: .default)
+    }
+
     /// Creates a policy from settings already validated; it cannot fail, so it does not throw.
     ///
     /// ```swift

@@ -20,6 +20,35 @@ import Testing
         #expect(try await policy.execute { 42 } == 42)
     }
 
+    /// Made in a function that cannot throw: without plain initializers, `RetryPolicy()` and
+    /// `CircuitBreaker(name:)` would pick the validating ones and not compile here.
+    private static func defaultsWithoutTry() -> (RetryPolicy, CircuitBreaker) {
+        (RetryPolicy(), CircuitBreaker(name: "inventory"))
+    }
+
+    @Test func thePlainInitializersNeedNoTryAndMatchTheDefaults() async throws {
+        let (policy, breaker) = Self.defaultsWithoutTry()
+        #expect(policy.name == "default")
+        #expect(policy.configuration == .default)
+        #expect(policy.configuration == RetryPolicy(configuration: .default).configuration)
+        #expect(try await policy.execute { 42 } == 42)
+
+        let reference = CircuitBreaker(name: "inventory", configuration: .default)
+        #expect(breaker.name == "inventory")
+        #expect(breaker.state == .closed)
+        #expect(breaker.configuration.tripRule == reference.configuration.tripRule)
+        #expect(breaker.configuration.openDuration == reference.configuration.openDuration)
+        #expect(breaker.configuration.maximumProbes == reference.configuration.maximumProbes)
+        #expect(breaker.configuration.successesToClose == reference.configuration.successesToClose)
+        #expect(breaker.configuration.probeLease == reference.configuration.probeLease)
+        #expect(breaker.configuration.pushback == reference.configuration.pushback)
+        #expect(breaker.configuration.slowCallRule == nil)
+
+        // Any other setting still goes through validation.
+        #expect(throws: ConfigurationError.self) { try RetryPolicy(maximumAttempts: 0) }
+        #expect(throws: ConfigurationError.self) { try CircuitBreaker(name: "x", maximumProbes: 0) }
+    }
+
     @Test func thePolicyFromAConfigurationMatchesTheThrowingInitializer() throws {
         let configuration = try RetryPolicyConfiguration(
             maximumAttempts: 5, backoff: .constant(.seconds(1)), jitter: .none, deadline: .seconds(9),
