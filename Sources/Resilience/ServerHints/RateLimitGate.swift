@@ -6,8 +6,10 @@ import Foundation
 /// Record the field of every response, successful or not; before each request,
 /// ask the gate how long to wait. While the last response said quota is left,
 /// each request spends one unit of it locally; once none is left, requests wait
-/// until the reset the server announced (at most ``maximumWait``). After the
-/// reset the gate knows nothing until the next response tells it again.
+/// until the reset the server announced (at most ``maximumWait``). When the
+/// server lists several quotas (per minute and per day, say), each request spends
+/// a unit of every one, and requests wait for the latest reset among those spent.
+/// After its reset a quota is unknown until the next response tells it again.
 ///
 /// ```swift
 /// let gate = RateLimitGate()
@@ -25,9 +27,15 @@ public final class RateLimitGate: Sendable {
     private let state = Lock(State())
 
     private struct State {
-        /// The quota left, as last reported and spent locally since; `nil` when unknown.
-        var remaining: Int64?
-        /// When the quota resets, as elapsed time on the gate's clock.
+        /// Each quota the last response announced, spent locally since; empty when none is known.
+        var limits: [Limit] = []
+    }
+
+    /// One announced quota.
+    private struct Limit {
+        /// The quota left, as reported and spent locally since.
+        var remaining: Int64
+        /// When the quota resets, as elapsed time on the gate's clock; `nil` when not stated.
         var resetAt: Duration?
     }
 
@@ -55,30 +63,34 @@ public final class RateLimitGate: Sendable {
         self.record(limits)
     }
 
-    /// Records the limits a response announced; the most constrained one governs.
+    /// Records the limits a response announced, replacing what earlier responses said.
+    ///
+    /// Every quota counts: a request spends one unit of each, and while any quota with a
+    /// stated reset is spent, requests wait for the latest such reset (at most
+    /// ``maximumWait``). A spent quota whose reset the server did not state holds nothing
+    /// back, since the gate cannot tell when it frees.
     public func record(_ limits: [RateLimitHeader.ServiceLimit]) {
-        guard let tightest = limits.min(by: { $0.remaining < $1.remaining }) else { return }
+        guard !limits.isEmpty else { return }
         let now = self.clock.now()
-        self.state.withLock { state in
-            state.remaining = tightest.remaining
-            state.resetAt = tightest.reset.map { now + $0.clampedToResilienceRange }
+        let recorded = limits.map {
+            Limit(remaining: $0.remaining, resetAt: $0.reset.map { now + $0.clampedToResilienceRange })
         }
+        self.state.withLock { state in state.limits = recorded }
     }
 
     /// Reserves one request: the time to wait before sending it, zero when it may go now.
     public func reserve() -> Duration {
         let now = self.clock.now()
         return self.state.withLock { state in
-            if let resetAt = state.resetAt, resetAt <= now {
-                state = State()  // the quota has reset: unknown until the next response
+            // A quota past its reset is unknown until the next response.
+            state.limits.removeAll { limit in limit.resetAt.map { $0 <= now } ?? false }
+            let latestSpentReset = state.limits.lazy.filter { $0.remaining <= 0 }.compactMap(\.resetAt).max()
+            if let latestSpentReset { return Swift.min(latestSpentReset - now, self.maximumWait) }
+            // The request goes: it spends one unit of every quota that has one left.
+            for index in state.limits.indices where state.limits[index].remaining > 0 {
+                state.limits[index].remaining -= 1
             }
-            guard let remaining = state.remaining else { return .zero }
-            if remaining > 0 {
-                state.remaining = remaining - 1
-                return .zero
-            }
-            guard let resetAt = state.resetAt else { return .zero }
-            return Swift.min(resetAt - now, self.maximumWait)
+            return .zero
         }
     }
 

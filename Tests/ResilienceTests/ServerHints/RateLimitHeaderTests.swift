@@ -115,6 +115,39 @@ struct RateLimitGateTests {
         #expect(gate.reserve() == .seconds(30))
     }
 
+    @Test func twoSpentQuotasHoldRequestsUntilTheLaterReset() throws {
+        let clock = TestClock()
+        let gate = try RateLimitGate(maximumWait: .seconds(200), clock: clock)
+        gate.record(headers: ["RateLimit": #""minute";r=0;t=10, "day";r=0;t=100"#])
+        #expect(gate.reserve() == .seconds(100))
+        clock.advance(by: .seconds(10))
+        // The minute's quota is back, the day's is still spent for 90 s.
+        #expect(gate.reserve() == .seconds(90))
+        clock.advance(by: .seconds(90))
+        #expect(gate.reserve() == .zero)
+    }
+
+    @Test func aSpentQuotaWithoutAResetDoesNotHideOneWithAReset() throws {
+        let gate = try RateLimitGate(clock: TestClock())
+        gate.record(headers: ["RateLimit": #""burst";r=0, "minute";r=0;t=30"#])
+        #expect(gate.reserve() == .seconds(30))
+    }
+
+    @Test func eachRequestSpendsAUnitOfEveryQuota() throws {
+        let clock = TestClock()
+        let gate = try RateLimitGate(clock: clock)
+        gate.record(headers: ["RateLimit": #""minute";r=5;t=60, "burst";r=2;t=1"#])
+        #expect(gate.reserve() == .zero)
+        #expect(gate.reserve() == .zero)
+        // The burst quota is spent: wait for its reset, then the minute's 3 units remain.
+        #expect(gate.reserve() == .seconds(1))
+        clock.advance(by: .seconds(1))
+        #expect(gate.reserve() == .zero)
+        #expect(gate.reserve() == .zero)
+        #expect(gate.reserve() == .zero)
+        #expect(gate.reserve() == .seconds(59))
+    }
+
     @Test func ignoresAMalformedField() throws {
         let gate = try RateLimitGate(clock: TestClock())
         gate.record(headers: ["RateLimit": #""day";r=0;t=5,"#])
