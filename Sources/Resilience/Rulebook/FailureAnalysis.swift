@@ -179,12 +179,6 @@ public struct FailureAnalysis: Sendable, Hashable {
             if let hint = ErrorHints.ownRetryAfter(of: error) {
                 self.hint = Swift.max(self.hint ?? .zero, hint)
             }
-            if let response = error as? HTTPResponseError,
-                let hint = RateLimitHeader.exhaustedFor(response.serviceLimits)
-            {
-                // A `RateLimit` field with no quota left is a server hint like `Retry-After`.
-                self.hint = Swift.max(self.hint ?? .zero, hint)
-            }
             if self.idempotency?.isIdempotent ?? true, let own = ErrorHints.ownIdempotency(of: error) {
                 // The strictest report wins: one failure may speak for a `GET` and a `POST`.
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own

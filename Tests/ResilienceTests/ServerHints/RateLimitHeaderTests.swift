@@ -65,6 +65,28 @@ struct RateLimitHeaderTests {
         #expect(FailureAnalysis(quotaLeft).retryAfter == nil)
     }
 
+    /// The hint reads the same from the error alone, through every helper, as the policy reads it.
+    @Test func everyReaderOfTheErrorAgreesOnAnExhaustedQuota() async throws {
+        let error = HTTPResponseError(statusCode: 429, headers: ["RateLimit": #""default";r=0;t=30"#])
+        let policy = try RetryPolicy(maximumAttempts: 3, clock: TestClock())
+        let outcome = await policy.outcome { () async throws -> Int in throw error }
+        #expect(outcome.stopReason == .tooManyRequests)
+        #expect(outcome.retryAfter == .seconds(30))
+        #expect(error.retryAfter == .seconds(30))
+        #expect(ErrorHints.isTooManyRequests(error))
+        #expect(ErrorHints.retryAfter(of: error) == .seconds(30))
+        #expect(RetryAdvice(for: error).retryAfter == .seconds(30))
+        let wrapped = NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: error])
+        #expect(ErrorHints.retryAfter(of: wrapped) == .seconds(30))
+        // The longer of the two fields wins, whichever it is.
+        let longerRetryAfter = HTTPResponseError(
+            statusCode: 503, headers: ["Retry-After": "40", "RateLimit": #""default";r=0;t=30"#])
+        #expect(longerRetryAfter.retryAfter == .seconds(40))
+        #expect(FailureAnalysis(longerRetryAfter).retryAfter == .seconds(40))
+        let malformed = HTTPResponseError(statusCode: 503, headers: ["RateLimit": #""default";r=0;t=-3"#])
+        #expect(malformed.retryAfter == nil)
+    }
+
     @Test func policyWaitsForTheResetOnAFailureWithNoQuotaLeft() async throws {
         let clock = TestClock()
         let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.milliseconds(1)), clock: clock)

@@ -3,9 +3,10 @@ public import Foundation
 /// A response whose HTTP status says the request failed.
 ///
 /// It carries what a retry decision and a person reading the logs need: the
-/// status, the response headers, the server's `Retry-After` advice already
-/// parsed, and the start of the body, cut to a bounded length so a large error
-/// page cannot bloat logs or memory.
+/// status, the response headers, the server's retry-after advice already
+/// parsed (`Retry-After`, or the reset of a spent `RateLimit` quota), and the
+/// start of the body, cut to a bounded length so a large error page cannot
+/// bloat logs or memory.
 ///
 /// It adopts ``HTTPStatusReporting`` and ``RetryAfterProviding``, so every
 /// ``RetryPolicy`` understands it without configuration: 408, 500, 502, 503 and
@@ -31,7 +32,10 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     ///
     /// Header names are case-insensitive; look them up with ``headerValue(named:)``.
     public let headers: [String: String]
-    /// The delay the `Retry-After` header asked for, if it was present and well formed.
+    /// The delay the server asked for, if any: the `Retry-After` header's, or the time to
+    /// the latest reset of a quota the `RateLimit` field says is spent, whichever is longer.
+    ///
+    /// A malformed header or field asks for nothing.
     public let retryAfter: Duration?
     /// The first bytes of the body, decoded as UTF-8 (invalid bytes replaced), at most the limit given.
     public let bodyExcerpt: String
@@ -73,9 +77,14 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
         self.requestIdempotency = requestIdempotency
         self.bodyByteCount = body.count
         self.bodyExcerpt = String(decoding: body.prefix(Swift.max(bodyExcerptLimit, 0)), as: UTF8.self)
-        self.retryAfter = Self.headerValue(named: "Retry-After", in: headers).flatMap {
+        let requested = Self.headerValue(named: "Retry-After", in: headers).flatMap {
             RetryAfterHeader.delay(parsing: $0, receivedAt: receivedAt)
         }
+        // A `RateLimit` field with no quota left is a server hint like `Retry-After`.
+        let quotaReset = Self.headerValue(named: RateLimitHeader.fieldName, in: headers).flatMap {
+            RateLimitHeader.exhaustedFor(parsing: $0)
+        }
+        self.retryAfter = [requested, quotaReset].compactMap { $0 }.max()
     }
 
     /// The value of the header called `name`, compared case-insensitively, or `nil`.
