@@ -32,9 +32,16 @@ public struct RateLimiterAlgorithm: Sendable, Hashable {
             kind: .tokenBucket(capacity: capacity, tokensPerPeriod: tokensPerPeriod, period: period))
     }
 
-    /// At most `limit` calls in any `window`, counted in `segments` slices of the window.
+    /// At most `limit` calls per `window`, counted in `segments` slices of the window.
     ///
-    /// More segments follow the window more closely, for a little more memory.
+    /// Each call counts in the segment it falls in, and a segment's calls stop counting one
+    /// `window` after the segment began, so a call late in a segment is forgotten up to one
+    /// segment early. What holds exactly: at most `limit` calls in any span shorter than
+    /// `window` less one segment (`window / segments`), and at most `limit` in any window
+    /// that starts where a segment starts. Two bursts of `limit` calls can come closer than `window`: at the end of one segment
+    /// and at the start of the segment after the window has moved past it. More segments
+    /// follow the window more closely, for a little more memory; `segments: 1` is a fixed
+    /// window, which allows `2 * limit` calls around a window's boundary.
     /// - Throws: ``ConfigurationError`` naming `limit`, `window` or `segments`
     ///   when zero, negative or huge.
     public static func slidingWindow(

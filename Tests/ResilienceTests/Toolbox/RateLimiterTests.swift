@@ -162,6 +162,13 @@ struct RateLimiterTests {
                 // may forget a permit up to one segment early, so no 0.9 s span holds more than the limit.
                 let recent = granted.reversed().prefix { now - $0 < .milliseconds(900) }.count
                 #expect(recent <= limit)
+                // Nor does any whole window that starts where a segment starts (every 0.1 s).
+                let segment = Duration.milliseconds(100)
+                let latestSegmentStart = segment * Int(now / segment)
+                for back in 0..<10 {
+                    let start = latestSegmentStart - segment * back
+                    #expect(granted.reversed().prefix { $0 >= start }.count <= limit)
+                }
             }
         }
         #expect(granted.count > 1_000)  // the limiter admits, not only refuses
