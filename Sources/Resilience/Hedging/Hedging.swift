@@ -36,6 +36,11 @@ import Synchronization
 /// caller's isolation, as a `Task`'s closure does: written on the main actor, it is
 /// isolated to the main actor and each attempt runs there.
 ///
+/// A caller that cancels ends the call with `CancellationError`. When an enclosing
+/// library time limit (a ``Timeout``, a policy's attempt timeout) fired and an attempt
+/// then failed, the call ends with that failure as above instead, and the limit keeps
+/// it (``TimeoutError/operationError``), so what it says about the request still counts.
+///
 /// The first attempt starts at once, on the caller's thread when the caller already
 /// runs where the attempt must (the same actor, or no actor); one that returns before it
 /// first suspends hands its outcome straight back, and nothing is watched for the call.
@@ -734,9 +739,16 @@ struct HedgedCall<Value: Sendable> {
 
     /// The failure the call ends with when no attempt succeeded: the caller's cancellation
     /// if the caller gave up, else the failure the call kept (see ``HedgedFailures``).
+    ///
+    /// A call cancelled by an enclosing library time limit that fired, once an attempt
+    /// failed, ends with the failure it kept too: the limit keeps it as its operation's
+    /// late failure (see `LateOperationError`), so what that failure says about the
+    /// request (a `POST`, a 429) still reaches the rules above the limit.
     @inlinable
     var ending: any Error {
-        self.callerCancelled ? CancellationError() : self.failures.failure
+        guard self.callerCancelled else { return self.failures.failure }
+        if self.failures.ending != nil, LateOperationError.enclosingLimitFired() { return self.failures.failure }
+        return CancellationError()
     }
 
     /// Whether a call inside any attempt started so far declared that it may not run twice.

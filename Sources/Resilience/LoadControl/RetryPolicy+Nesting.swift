@@ -39,12 +39,25 @@ extension RetryPolicy {
     /// policy retried to exhaustion is not retried again here, unless this policy opted out;
     /// a failure an inner policy stopped on because its request is not idempotent is never
     /// sent again from here, whatever this call was told about its operation.
+    ///
+    /// An inner policy's word about the error an attempt failed with after a library time
+    /// limit fired (`LateOperationError`) counts when it says "not idempotent": the limit's
+    /// error stands for that failure. Its "retried to exhaustion" does not: the attempt ran
+    /// out of time, which this policy judges as a time-out.
     nonisolated func nestedStop(after error: any Error, call: inout CallState) -> RetryStopReason? {
         if error is AdaptiveThrottleRejection { return .throttled }
         guard
             let (word, writers) = NestedRetryLedger.take(
                 error, by: ObjectIdentifier(self), writtenAfter: call.ledgerMark)
-        else { return nil }
+        else {
+            guard let late = LateOperationError.of(error),
+                let (word, writers) = NestedRetryLedger.take(
+                    late, by: ObjectIdentifier(self), writtenAfter: call.ledgerMark),
+                word == .notIdempotent
+            else { return nil }
+            call.innerWriters = writers
+            return .notIdempotent
+        }
         switch word {
         case .notIdempotent:
             call.innerWriters = writers

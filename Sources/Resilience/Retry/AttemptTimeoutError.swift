@@ -3,6 +3,13 @@
 /// The request may have reached the server, so a call that is not idempotent
 /// is not retried after it (see ``Idempotency``); an idempotent one is, like
 /// any transient failure. A ``CircuitBreaker`` always counts it as a failure.
+///
+/// The limit waits for the cancelled attempt to return. When the attempt fails
+/// after the limit fired (its operation ignored the cancellation, or was past its
+/// last cancellation point), its error is kept in ``operationError`` and the
+/// rules read it: a request it reports as not idempotent is not sent again, an
+/// HTTP 429 in it is not retried, its retry-after hint is honoured (see
+/// ``FailureAnalysis``). This error stays a time-out for everything else.
 public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, RequestDeliveryReporting, Hashable,
     CustomStringConvertible
 {
@@ -12,15 +19,26 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
     /// policy around the one that timed it out does not repeat it either;
     /// ``Idempotency/notIdempotent`` when a call inside the attempt declared itself so.
     public let requestIdempotency: Idempotency?
+    /// The error the attempt's operation failed with after the limit fired, if it did;
+    /// `nil` when it stopped at the limit's cancellation (`CancellationError`).
+    ///
+    /// Not part of the error's chain (``UnderlyingErrorProviding``, `NSUnderlyingErrorKey`):
+    /// a classifier judges a time-out, not what the operation said after it. The rules that
+    /// no classifier changes read it all the same (see ``FailureAnalysis``), and
+    /// ``requestIdempotency`` already holds what it reports about its request. It takes no
+    /// part in equality and hashing.
+    public let operationError: (any Error)?
 
     /// Creates the error for an attempt allowed `timeout`.
     ///
     /// - Parameters:
     ///   - timeout: The time the attempt was allowed.
     ///   - requestIdempotency: The idempotency of the timed-out call, if known.
-    public init(timeout: Duration, requestIdempotency: Idempotency? = nil) {
+    ///   - operationError: The error the operation failed with after the limit fired, if any.
+    public init(timeout: Duration, requestIdempotency: Idempotency? = nil, operationError: (any Error)? = nil) {
         self.timeout = timeout
         self.requestIdempotency = requestIdempotency
+        self.operationError = operationError
     }
 
     /// Always `true`: a timed-out attempt may succeed next time, when it may be repeated.
@@ -31,4 +49,15 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
 
     /// `attempt timed out after …`.
     public var description: String { "attempt timed out after \(self.timeout)" }
+
+    /// Whether the two report the same limit and idempotency; ``operationError`` is not compared.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.timeout == rhs.timeout && lhs.requestIdempotency == rhs.requestIdempotency
+    }
+
+    /// Hashes the limit and the idempotency; ``operationError`` is left out, as in `==`.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.timeout)
+        hasher.combine(self.requestIdempotency)
+    }
 }

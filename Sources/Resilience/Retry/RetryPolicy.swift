@@ -361,6 +361,11 @@ public final actor RetryPolicy {
     /// operation counts the timed-out attempt as a failure, although its task was
     /// cancelled: the library, not the caller, ended it.
     ///
+    /// The cancelled attempt is waited for. If it still returns a value, that value
+    /// is the attempt's; if it fails with an error of its own, the error is kept in
+    /// ``AttemptTimeoutError/operationError``, and what it says about the request
+    /// (a `POST`, a 429, a retry-after hint) holds for the retry decision.
+    ///
     /// The operation must be `Sendable` because it runs in a child task, and it
     /// must respond to cancellation for the limit to take effect. It runs in the
     /// caller's isolation all the same: a closure written on the main actor is
@@ -835,27 +840,43 @@ public final actor RetryPolicy {
         // The attempt runs under a signal the timer fires before the group cancels
         // it, so a breaker inside tells this time limit from the caller giving up.
         let (scope, signal) = CallScope.limited()
-        do {
-            return try await withThrowingTaskGroup(of: Value.self) { group in
-                group.addTask {
-                    // The error comes out of the group as the very value thrown, which is what
-                    // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
-                    try await CallScope.$current.withValue(scope) { try await operation() }
-                }
-                group.addTask {
-                    try await clock.sleepUntil(clock.now() + limit)
-                    signal.fire()
-                    throw LimitReached()
-                }
-                defer { group.cancelAll() }
+        return try await withThrowingTaskGroup(of: Value.self) { group in
+            group.addTask {
+                // The error comes out of the group as the very value thrown, which is what
+                // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
+                try await CallScope.$current.withValue(scope) { try await operation() }
+            }
+            group.addTask {
+                try await clock.sleepUntil(clock.now() + limit)
+                signal.fire()
+                throw LimitReached()
+            }
+            defer { group.cancelAll() }
+            do {
                 guard let first = try await group.next() else { throw CancellationError() }
                 return first
+            } catch is LimitReached {
+                // The limit fired first. The group waits for the cancelled attempt anyway;
+                // its outcome is taken rather than dropped (see `LateOperationError`).
+                group.cancelAll()
+                let late: (any Error)?
+                switch await group.nextResult() {
+                case .success(let value)?:
+                    return value  // it finished after all: the work was done
+                case .failure(let error)?:
+                    late = LateOperationError.kept(error)
+                case nil:
+                    late = nil
+                }
+                // Built once the attempt has ended, so that a call inside it that declared
+                // itself not idempotent, however late it started, is reported, and so is
+                // what the attempt's own late error says about its request.
+                throw AttemptTimeoutError(
+                    timeout: limit,
+                    requestIdempotency: LateOperationError.idempotency(
+                        signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
+                    operationError: late)
             }
-        } catch is LimitReached {
-            // Built once the attempt has ended, so that a call inside it that declared
-            // itself not idempotent, however late it started, is reported.
-            throw AttemptTimeoutError(
-                timeout: limit, requestIdempotency: signal.reportedIdempotency(declared: idempotency))
         }
     }
 

@@ -14,7 +14,9 @@ import Foundation
 /// The walk is bounded in depth, in the number of errors visited and in the
 /// number of stored values reflection pays for, and the proofs that a stored value
 /// holds no error make a bounded number of mirrors, so a cyclic or enormous
-/// structure costs a bounded amount; it runs on failure paths only. How reflection spends its
+/// structure costs a bounded amount; it runs on failure paths only. A library time
+/// limit's error is a leaf: the operation's error it keeps (`operationError`) is not
+/// below it in the chain (see `LateOperationError`). How reflection spends its
 /// allowance, so that no part of an error can starve another, is told in
 /// `ErrorChain+Reflection.swift`.
 enum ErrorChain {
@@ -79,10 +81,10 @@ enum ErrorChain {
     }
 
     /// Whether the walk reflects on `error`'s stored values: it is neither an `NSError` nor an
-    /// error that names what it wraps.
+    /// error that names what it wraps, nor a library time limit's error.
     static func isReflected(_ error: any Error) -> Bool {
         !(type(of: error) is NSError.Type) && !(error is any UnderlyingErrorProviding)
-            && !(error is CancellationError)
+            && !(error is CancellationError) && !LateOperationError.isTimeLimit(error)
     }
 
     /// The first value `read` returns for an error in the chain, outermost first.
@@ -103,7 +105,9 @@ enum ErrorChain {
         if let provider = error as? any UnderlyingErrorProviding {
             return Array(provider.underlyingErrors.prefix(room))
         }
-        if error is CancellationError { return [] }
+        // A time limit's error wraps nothing: the operation's late error it keeps is read by
+        // the rules alone (see `LateOperationError`), so a classifier still judges a time-out.
+        if error is CancellationError || LateOperationError.isTimeLimit(error) { return [] }
         var children: [any Error] = []
         let nsError = error as NSError
         let userInfo = nsError.userInfo

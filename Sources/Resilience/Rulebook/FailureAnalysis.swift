@@ -10,6 +10,13 @@ import Foundation
 /// errors, and errors adopting ``UnderlyingErrorProviding`` (see that protocol
 /// for the rest).
 ///
+/// A library time limit's error (``AttemptTimeoutError``, ``TimeoutError``) whose
+/// operation failed after the limit fired keeps that error (`operationError`). Four
+/// facts are read from it as if it were in the chain: ``requestIdempotency``,
+/// ``isTooManyRequests``, ``retryAfter`` and ``isOffline``. The rest stays the
+/// time-out's: its ``interruption``, its ``delivery``, and what a classifier reads
+/// (``httpStatus`` among them).
+///
 /// ```swift
 /// let analysis = FailureAnalysis(error)
 /// if analysis.isTooManyRequests { showBanner("Slow down; retry in \(analysis.retryAfter ?? .seconds(30))") }
@@ -152,6 +159,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         var cloudKitCode: CloudKitErrorCode?
         var urlErrorCategory: URLErrorCategory?
         var ruling: DefaultRetryClassifier.Ruling?
+        /// How many time limits' late errors this reader is nested in (see ``readLate(_:)``).
+        var lateDepth = 0
 
         static let limiterRejection = ObjectIdentifier(LimiterRejectionError.self)
         static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
@@ -163,7 +172,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 if self.ruling == nil { self.ruling = .cancelled }
                 return
             }
-            if error is AttemptTimeoutError || error is TimeoutError { self.sawTimeLimit = true }
+            if LateOperationError.isTimeLimit(error) {
+                self.sawTimeLimit = true
+                if let late = LateOperationError.of(error) { self.readLate(late) }
+            }
             let status = ErrorHints.ownStatus(of: error)
             if let status {
                 if self.status == nil { self.status = status }
@@ -233,6 +245,30 @@ public struct FailureAnalysis: Sendable, Hashable {
                 self.ruling = DefaultRetryClassifier.Ruling(
                     of: error, rest: rest, cloudKitCode: cloudKitCode, speaksHTTP: status != nil || urlCode != nil)
             }
+        }
+
+        /// Reads the rules' facts from `late`, the error an operation failed with after a library
+        /// time limit fired (see `LateOperationError`): the idempotency its request reports, an
+        /// HTTP 429, a retry-after hint, an offline device.
+        ///
+        /// Only those: the failure stays a time-out (its interruption, its delivery, what a
+        /// classifier reads: status, URL error, ruling), so a breaker counts it and a limiter's
+        /// late refusal does not pass it off as a request never sent. Nested limits are read
+        /// the same way, to ``ErrorChain/maximumDepth`` of them.
+        mutating func readLate(_ late: any Error) {
+            guard self.lateDepth < ErrorChain.maximumDepth else { return }
+            var reader = Reader()
+            reader.lateDepth = self.lateDepth + 1
+            ErrorChain.walk(late) { node in
+                reader.read(node)
+                return true
+            }
+            if reader.sawTooManyRequests { self.sawTooManyRequests = true }
+            if let hint = reader.hint { self.hint = Swift.max(self.hint ?? .zero, hint) }
+            if let own = reader.idempotency, self.idempotency?.isIdempotent ?? true {
+                self.idempotency = self.idempotency?.tightened(by: own) ?? own
+            }
+            if reader.isOffline { self.isOffline = true }
         }
 
         /// Notes whether the library's own limiter or breaker refused the call, from the type

@@ -11,6 +11,9 @@
 /// as a failure, and a caller's cancellation as nothing), then cancels the
 /// operation and throws ``TimeoutError``, which reports the request as
 /// ``RequestDelivery/mayHaveBeenSent`` and carries the declared idempotency.
+/// An operation that fails after the limit fired has its error kept in the
+/// ``TimeoutError``'s ``TimeoutError/operationError``, where the rules read what
+/// it says about the request (a `POST`, a 429, a retry-after hint).
 ///
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
@@ -79,8 +82,9 @@ public struct Timeout: Sendable {
     ///     enclosing call declared.
     ///   - operation: The call to limit. It starts on the caller's actor.
     /// - Returns: The operation's value.
-    /// - Throws: ``TimeoutError`` when the limit ended the operation; otherwise
-    ///   the operation's own error, unchanged.
+    /// - Throws: ``TimeoutError`` when the limit ended the operation, holding the
+    ///   operation's own error when it failed after the limit fired; otherwise the
+    ///   operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
@@ -124,9 +128,14 @@ public struct Timeout: Sendable {
             // before the caller was cancelled: an operation that failed on its own first, or
             // that winds down after its caller gave up, reports its own error.
             guard signal.hasFired else { throw error }
+            // The operation's own error came after the limit fired: kept, so that the rules
+            // still hear what it says (a `POST`, a 429), unless it is the limit's cancellation.
+            let late = LateOperationError.kept(error)
             let timeout = TimeoutError(
                 timeoutName: self.name, timeout: self.duration,
-                requestIdempotency: signal.reportedIdempotency(declared: declared))
+                requestIdempotency: LateOperationError.idempotency(
+                    signal.reportedIdempotency(declared: declared), tightenedBy: late),
+                operationError: late)
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
             throw timeout
         }

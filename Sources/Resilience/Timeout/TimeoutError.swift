@@ -3,6 +3,13 @@
 /// The request may have reached the server (``RequestDelivery/mayHaveBeenSent``),
 /// so a call that is not idempotent is not repeated after it; a
 /// ``CircuitBreaker`` always counts it as a failure, like ``AttemptTimeoutError``.
+///
+/// The timeout waits for the cancelled operation to return. When the operation
+/// fails after the limit fired (it ignored the cancellation, or was past its last
+/// cancellation point), its error is kept in ``operationError`` and the rules read
+/// it: a request it reports as not idempotent is not sent again, an HTTP 429 in it
+/// is not retried, its retry-after hint is honoured (see ``FailureAnalysis``). This
+/// error stays a time-out for everything else.
 public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliveryReporting, Hashable,
     CustomStringConvertible
 {
@@ -13,12 +20,31 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
     /// The idempotency the timed-out call was declared with, if any; ``Idempotency/notIdempotent``
     /// when a call inside the operation declared itself so, whatever the outer declaration said.
     public let requestIdempotency: Idempotency?
+    /// The error the operation failed with after the limit fired, if it did; `nil` when it
+    /// stopped at the limit's cancellation (`CancellationError`).
+    ///
+    /// Not part of the error's chain (``UnderlyingErrorProviding``, `NSUnderlyingErrorKey`):
+    /// a classifier judges a time-out, not what the operation said after it. The rules that
+    /// no classifier changes read it all the same (see ``FailureAnalysis``), and
+    /// ``requestIdempotency`` already holds what it reports about its request. It takes no
+    /// part in equality and hashing.
+    public let operationError: (any Error)?
 
     /// Creates the error for an operation allowed `timeout`.
-    public init(timeoutName: String, timeout: Duration, requestIdempotency: Idempotency? = nil) {
+    ///
+    /// - Parameters:
+    ///   - timeoutName: The name of the timeout that fired.
+    ///   - timeout: The time the operation was allowed.
+    ///   - requestIdempotency: The idempotency of the timed-out call, if known.
+    ///   - operationError: The error the operation failed with after the limit fired, if any.
+    public init(
+        timeoutName: String, timeout: Duration, requestIdempotency: Idempotency? = nil,
+        operationError: (any Error)? = nil
+    ) {
         self.timeoutName = timeoutName
         self.timeout = timeout
         self.requestIdempotency = requestIdempotency
+        self.operationError = operationError
     }
 
     /// Always `true`: a timed-out call may succeed next time, when it may be repeated.
@@ -29,4 +55,17 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
 
     /// `<name> timed out after …`.
     public var description: String { "\(self.timeoutName) timed out after \(self.timeout)" }
+
+    /// Whether the two report the same timeout, limit and idempotency; ``operationError`` is not compared.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.timeoutName == rhs.timeoutName && lhs.timeout == rhs.timeout
+            && lhs.requestIdempotency == rhs.requestIdempotency
+    }
+
+    /// Hashes the name, the limit and the idempotency; ``operationError`` is left out, as in `==`.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.timeoutName)
+        hasher.combine(self.timeout)
+        hasher.combine(self.requestIdempotency)
+    }
 }

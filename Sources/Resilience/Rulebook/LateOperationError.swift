@@ -1,0 +1,55 @@
+/// What a library time limit keeps of the operation's own failure when the operation
+/// fails after the limit fired.
+///
+/// Every library time limit waits for the attempt it cancelled to return, as structured
+/// concurrency does. An operation that ignores the cancellation, or that was past its last
+/// cancellation point (a response already read, being validated), fails with an error of
+/// its own after the limit fired, and that error may say what the rules must honour: the
+/// request was a `POST`, the server answered 429, it asked for a pause, the device is
+/// offline. The limit's error (``AttemptTimeoutError``, ``TimeoutError``) carries it as
+/// `operationError`, and ``FailureAnalysis`` reads those facts from it.
+///
+/// A late `CancellationError` is kept as nothing: it is the limit's own cancellation,
+/// said back. A late value is returned, as the value of any call that finished: the
+/// work was done, and a time-out in its place would have a policy around the limit
+/// repeat a call that succeeded.
+@usableFromInline
+enum LateOperationError {
+    /// `error`, unless it is the cancellation the limit caused.
+    static func kept(_ error: any Error) -> (any Error)? {
+        error is CancellationError ? nil : error
+    }
+
+    /// Whether a library time limit enclosing the current task has fired: a strategy
+    /// that runs attempts of its own (``Hedging``) then ends a cancelled call with its
+    /// attempts' failure, for the limit to keep, rather than with `CancellationError`.
+    @usableFromInline
+    static func enclosingLimitFired() -> Bool {
+        CallScope.current.timeLimitFired
+    }
+
+    /// The operation's late error, when `error` is a library time limit's error that holds one.
+    ///
+    /// Concrete casts: they cost a comparison of type metadata each, where a cast to a
+    /// protocol would look up a conformance on every error of every chain walked.
+    static func of(_ error: any Error) -> (any Error)? {
+        if let limit = error as? AttemptTimeoutError { return limit.operationError }
+        if let limit = error as? TimeoutError { return limit.operationError }
+        return nil
+    }
+
+    /// Whether `error` is one of the library's time-limit errors, whose late error the
+    /// chain does not walk into (see ``ErrorChain/children(of:room:allowance:reflection:)``).
+    static func isTimeLimit(_ error: any Error) -> Bool {
+        error is AttemptTimeoutError || error is TimeoutError
+    }
+
+    /// `reported`, the idempotency a limit reports for the attempt it ended, made stricter by
+    /// what the operation's late error reports about its request.
+    static func idempotency(_ reported: Idempotency?, tightenedBy late: (any Error)?) -> Idempotency? {
+        guard let late, reported?.isIdempotent ?? true else { return reported }
+        let own = FailureAnalysis(late, isCancelled: false, timeLimitFired: false).requestIdempotency
+        guard let own else { return reported }
+        return reported?.tightened(by: own) ?? own
+    }
+}

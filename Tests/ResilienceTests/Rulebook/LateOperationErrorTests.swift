@@ -1,0 +1,319 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// An operation that fails after a library time limit fired (it ignored the cancellation,
+/// or was past its last cancellation point) says things about its request the rules must
+/// honour: the limit's error keeps that failure, so a policy around the limit does not send
+/// a `POST` again, nor retry a 429.
+@Suite("A time limit keeps the operation's late failure", .timeLimit(.minutes(1)))
+struct LateOperationErrorTests {
+    /// Which library time limit ends the attempt, under an outer policy of 3 attempts.
+    enum Limit: String, CaseIterable, Sendable {
+        /// `RetryPolicy.outcome(attemptTimeout:)`.
+        case policyAttemptTimeout
+        /// A `Timeout` strategy called inside the policy's attempt.
+        case timeoutStrategy
+        /// A pipeline of a retry policy and a per-attempt `Timeout`.
+        case pipelineTimeout
+        /// A `Timeout` around a `Hedging` call, inside the policy's attempt.
+        case timeoutAroundHedging
+
+        /// How many tasks sleep on the clock while the first attempt waits.
+        var sleepers: Int { self == .timeoutAroundHedging ? 2 : 1 }
+    }
+
+    /// What the operation fails with after the limit fired.
+    enum Late: String, CaseIterable, Sendable {
+        /// A validated response to a `POST`: a 503 that reports its request.
+        case postAnswered503
+        /// The same, wrapped in an app's own error enum.
+        case postWrappedInAnAppError
+        /// An SDK's `NSError` that records the request's idempotency in its `userInfo`.
+        case postInUserInfo
+        /// A 429 to an idempotent request.
+        case tooManyRequests
+        /// A 429 below `NSUnderlyingErrorKey`.
+        case tooManyRequestsUnderlying
+
+        var error: any Error {
+            let post = Idempotency.http(method: "POST")
+            switch self {
+            case .postAnswered503:
+                return HTTPResponseError(statusCode: 503, requestIdempotency: post)
+            case .postWrappedInAnAppError:
+                return AppError.transport(HTTPResponseError(statusCode: 503, requestIdempotency: post))
+            case .postInUserInfo:
+                return NSError(domain: "PaymentsSDK", code: 7, userInfo: [ErrorHints.requestIdempotencyKey: post])
+            case .tooManyRequests:
+                return StatusError(status: 429)
+            case .tooManyRequestsUnderlying:
+                return NSError(domain: "SDK", code: 1, userInfo: [NSUnderlyingErrorKey: StatusError(status: 429)])
+            }
+        }
+
+        /// The stop the outer policy must make after the first attempt.
+        var stopReason: RetryStopReason {
+            switch self {
+            case .postAnswered503, .postWrappedInAnAppError, .postInUserInfo: .notIdempotent
+            case .tooManyRequests, .tooManyRequestsUnderlying: .tooManyRequests
+            }
+        }
+    }
+
+    enum AppError: Error {
+        case transport(any Error)
+    }
+
+    static func outerPolicy(clock: TestClock, maximumAttempts: Int = 3) throws -> RetryPolicy {
+        try RetryPolicy(maximumAttempts: maximumAttempts, backoff: .constant(.zero), jitter: .none, clock: clock)
+    }
+
+    /// Waits at `gate`, ignoring cancellation, until the task is cancelled.
+    static func waitUntilCancelled(at gate: Gate) async {
+        await withTaskCancellationHandler {
+            await gate.wait()
+        } onCancel: {
+            gate.open()
+        }
+    }
+
+    /// Runs `body` under `limit` (5 seconds) inside an outer policy; returns its outcome.
+    static func call(
+        under limit: Limit, clock: TestClock, maximumAttempts: Int = 3,
+        _ body: @escaping @Sendable () async throws -> Int
+    ) async throws -> RetryOutcome<Int> {
+        let policy = try Self.outerPolicy(clock: clock, maximumAttempts: maximumAttempts)
+        switch limit {
+        case .policyAttemptTimeout:
+            return await policy.outcome(attemptTimeout: .seconds(5)) { try await body() }
+        case .timeoutStrategy:
+            let timeout = try Timeout(.seconds(5), clock: clock)
+            return await policy.outcome { try await timeout.execute { try await body() } }
+        case .pipelineTimeout:
+            let pipeline = ResiliencePipeline {
+                policy
+                try! Timeout(.seconds(5), clock: clock)
+            }
+            // A pipeline reports no outcome: only the count and the error are checked.
+            do {
+                return RetryOutcome(
+                    result: .success(try await pipeline.execute { try await body() }), attempts: 0,
+                    stopReason: .succeeded, retryAfter: nil, elapsed: .zero)
+            } catch {
+                return RetryOutcome(
+                    result: .failure(error), attempts: 0, stopReason: .notRetryable, retryAfter: nil,
+                    elapsed: .zero)
+            }
+        case .timeoutAroundHedging:
+            let timeout = try Timeout(.seconds(5), clock: clock)
+            let hedging = try Hedging(delay: .fixed(.seconds(3_600)), clock: clock)
+            return await policy.outcome {
+                try await timeout.execute { try await hedging.execute { try await body() } }
+            }
+        }
+    }
+
+    /// Starts `body` under `limit`; once its first attempt waits at `gate` and the limit's timer
+    /// sleeps, moves the clock past the limit. Returns the call's outcome.
+    static func endFirstAttemptAtItsLimit(
+        _ limit: Limit, clock: TestClock, gate: Gate, maximumAttempts: Int = 3,
+        _ body: @escaping @Sendable () async throws -> Int
+    ) async throws -> RetryOutcome<Int> {
+        let call = Task { try await Self.call(under: limit, clock: clock, maximumAttempts: maximumAttempts, body) }
+        await gate.waitForWaiters(count: 1)
+        await clock.waitForSleepers(count: limit.sleepers)
+        clock.advance(by: .seconds(5))
+        return try await call.value
+    }
+
+    /// The first attempt sends, then waits (ignoring cancellation) until the limit cancels it,
+    /// then fails with `late`; any later attempt sends and fails with it at once.
+    static func lateFailing(_ late: Late, sent: Counter, gate: Gate) -> @Sendable () async throws -> Int {
+        {
+            if sent.increment() == 1 { await Self.waitUntilCancelled(at: gate) }
+            throw late.error
+        }
+    }
+
+    @Test(arguments: Limit.allCases, Late.allCases)
+    func theLayerAboveDoesNotRepeatTheCall(_ limit: Limit, _ late: Late) async throws {
+        let clock = TestClock()
+        let sent = Counter()
+        let gate = Gate()
+        let outcome = try await Self.endFirstAttemptAtItsLimit(
+            limit, clock: clock, gate: gate, Self.lateFailing(late, sent: sent, gate: gate))
+        #expect(sent.value == 1, "\(late) under \(limit): sent \(sent.value) times")
+        let error = try #require(outcome.result.error)
+        #expect(error is AttemptTimeoutError || error is TimeoutError, "still a time-out: \(error)")
+        if limit != .pipelineTimeout {
+            #expect(outcome.attempts == 1)
+            #expect(outcome.stopReason == late.stopReason)
+        }
+    }
+
+    @Test func theLimitErrorKeepsTheLateErrorAndItsReport() async throws {
+        for limit in [Limit.policyAttemptTimeout, .timeoutStrategy] {
+            let clock = TestClock()
+            let gate = Gate()
+            let outcome = try await Self.endFirstAttemptAtItsLimit(
+                limit, clock: clock, gate: gate, maximumAttempts: 1,
+                Self.lateFailing(.postAnswered503, sent: Counter(), gate: gate))
+            let error = try #require(outcome.result.error)
+            let late: (any Error)?
+            let idempotency: Idempotency?
+            if let timeout = error as? AttemptTimeoutError {
+                (late, idempotency) = (timeout.operationError, timeout.requestIdempotency)
+            } else {
+                let timeout = try #require(error as? TimeoutError)
+                (late, idempotency) = (timeout.operationError, timeout.requestIdempotency)
+            }
+            #expect((late as? HTTPResponseError)?.statusCode == 503, "\(limit)")
+            #expect(idempotency?.isIdempotent == false, "\(limit): the POST travels in the error itself")
+        }
+    }
+
+    /// A late failure's retry-after hint counts, as the hint of any failure does.
+    @Test(arguments: [Limit.policyAttemptTimeout, .timeoutStrategy])
+    func aLateHintIsHonoured(_ limit: Limit) async throws {
+        let clock = TestClock()
+        let gate = Gate()
+        let outcome = try await Self.endFirstAttemptAtItsLimit(limit, clock: clock, gate: gate, maximumAttempts: 1) {
+            await Self.waitUntilCancelled(at: gate)
+            throw StatusError(status: 503, hint: .seconds(30))
+        }
+        #expect(outcome.retryAfter == .seconds(30))
+    }
+
+    /// A late `CancellationError` is the limit's own cancellation said back: nothing is kept.
+    @Test(arguments: [Limit.policyAttemptTimeout, .timeoutStrategy])
+    func aLateCancellationIsKeptAsNothing(_ limit: Limit) async throws {
+        let clock = TestClock()
+        let gate = Gate()
+        let outcome = try await Self.endFirstAttemptAtItsLimit(limit, clock: clock, gate: gate, maximumAttempts: 1) {
+            await Self.waitUntilCancelled(at: gate)
+            throw CancellationError()
+        }
+        let error = try #require(outcome.result.error)
+        #expect((error as? AttemptTimeoutError).map { $0.operationError == nil } ?? true)
+        #expect((error as? TimeoutError).map { $0.operationError == nil } ?? true)
+        #expect(error is AttemptTimeoutError || error is TimeoutError)
+    }
+
+    /// An attempt that returns a value after its limit fired gives the call that value, once,
+    /// under either limit: the work was done, and a time-out would have it done again.
+    @Test(arguments: [Limit.policyAttemptTimeout, .timeoutStrategy])
+    func aLateValueIsReturned(_ limit: Limit) async throws {
+        let clock = TestClock()
+        let gate = Gate()
+        let sent = Counter()
+        let outcome = try await Self.endFirstAttemptAtItsLimit(limit, clock: clock, gate: gate) {
+            if sent.increment() == 1 { await Self.waitUntilCancelled(at: gate) }
+            return 7
+        }
+        #expect(try outcome.result.get() == 7)
+        #expect(outcome.attempts == 1)
+        #expect(sent.value == 1)
+    }
+
+    /// An SDK that runs its own retry policy in a task the limit does not cancel: the inner
+    /// policy stops because its request is a `POST`, and its error (which says nothing of the
+    /// request) reaches the attempt after the limit fired. The inner policy's word counts.
+    @Test(arguments: [Limit.policyAttemptTimeout, .timeoutStrategy])
+    func aLateInnerNotIdempotentStopCounts(_ limit: Limit) async throws {
+        let clock = TestClock()
+        let gate = Gate()
+        let sent = Counter()
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let outcome = try await Self.endFirstAttemptAtItsLimit(limit, clock: clock, gate: gate) {
+            let first = sent.increment() == 1
+            // Detached: it inherits neither the attempt's cancellation nor its scope.
+            let sdk = Task<Int, any Error>.detached {
+                try await inner.execute(idempotency: .notIdempotent) { () async throws -> Int in
+                    if first { await gate.wait() }
+                    throw URLError(.networkConnectionLost)
+                }
+            }
+            return try await withTaskCancellationHandler {
+                try await sdk.value
+            } onCancel: {
+                gate.open()  // the SDK's request fails once the attempt has been cancelled
+            }
+        }
+        #expect(sent.value == 1, "sent \(sent.value) times")
+        #expect(outcome.stopReason == .notIdempotent)
+    }
+}
+
+/// What a time limit's error means everywhere else stays the same with a late failure kept.
+@Suite("A time limit's error with a late failure is still a time-out")
+struct LateOperationErrorMeaningTests {
+    static let post = Idempotency.http(method: "POST")
+
+    static func limits(keeping late: any Error) -> [any Error] {
+        [
+            AttemptTimeoutError(timeout: .seconds(5), operationError: late),
+            TimeoutError(timeoutName: "t", timeout: .seconds(5), operationError: late),
+        ]
+    }
+
+    @Test func theRulesReadTheLateFacts() {
+        let late = HTTPResponseError(
+            statusCode: 429, headers: ["Retry-After": "12"], requestIdempotency: Self.post)
+        for error in Self.limits(keeping: late) {
+            let analysis = FailureAnalysis(error)
+            #expect(analysis.isTooManyRequests)
+            #expect(analysis.retryAfter == .seconds(12))
+            #expect(analysis.requestIdempotency?.isIdempotent == false)
+            #expect(Rulebook.stopReason(for: analysis, idempotency: .idempotent) == .tooManyRequests)
+        }
+        for error in Self.limits(keeping: URLError(.notConnectedToInternet)) {
+            #expect(FailureAnalysis(error).isOffline)
+        }
+    }
+
+    @Test func aLimitNestedInALateErrorIsReadToo() {
+        let inner = TimeoutError(
+            timeoutName: "inner", timeout: .seconds(1), operationError: StatusError(status: 429))
+        for error in Self.limits(keeping: inner) {
+            #expect(FailureAnalysis(error).isTooManyRequests)
+        }
+    }
+
+    @Test func itStaysATimeOutForEverythingElse() {
+        let lates: [any Error] = [
+            HTTPResponseError(statusCode: 404), URLError(.cancelled),
+            LimiterRejectionError(limiterName: "l", reason: .queueFull), PermanentError(),
+        ]
+        for late in lates {
+            for error in Self.limits(keeping: late) {
+                let analysis = FailureAnalysis(error)
+                #expect(analysis.interruption == .timeLimit)
+                #expect(analysis.delivery == .mayHaveBeenSent)
+                #expect(analysis.httpStatus == nil)
+                #expect(!analysis.isLocalRejection)
+                #expect(Rulebook.countsAsFailure(analysis) == true, "a breaker counts it")
+                let context = RetryContext(attempt: 1)
+                #expect(HTTPRetryClassifier().decision(for: error, context: context) == nil, "\(late)")
+                #expect(DefaultRetryClassifier().decision(for: error, context: context)?.isRetryable == true)
+                #expect(ErrorHints.httpStatus(of: error) == nil)
+                #expect((error as NSError).userInfo[NSUnderlyingErrorKey] == nil)
+                #expect((error as NSError).code == 1)
+            }
+        }
+    }
+
+    @Test func equalityLeavesTheLateErrorOut() {
+        #expect(
+            AttemptTimeoutError(timeout: .seconds(5), operationError: TransientError())
+                == AttemptTimeoutError(timeout: .seconds(5)))
+        #expect(
+            TimeoutError(timeoutName: "t", timeout: .seconds(5), operationError: TransientError())
+                == TimeoutError(timeoutName: "t", timeout: .seconds(5)))
+    }
+}
