@@ -115,9 +115,19 @@ extension CircuitBreaker {
         {
             throw self.rejection(state: CircuitBreakerState(.open), retryAfter: Self.duration(nanoseconds: mark &- now))
         }
-        let now = self.clock.now()
-        let (admission, transition) = self.storage.update { $0.admit(at: now) }
+        let first = self.storage.update(at: self.storage.read(self.clock)) { $0.admit(at: $1) }
+        var (admission, transition) = first.result
         self.report(transition, error: nil)
+        if case .rejected = admission, let observed = first.behind {
+            // Behind the breaker's latest time: a late reading, or a clock that went back. A
+            // reading taken now, after that time was seen, tells them apart; one still behind
+            // proves the jump, which the machine then counts as no time elapsed.
+            (admission, transition) =
+                self.storage.update(at: self.storage.read(self.clock), rebasingFrom: observed) {
+                    $0.admit(at: $1)
+                }.result
+            self.report(transition, error: nil)
+        }
         switch admission {
         case .permitted(let permit):
             return permit
@@ -164,7 +174,10 @@ extension CircuitBreaker {
     /// nothing to reset, under a slow-call rule or a time window too.
     @usableFromInline
     func recordSuccessSlowly(for permit: CircuitBreakerPermit) {
-        var now: Duration?
+        // Whether the success is counted at a time, and the reading it is counted at when the
+        // path below took one for the lock (with the re-base count read before the clock).
+        var needsTime = false
+        var reading: CircuitBreakerStorage.Reading?
         if !permit.isProbe {
             let word = self.storage.fastPathWord
             // A result from an earlier generation is ignored; no need to ask the machine.
@@ -177,18 +190,18 @@ extension CircuitBreaker {
                             CircuitBreakerStateMachine.isSlow(permit, at: $0, rule: self.configuration.slowCallRule)
                         } ?? false
                     if !isSlow { return }
-                    now = finished
+                    needsTime = true
                 } else if self.countsSuccessesInTimeWindow {
                     if self.configuration.slowCallRule == nil {
                         // No slow-call rule: a cheap reading that is never early decides the bucket.
                         if let upperBound = self.clock.upperBoundNanoseconds() {
                             if self.storage.countSuccessWithoutLock(atNanoseconds: upperBound) { return }
-                            let finished = self.clock.now()
+                            let finished = self.storage.read(self.clock)
                             let bound = Self.duration(nanoseconds: upperBound)
-                            if finished > bound {
+                            if finished.elapsed > bound {
                                 self.clock.recalibrateUpperBound()  // the bound trailed: a suspension since
                             }
-                            now = finished
+                            reading = finished
                         }
                     } else {
                         let finished = self.clock.now()
@@ -199,14 +212,22 @@ extension CircuitBreaker {
                         {
                             return
                         }
-                        now = finished
+                        needsTime = true
                     }
                 }
             }
         }
-        // A probe reads the clock too: its success counts only within its lease.
-        if now == nil, self.readsClockOnSuccess || permit.isProbe { now = self.clock.now() }
-        let transition = self.storage.update { [now] in $0.record(.success, for: permit, at: now) }
+        // A probe reads the clock too: its success counts only within its lease. A reading taken
+        // above, before the re-base count, is taken again after it: the lock is taken anyway.
+        if reading == nil, needsTime || self.readsClockOnSuccess || permit.isProbe {
+            reading = self.storage.read(self.clock)
+        }
+        let transition =
+            if let reading {
+                self.storage.update(at: reading) { $0.record(.success, for: permit, at: $1) }.result
+            } else {
+                self.storage.update { $0.record(.success, for: permit, at: nil) }
+            }
         self.report(transition, error: nil)
     }
 
@@ -250,8 +271,9 @@ extension CircuitBreaker {
             return
         }
         let pushback = self.configuration.pushback.openDuration(for: analysis)
-        let now = self.clock.now()
-        let transition = self.storage.update { $0.record(.failure(pushback: pushback), for: permit, at: now) }
+        let transition = self.storage.update(at: self.storage.read(self.clock)) {
+            $0.record(.failure(pushback: pushback), for: permit, at: $1)
+        }.result
         self.report(transition, error: error)
     }
 }

@@ -42,6 +42,22 @@
 /// that admitted it: a slow call from before a trip can neither re-open a
 /// breaker that has since closed nor close one that has since opened.
 ///
+/// ## A clock that goes back
+/// A jump back of the injected clock (a wall clock set back, a custom clock) counts as
+/// no time elapsed. A caller whose reading is behind the latest one the breaker
+/// counted, and would be rejected, reads the clock again; a second reading still
+/// behind it proves the jump, and the breaker counts on from where it was, adding the
+/// jump to every later reading. An open breaker then stays open for what was left of
+/// its open time at the last reading it counted, measured on the clock's new readings:
+/// at most its open duration from the first reading after the jump, never the jump on
+/// top of it. (A rejection without the lock counts no reading, so the time between the
+/// breaker's last counted reading and the jump is not counted either.) Probe leases
+/// and a time window's buckets run on the same way, without losing or counting a call
+/// twice. The times the breaker reports (``CircuitBreakerSnapshot/openedAt``,
+/// ``CircuitBreakerSnapshot/takenAt``, a transition's time) are on its own time line,
+/// which never goes back: behind the clock's readings by the jumps. The system's
+/// continuous clock never goes back.
+///
 /// ## Cost
 /// The operation runs in the caller's isolation, as with ``RetryPolicy``: a
 /// `@MainActor` caller may touch main-actor state inside it, and no call hops
@@ -236,13 +252,20 @@ public final class CircuitBreaker: Sendable {
     /// Performs the transitions already due, so an open breaker whose time has
     /// passed reports half-open, and the observer hears of it.
     public func snapshot() -> CircuitBreakerSnapshot {
-        let now = self.clock.now()
         let name = self.name
-        let (transition, snapshot) = self.storage.update { machine in
+        let step = { (machine: inout CircuitBreakerStateMachine, now: Duration) in
             let transition = machine.advance(to: now)
             return (transition, machine.snapshot(name: name, at: now))
         }
+        let first = self.storage.update(at: self.storage.read(self.clock), step)
+        var (transition, snapshot) = first.result
         self.report(transition, error: nil)
+        if let observed = first.behind {
+            // A late reading, or a clock that went back: a second reading tells them apart.
+            (transition, snapshot) =
+                self.storage.update(at: self.storage.read(self.clock), rebasingFrom: observed, step).result
+            self.report(transition, error: nil)
+        }
         return snapshot
     }
 
@@ -263,8 +286,7 @@ public final class CircuitBreaker: Sendable {
     /// from an operator's switch. Calls already running finish, but their
     /// results no longer count. Isolating an isolated breaker does nothing.
     public func isolate() {
-        let now = self.clock.now()
-        let transition = self.storage.update { $0.isolate(at: now) }
+        let transition = self.storage.update(at: self.storage.read(self.clock)) { $0.isolate(at: $1) }.result
         self.report(transition, error: nil)
     }
 
@@ -273,8 +295,7 @@ public final class CircuitBreaker: Sendable {
     /// Calls already running finish, but their results no longer count. A
     /// growing open duration starts again from its initial value.
     public func reset() {
-        let now = self.clock.now()
-        let transition = self.storage.update { $0.reset(at: now) }
+        let transition = self.storage.update(at: self.storage.read(self.clock)) { $0.reset(at: $1) }.result
         self.report(transition, error: nil)
     }
 

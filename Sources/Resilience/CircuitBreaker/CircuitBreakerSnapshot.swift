@@ -5,7 +5,9 @@
 /// whose time has passed reports ``CircuitBreakerState/halfOpen``), so it shows
 /// what the next caller would meet. Times are durations on the breaker's clock
 /// since the breaker (or its registry) was created; compare ``openedAt`` with
-/// ``takenAt`` for the time since it opened.
+/// ``takenAt`` for the time since it opened. After the clock went back, they are on
+/// the breaker's own time line, which counts the jump as no time elapsed (see
+/// ``CircuitBreaker``).
 ///
 /// ```swift
 /// let snapshot = breaker.snapshot()

@@ -9,7 +9,18 @@
 ///
 /// Time never goes backwards here: a `now` earlier than one already seen is
 /// taken as the latest seen, since concurrent callers read the clock before
-/// they take the breaker's lock and may arrive in a different order.
+/// they take the breaker's lock and may arrive in a different order. Such a
+/// reading cannot tell a late caller from a clock that went back, so the machine
+/// alone would wait for such a clock to pass its latest time again, holding an
+/// open breaker open for the jump on top of its open time. ``rebase(from:to:)``
+/// is the way out, as for the rate limiter: given a reading known to have been
+/// taken after the machine's latest time was seen (the caller reads the clock
+/// again), one still behind it proves the jump, and the machine adds the jump to
+/// ``offset``, which it adds to every reading from then on: the jump counts as no
+/// time elapsed, and every mark (the open time's end, probe leases, the time
+/// window's buckets) stays where it was on the machine's own time line, which
+/// never goes back. The times it reports (a snapshot's, a transition's) are on
+/// that line: behind the clock's readings by the jumps.
 ///
 /// Every transition bumps ``generation``; a permit records the generation it
 /// was granted in, and a result recorded with an older generation is ignored,
@@ -76,8 +87,13 @@ package struct CircuitBreakerStateMachine: Sendable {
     package private(set) var consecutiveFailures = 0
     /// Successful probes in the current half-open state.
     package private(set) var successfulProbes = 0
-    /// The latest time seen.
+    /// The latest time seen, on the machine's time line (a reading plus ``offset``).
     package private(set) var latest: Duration = .zero
+    /// What the machine adds to every reading: the jumps back of the clock it has
+    /// re-based onto (``rebase(from:to:)``); zero for a clock that never went back.
+    package private(set) var offset: Duration = .zero
+    /// How many times the machine re-based onto a clock that went back.
+    package private(set) var rebases: UInt64 = 0
 
     private var window: CircuitBreakerSlidingWindow?
     private var probes: [Probe]
@@ -140,9 +156,52 @@ package struct CircuitBreakerStateMachine: Sendable {
         return now - start > rule.threshold
     }
 
-    /// A snapshot as of `now`; call ``advance(to:)`` first for due transitions.
+    /// The reading of the clock that stands for the latest time seen: ``latest`` less ``offset``.
+    package var latestReading: Duration {
+        Self.adding(self.latest, .zero - self.offset)
+    }
+
+    /// `time` less ``offset``: where a mark on the machine's time line falls among the clock's readings.
+    package func reading(at time: Duration) -> Duration {
+        Self.adding(time, .zero - self.offset)
+    }
+
+    /// Whether `reading` is behind the latest time seen: a caller that read the clock late,
+    /// or a clock that went back.
+    package func isBehind(_ reading: Duration) -> Bool {
+        Self.adding(reading, self.offset) < self.latest
+    }
+
+    /// Adds the jump to ``offset`` when `reading` is behind `observed`: the clock went back,
+    /// and the jump counts as no time elapsed.
+    ///
+    /// - Precondition: `reading` was read after the machine's latest time was `observed`,
+    ///   and no other re-base came in between (the storage checks ``rebases``), so a reading
+    ///   behind it is a clock that went back, never a late one. `reading` then maps to
+    ///   `observed`, no later than the latest time, and later readings run on from there: the
+    ///   machine's time stays no later than the time really elapsed, and an open breaker
+    ///   stays open for what was left of its open time when the jump was seen, counted from
+    ///   that reading.
+    /// - Returns: Whether the offset moved.
+    package mutating func rebase(from observed: Duration, to reading: Duration) -> Bool {
+        let shifted = Self.adding(reading, self.offset)
+        guard shifted < observed else { return false }
+        self.offset = Self.adding(self.offset, observed - shifted)
+        self.rebases &+= 1
+        return true
+    }
+
+    /// `a + b`, held within `Duration`'s range rather than trapping (a clock may read
+    /// centuries; an offset may add as much again).
+    package static func adding(_ a: Duration, _ b: Duration) -> Duration {
+        let (sum, overflow) = a.attoseconds.addingReportingOverflow(b.attoseconds)
+        guard overflow else { return Duration(attoseconds: sum) }
+        return Duration(attoseconds: b.attoseconds > 0 ? .max : .min)
+    }
+
+    /// A snapshot as of `now` (a reading); call ``advance(to:)`` first for due transitions.
     package func snapshot(name: String, at now: Duration) -> CircuitBreakerSnapshot {
-        let now = Swift.max(now, self.latest)
+        let now = Swift.max(Self.adding(now, self.offset), self.latest)
         let totals = self.window?.totals(at: now) ?? (calls: 0, failures: 0)
         var remaining: Duration?
         if case .open(let until) = self.phase { remaining = Swift.max(.zero, until - now) }
@@ -184,7 +243,8 @@ package struct CircuitBreakerStateMachine: Sendable {
     package mutating func admit(at now: Duration) -> (Admission, Transition?) {
         let transition = self.advance(to: now)
         let now = self.latest
-        let slowStart = self.configuration.slowCallRule == nil ? nil : now
+        // A permit's start is a reading of the clock, as the lock-free admission takes it.
+        let slowStart = self.configuration.slowCallRule == nil ? nil : self.latestReading
         switch self.phase {
         case .closed:
             let permit = CircuitBreakerPermit(generation: self.generation, ticket: 0, start: slowStart)
@@ -204,7 +264,7 @@ package struct CircuitBreakerStateMachine: Sendable {
             self.nextTicket &+= 1
             if self.nextTicket == 0 { self.nextTicket = 1 }
             self.probes.append(Probe(ticket: ticket, leaseExpiry: now + self.configuration.probeLease))
-            let permit = CircuitBreakerPermit(generation: self.generation, ticket: ticket, start: now)
+            let permit = CircuitBreakerPermit(generation: self.generation, ticket: ticket, start: self.latestReading)
             return (.permitted(permit), transition)
         }
     }
@@ -227,7 +287,7 @@ package struct CircuitBreakerStateMachine: Sendable {
             return self.applyLatePushback(pushback, at: now)
         }
         var result = result
-        if result == .success, Self.isSlow(permit, at: now, rule: self.configuration.slowCallRule) {
+        if result == .success, Self.isSlow(permit, at: self.reading(at: now), rule: self.configuration.slowCallRule) {
             result = .failure(pushback: nil)
         }
         switch self.phase {
@@ -372,7 +432,9 @@ package struct CircuitBreakerStateMachine: Sendable {
             from: from, to: self.state, reason: reason, generation: self.generation, at: now, openDuration: nil)
     }
 
-    private mutating func observe(_ now: Duration) -> Duration {
+    /// Records `reading` (plus ``offset``) as the latest time if it is later; returns the latest time.
+    private mutating func observe(_ reading: Duration) -> Duration {
+        let now = Self.adding(reading, self.offset)
         if now > self.latest { self.latest = now }
         return self.latest
     }

@@ -19,6 +19,15 @@ public import Synchronization
 /// compare-and-exchange. The next locked update hands the count to the window
 /// before anything reads it, then publishes afresh (a new tag), so a success
 /// counted against an old publication fails its exchange and tries again.
+///
+/// Every time published for the lock-free paths (the open time's end, the latest time
+/// seen, the bucket's span) is a reading of the clock: the machine's time less its
+/// offset (``CircuitBreakerStateMachine/offset``), so the lock-free paths compare their
+/// readings as they are. A clock that went back: a caller reads the re-base count
+/// (``read(_:)``) before it reads the clock, and a reading taken under an older count
+/// may belong to the clock's time before the jump, so it counts as the machine's latest
+/// time (``update(at:rebasingFrom:_:)``); only a reading under the current count can
+/// move the machine's time, or prove a jump.
 @usableFromInline
 struct CircuitBreakerStorage: ~Copyable, Sendable {
     /// The machine, and the epoch of the bucket whose successes the pending word counts.
@@ -41,6 +50,14 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     private static let countMask: UInt64 = 0xFFFF_FFFF
     private let openUntil: Atomic<Int64>
     private let latestSeen: Atomic<Int64>
+    /// ``CircuitBreakerStateMachine/rebases``, for callers to read before they read the clock.
+    private let rebases: Atomic<UInt64>
+
+    /// A reading of the breaker's clock, with the re-base count read just before it.
+    struct Reading {
+        var rebases: UInt64
+        var elapsed: Duration
+    }
 
     /// Bit 0 of the fast-path word: the breaker is closed.
     @inlinable static var closedBit: UInt64 { 1 }
@@ -54,9 +71,10 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
 
     init(_ machine: CircuitBreakerStateMachine) {
         self.word = Atomic(machine.fastPathWord)
-        self.openUntil = Atomic(Self.openUntilMark(of: machine.phase))
-        self.latestSeen = Atomic(Self.nanosecondsRoundedUp(machine.latest))
+        self.openUntil = Atomic(Self.openUntilMark(of: machine.phase, offset: machine.offset))
+        self.latestSeen = Atomic(Self.nanosecondsRoundedUp(machine.latestReading))
         self.pendingSuccesses = Atomic(0)
+        self.rebases = Atomic(machine.rebases)
         self.bucketStart = Atomic(0)
         self.bucketEnd = Atomic(0)
         switch machine.configuration.tripRule.window?.kind {
@@ -76,12 +94,45 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
             let result = body(&locked.machine)
             if self.hasTimeWindow { self.publishBucket(&locked) }
             let machine = locked.machine
-            self.openUntil.store(Self.openUntilMark(of: machine.phase), ordering: .relaxed)
+            self.openUntil.store(Self.openUntilMark(of: machine.phase, offset: machine.offset), ordering: .relaxed)
             if case .open = machine.phase {
-                self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latest), ordering: .relaxed)
+                self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latestReading), ordering: .relaxed)
             }
             self.word.store(machine.fastPathWord, ordering: .releasing)
             return result
+        }
+    }
+
+    /// The re-base count, then the clock: the order ``update(at:rebasingFrom:_:)`` relies on.
+    func read(_ clock: ElapsedClock) -> Reading {
+        let rebases = self.rebases.load(ordering: .acquiring)
+        return Reading(rebases: rebases, elapsed: clock.now())
+    }
+
+    /// Runs `body` on the machine under the lock at `reading`, re-basing first when `reading`
+    /// proves the clock went back, then publishes as ``update(_:)`` does.
+    ///
+    /// - Parameters:
+    ///   - reading: From ``read(_:)``. Taken under an older re-base count, it counts as the
+    ///     machine's latest time: it may be a reading from before the jump.
+    ///   - observed: The latest time an earlier step reported its reading behind (the
+    ///     `behind` of its result), when `reading` was read after that step; `nil` otherwise.
+    ///   - body: The step, given the reading it counts at.
+    /// - Returns: What `body` returned, and the machine's latest time when the reading was
+    ///   behind it (a late caller, or a clock that went back).
+    func update<Result>(
+        at reading: Reading,
+        rebasingFrom observed: Duration? = nil,
+        _ body: (inout CircuitBreakerStateMachine, Duration) -> Result
+    ) -> (result: Result, behind: Duration?) {
+        self.update { machine in
+            let current = reading.rebases == machine.rebases
+            let now = current ? reading.elapsed : machine.latestReading
+            if current, let observed, machine.rebase(from: observed, to: now) {
+                self.rebases.store(machine.rebases, ordering: .releasing)
+            }
+            let behind = machine.isBehind(now) ? machine.latest : nil
+            return (body(&machine, now), behind)
         }
     }
 
@@ -99,8 +150,10 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     @inline(__always)
     private func publishBucket(_ locked: inout Locked) {
         guard let bucket = locked.machine.lockFreeSuccessBucket else { return }
-        let start = Self.nanosecondsRoundedUp(bucket.start)
-        let (quotient, remainder) = bucket.end.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        // As readings of the clock, which the lock-free path compares as they are.
+        let start = Self.nanosecondsRoundedUp(locked.machine.reading(at: bucket.start))
+        let end = locked.machine.reading(at: bucket.end)
+        let (quotient, remainder) = end.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         guard let end = Int64(exactly: remainder < 0 ? quotient - 1 : quotient), start < end else { return }
         self.bucketStart.store(start, ordering: .releasing)
         self.bucketEnd.store(end, ordering: .releasing)
@@ -145,9 +198,10 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
         self.openUntil.load(ordering: .acquiring)
     }
 
-    /// The latest time the machine had seen when it last changed while open, in whole
-    /// nanoseconds rounded up; a caller whose clock reads earlier (a clock that went back)
-    /// takes the lock, since the machine measures the time left from its latest time.
+    /// The latest time the machine had seen when it last changed while open, as a reading of
+    /// the clock in whole nanoseconds rounded up; a caller whose clock reads earlier (a clock
+    /// that went back) takes the lock, where the machine measures the time left from its
+    /// latest time and the caller may prove the jump.
     @inline(__always)
     var latestSeenMark: Int64 {
         self.latestSeen.load(ordering: .acquiring)
@@ -158,12 +212,13 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
         return Int64(exactly: remainder > 0 ? quotient + 1 : quotient) ?? (quotient < 0 ? .min : .max)
     }
 
-    /// The mark that publishes `phase`.
-    private static func openUntilMark(of phase: CircuitBreakerStateMachine.Phase) -> Int64 {
+    /// The mark that publishes `phase`, as a reading of the clock (the machine's time less `offset`).
+    private static func openUntilMark(of phase: CircuitBreakerStateMachine.Phase, offset: Duration) -> Int64 {
         switch phase {
         case .open(let until):
             // Rounded down (toward minus infinity): a caller earlier than the mark is earlier than `until`.
-            let (quotient, remainder) = until.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+            let reading = CircuitBreakerStateMachine.adding(until, .zero - offset)
+            let (quotient, remainder) = reading.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
             let nanoseconds = remainder < 0 ? quotient - 1 : quotient
             // Beyond the range (centuries away), publish nothing: the lock decides.
             guard let mark = Int64(exactly: nanoseconds), mark > .min, mark < .max else { return Self.notOpenMark }

@@ -1,8 +1,28 @@
+import Synchronization
+
 /// Hands out one ``RateLimiter`` per key (per host, per tenant), keeping at most ``maximumCount``.
 ///
-/// At the bound, the least recently used limiter is forgotten; anyone still
-/// holding it keeps using it, and the next ``limiter(for:)`` for its key makes a
-/// fresh, full one.
+/// At the bound, the registry forgets the least recently used limiter that is back
+/// at its full allowance (a token bucket full, a sliding window empty), if nothing more
+/// were taken: the fresh, full limiter the next ``limiter(for:)`` for its key makes
+/// admits no more than the forgotten one would have. A limiter with permits taken
+/// and not yet refilled is kept, since forgetting it would hand its key a full
+/// allowance early, more permits than the configured rate. Only when every limiter
+/// held is in that state is the least recently used of them forgotten anyway, so
+/// that the registry never grows past its bound; its key may then get up to one
+/// full allowance more than its rate, once. Choose a bound above the number of keys
+/// that are busy within one period (one window) to rule that out. Anyone still
+/// holding a forgotten limiter keeps using it.
+///
+/// Whether a limiter is back at its full allowance is judged by its clock read just
+/// before the registry takes its lock (never under it: an injected clock is user
+/// code), so it is judged a little early, which can only keep a limiter that had just
+/// refilled. Limiters made by ``init(name:algorithm:maximumWait:maximumCount:observer:clock:)``
+/// share the one clock read; those made by your own closure are judged by the system's
+/// continuous clock when they count on it (on Linux), and otherwise at the latest time
+/// they counted at, which keeps a limiter that has refilled since but not been called.
+/// A reading taken while a limiter re-based onto a clock that went back is not trusted
+/// either (see ``RateLimiter``).
 ///
 /// ```swift
 /// let limiters = try RateLimiterRegistry<String>(maximumCount: 500) { host in
@@ -23,7 +43,31 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
         maximumCount: Int = 1_000,
         makeLimiter: @escaping @Sendable (Key) -> RateLimiter
     ) throws(ConfigurationError) {
-        self.registry = try BoundedRegistry(maximumCount: maximumCount, make: makeLimiter)
+        self.registry = try Self.registry(maximumCount: maximumCount, sharedClock: nil, makeLimiter: makeLimiter)
+    }
+
+    /// - Parameter sharedClock: The clock every limiter `makeLimiter` makes counts on, if they share one.
+    init(
+        maximumCount: Int, sharedClock: ElapsedClock,
+        makeLimiter: @escaping @Sendable (Key) -> RateLimiter
+    ) throws(ConfigurationError) {
+        self.registry = try Self.registry(
+            maximumCount: maximumCount, sharedClock: sharedClock, makeLimiter: makeLimiter)
+    }
+
+    /// A bounded registry that forgets limiters back at their full allowance first.
+    private static func registry(
+        maximumCount: Int, sharedClock: ElapsedClock?,
+        makeLimiter: @escaping @Sendable (Key) -> RateLimiter
+    ) throws(ConfigurationError) -> BoundedRegistry<Key, RateLimiter> {
+        try BoundedRegistry(
+            maximumCount: maximumCount,
+            preparingSparing: {
+                // Read before the registry's lock: the re-base count first, then the clocks.
+                let reading = FullAllowanceReading(sharedClock: sharedClock)
+                return { !reading.isAtFullAllowance($0) }
+            },
+            make: makeLimiter)
     }
 
     /// Creates a registry whose limiters share one algorithm, wait, observer and clock; each is named `"<name>[<key>]"`.
@@ -39,7 +83,7 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
     ) throws(ConfigurationError) {
         _ = try RateLimiter(algorithm, maximumWait: maximumWait, clock: clock)  // validates once, up front
         let sendableClock = ElapsedClock(clock)
-        try self.init(maximumCount: maximumCount) { key in
+        try self.init(maximumCount: maximumCount, sharedClock: sendableClock) { key in
             RateLimiter(
                 unchecked: algorithm, name: "\(name)[\(key)]", maximumWait: maximumWait, observer: observer,
                 elapsedClock: sendableClock)
@@ -63,5 +107,33 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
     /// The limiter for `key` if held; never makes one.
     public func existingLimiter(for key: Key) -> RateLimiter? {
         self.registry.existingValue(for: key)
+    }
+}
+
+/// The clock readings by which ``RateLimiterRegistry`` judges, under its lock, whether a
+/// limiter is back at its full allowance; read before the lock.
+struct FullAllowanceReading {
+    /// ``RateLimiterStorage/rebasesAnywhere``, read before the clocks.
+    let rebases: UInt64
+    /// The shared clock's reading, when the registry's limiters share one.
+    let shared: Duration?
+    /// The system's boot-time clock in nanoseconds, on Linux.
+    let systemBoot: Int64?
+
+    init(sharedClock: ElapsedClock?) {
+        self.rebases = RateLimiterStorage.rebasesAnywhere.load(ordering: .acquiring)
+        #if canImport(Glibc)
+            self.systemBoot = SystemClockSource.system.boot()
+        #else
+            self.systemBoot = nil
+        #endif
+        self.shared = sharedClock?.now()
+    }
+
+    /// Whether `limiter` would be back at its full allowance now, if nothing more were taken;
+    /// reads no clock (see ``RateLimiterStorage/isAtFullAllowance(at:rebasesBefore:)``).
+    func isAtFullAllowance(_ limiter: RateLimiter) -> Bool {
+        let reading = self.systemBoot.flatMap { limiter.clock.elapsed(atSystemBoot: $0) } ?? self.shared
+        return limiter.storage.isAtFullAllowance(at: reading, rebasesBefore: self.rebases)
     }
 }

@@ -202,6 +202,20 @@ struct RateLimiterStateMachine: Sendable {
         }
     }
 
+    /// Whether the limiter would be back at its full allowance at `reading` (or at the latest
+    /// time seen, when that is later) if nothing more were taken: a token bucket full, a
+    /// sliding window empty. Asked of a copy, after any loan was settled on it.
+    ///
+    /// A limiter in that state admits from then on exactly what a new one made then would
+    /// (a new bucket's first refill comes no earlier), so forgetting it admits nothing more.
+    mutating func isAtFullAllowance(at reading: Duration) -> Bool {
+        let available = self.available(at: reading)
+        switch self.state {
+        case .tokenBucket(let bucket): return available >= bucket.capacity
+        case .slidingWindow(let window): return available >= window.limit
+        }
+    }
+
     struct TokenBucket {
         let capacity: Int
         let tokensPerPeriod: Int

@@ -160,11 +160,42 @@ final class RateLimiterStorage: Sendable {
             if current, let observed, state.machine.rebase(from: observed, to: now) {
                 state.rebases &+= 1
                 self.rebases.store(state.rebases, ordering: .releasing)
+                Self.rebasesAnywhere.add(1, ordering: .relaxed)
             }
             let behind = now < state.machine.latest ? state.machine.latest : nil
             let result = body(&state.machine, now)
             self.lend(&state)
             return Outcome(result: result, behind: behind)
+        }
+    }
+
+    /// How many times any limiter in the process re-based onto a clock that went back; bumped
+    /// under that limiter's lock, so a reader that takes a limiter's lock after its re-base
+    /// sees the bump. ``RateLimiterRegistry`` reads it before it reads a clock, to tell whether
+    /// the reading may belong to a limiter's time before a re-base.
+    static let rebasesAnywhere = Atomic<UInt64>(0)
+
+    /// Whether the limiter would be back at its full allowance at `reading` if nothing more
+    /// were taken: every permit lent still unused, and the machine, with them given back, full
+    /// at that time (or at its latest time, when that is later, or when `reading` is `nil`).
+    ///
+    /// Reads no clock, so it may be asked under another lock. `reading` was read before this
+    /// call, so it may trail the limiter's time; it then counts as the latest time the limiter
+    /// has seen, and a reading that trails only makes the answer "no" more often. A reading
+    /// taken before ``rebasesAnywhere`` moved from `rebasesBefore` may belong to the time
+    /// before a clock went back, and would then run ahead of this limiter's re-based time: it
+    /// is not used. Permits taken from a loan count as taken within its span, as the coarse
+    /// bound that took them promises (``settle(_:at:)`` doubts it only after a suspension and
+    /// a step back of the wall clock).
+    func isAtFullAllowance(at reading: Duration?, rebasesBefore: UInt64) -> Bool {
+        self.state.withLock { state in
+            // Under the lock: a re-base of this limiter bumped the count before releasing it.
+            let trusted = Self.rebasesAnywhere.load(ordering: .relaxed) == rebasesBefore ? reading : nil
+            var machine = state.machine
+            let now = trusted ?? machine.latest
+            let unused = Int(self.loanWord.load(ordering: .acquiring) & Self.permitMask)
+            machine.settle(state.loan, unused: unused, at: now, takesMayBeLate: false)
+            return machine.isAtFullAllowance(at: now)
         }
     }
 

@@ -74,8 +74,11 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         /// What rewritten slots held while a lock-free reader was inside them.
         var retired: [Retired] = []
 
-        init(recent: RegistryRecentKeys<Box>) {
+        let maximumCount: Int
+
+        init(recent: RegistryRecentKeys<Box>, maximumCount: Int) {
             self.recent = recent
+            self.maximumCount = maximumCount
             self.recentKeys = Array(repeating: nil, count: RegistryKeyBits.slotCount)
             self.recentBoxes = Array(repeating: nil, count: RegistryKeyBits.slotCount)
             self.recentHashes = Array(repeating: 0, count: RegistryKeyBits.slotCount)
@@ -89,15 +92,20 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         /// leads to the first one. When there is only one, it is marked as used now: it is
         /// almost surely the key's, and a wrong guess (a full hash collision with a key not
         /// held) costs that entry nothing worse than counting as used.
-        mutating func candidates(hash: Int, slot: Int) -> (entries: [Entry], version: UInt64, isRemembered: Bool) {
+        mutating func candidates(hash: Int, slot: Int) -> (
+            entries: [Entry], version: UInt64, isRemembered: Bool, isFull: Bool
+        ) {
             self.recordLockFreeUses()
             self.clock += 1
-            guard let count = self.byHash[hash]?.count else { return ([], self.version, false) }
+            guard let count = self.byHash[hash]?.count else { return ([], self.version, false, self.isFull) }
             // In place: no copy of the chain while no earlier lookup still holds it.
             if count == 1 { self.byHash[hash]?[0].lastUse = self.clock }
             let entries = self.byHash[hash] ?? []
-            return (entries, self.version, self.recentBoxes[slot] === entries.first?.box)
+            return (entries, self.version, self.recentBoxes[slot] === entries.first?.box, self.isFull)
         }
+
+        /// Whether an insertion now would forget an entry.
+        var isFull: Bool { self.count >= self.maximumCount }
 
         /// Marks the entry at `index` of `hash`'s chain as used, if nothing was added or
         /// removed since `version`.
@@ -162,13 +170,13 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         /// remembers `key` in `slot`; returns what it let go of, for the caller to release
         /// outside the lock.
         mutating func insert(
-            key: Key, box: Box, hash: Int, slot: Int, maximumCount: Int, sparing isSpared: ((Value) -> Bool)?
+            key: Key, box: Box, hash: Int, slot: Int, sparing isSpared: ((Value) -> Bool)?
         ) -> Released {
             self.recordLockFreeUses()
             self.clock += 1
             self.version &+= 1
             var evicted: Entry?
-            if self.count >= maximumCount, let victim = self.leastRecentlyUsed(sparing: isSpared) {
+            if self.isFull, let victim = self.leastRecentlyUsed(sparing: isSpared) {
                 evicted = self.byHash[victim.hash]!.remove(at: victim.index)
                 if self.byHash[victim.hash]!.isEmpty { self.byHash[victim.hash] = nil }
                 self.count -= 1
@@ -213,11 +221,19 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         }
     }
 
+    /// Makes, outside the lock, the test of which values to forget only when every value held
+    /// is spared.
+    ///
+    /// Called before the lock by an insertion that will find the registry at its bound, so
+    /// that it may read what the test needs and must not read under the lock (a clock that
+    /// may be user code); the test it returns is asked under the lock, so it must be the
+    /// package's own code (never a user's closure). What it read is older than the moment
+    /// the test is asked: the test must allow for that.
+    typealias Sparing = @Sendable () -> (Value) -> Bool
+
     let maximumCount: Int
     private let make: @Sendable (Key) -> Value
-    /// Which values to forget only when every value held is spared; asked under the lock,
-    /// so it must be the package's own code (never a user's closure).
-    private let isSpared: (@Sendable (Value) -> Bool)?
+    private let sparing: Sparing?
     @usableFromInline let recent: RegistryRecentKeys<Box>
     private let entries: Lock<Entries>
 
@@ -226,18 +242,30 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
     ///   - sparing: Which values the bound forgets last (a pipeline whose breaker is open);
     ///     asked under the lock, so only the package's own code may be passed.
     ///   - make: Makes the value for a key not held, outside the lock.
+    convenience init(
+        maximumCount: Int, sparing isSpared: @escaping @Sendable (Value) -> Bool,
+        make: @escaping @Sendable (Key) -> Value
+    ) throws(ConfigurationError) {
+        try self.init(maximumCount: maximumCount, preparingSparing: { isSpared }, make: make)
+    }
+
+    /// - Parameters:
+    ///   - maximumCount: The most values kept; in 1...10,000,000.
+    ///   - sparing: Makes, before the lock, the test of which values the bound forgets last
+    ///     (see ``Sparing``); `nil` to forget the least recently used of all.
+    ///   - make: Makes the value for a key not held, outside the lock.
     init(
-        maximumCount: Int, sparing isSpared: (@Sendable (Value) -> Bool)? = nil,
+        maximumCount: Int, preparingSparing sparing: Sparing? = nil,
         make: @escaping @Sendable (Key) -> Value
     ) throws(ConfigurationError) {
         try ConfigurationError.require(
             (1...10_000_000).contains(maximumCount), "maximumCount", maximumCount, "in 1...10000000")
         self.maximumCount = maximumCount
-        self.isSpared = isSpared
+        self.sparing = sparing
         self.make = make
         let recent = RegistryRecentKeys<Box>()
         self.recent = recent
-        self.entries = Lock(Entries(recent: recent))
+        self.entries = Lock(Entries(recent: recent, maximumCount: maximumCount))
     }
 
     /// The value for `key`, made now (outside the lock) if not held.
@@ -266,7 +294,9 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         let hash = key.hashValue
         var made: Box?
         while true {
-            let (candidates, version, isRemembered) = self.entries.withLock { $0.candidates(hash: hash, slot: slot) }
+            let (candidates, version, isRemembered, isFull) = self.entries.withLock {
+                $0.candidates(hash: hash, slot: slot)
+            }
             if let index = candidates.firstIndex(where: { $0.key == key }) {
                 let box = candidates[index].box
                 if candidates.count > 1 || (RegistryKeyBits.isBitComparable(Key.self) && !isRemembered) {
@@ -281,11 +311,12 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
             }
             let box = made ?? Box(self.make(key))
             made = box
+            // Made before the lock, and only when the insertion will forget an entry: the count
+            // cannot change without a change of version, which sends the loop round again.
+            let isSpared = isFull ? self.sparing?() : nil
             let released: Released? = self.entries.withLock { entries in
                 guard entries.version == version else { return nil }
-                return entries.insert(
-                    key: key, box: box, hash: hash, slot: slot, maximumCount: self.maximumCount,
-                    sparing: self.isSpared)
+                return entries.insert(key: key, box: box, hash: hash, slot: slot, sparing: isSpared)
             }
             // Released here, outside the lock: a key's or a value's deinit may run user code.
             if let released {

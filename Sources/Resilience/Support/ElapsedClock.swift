@@ -118,6 +118,19 @@ package struct ElapsedClock: Sendable {
         return (lower &- system.origin, upper &- system.origin)
     }
 
+    /// The time elapsed on this clock when the process's system clocks
+    /// (`SystemClockSource.system`) read `boot` on their boot-time clock, in nanoseconds;
+    /// `nil` unless this clock reads them (the system's continuous clock on Linux). For a
+    /// caller that reads the system clock once, before a lock, for many clocks.
+    package func elapsed(atSystemBoot boot: Int64) -> Duration? {
+        #if canImport(Glibc)
+            guard let system = self.system, self.sourceOwner === SystemClockSource.system else { return nil }
+            return Duration(attoseconds: Int128(boot &- system.origin) &* 1_000_000_000)
+        #else
+            return nil
+        #endif
+    }
+
     /// Whether ``coarseBoundsNanoseconds()`` gives bounds: the system's continuous clock on Linux.
     package var hasCoarseBounds: Bool {
         self.system != nil
