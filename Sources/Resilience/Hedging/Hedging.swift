@@ -81,7 +81,10 @@ public final class Hedging: Sendable {
     ///   - maximumHedges: The most extra attempts per call; in 1...10.
     ///   - budget: A budget each hedge spends from, shared with retry policies if you like.
     ///   - name: The name reported in events.
-    ///   - observer: Receives a ``StrategyEvent/Kind/hedged`` event for each hedge started.
+    ///   - observer: Receives a ``StrategyEvent/Kind/hedged`` event for each attempt started
+    ///     while another of the call still runs. An attempt that replaces one that failed,
+    ///     with none running, counts against `maximumHedges` and spends from `budget` too,
+    ///     but is not reported as a hedge.
     ///   - clock: The clock delays and latencies are measured on.
     /// - Throws: ``ConfigurationError`` naming `maximumHedges` when out of range.
     public init(
