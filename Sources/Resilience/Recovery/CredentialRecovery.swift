@@ -103,7 +103,18 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     ///   passed yet. `CancellationError` as soon as the calling task is cancelled,
     ///   which leaves the refresh running for the other callers.
     public func recover(after stale: Snapshot) async throws -> Snapshot {
-        try Snapshot(await self.storage.recover(after: stale.generation).get())
+        try Snapshot(await self.storage.recover(after: stale.generation).result.get())
+    }
+
+    /// Waits as ``recover(after:)`` does, for a call through a ``RetryPolicy`` that may ask again
+    /// after a refresh that failed for now; `seen` is the round of the failed refresh it got last.
+    func recover(after stale: Snapshot, seen: UInt64?) async -> CredentialRecoveryStorage<Credential>.Answer {
+        await self.storage.recover(after: stale.generation, seen: seen)
+    }
+
+    /// The time left until `instant` on the recovery's clock; zero once it has passed.
+    func timeLeft(until instant: Duration) -> Duration {
+        self.storage.timeLeft(until: instant)
     }
 
     /// Installs a credential obtained another way, such as after the person signed in again.
