@@ -15,10 +15,21 @@ extension RetryPolicy {
     ///
     /// A refresh that fails for good (the auth server refused the session) ends the call
     /// with ``RetryStopReason/authenticationRequired`` and the refresh's error: send the
-    /// person to sign in. One that fails for now ends it with the refresh's error and
-    /// ``RetryStopReason/tooManyRequests`` (the auth server answered 429; the hint is in
-    /// ``RetryOutcome/retryAfter``), ``RetryStopReason/offline`` or
-    /// ``RetryStopReason/credentialRefreshFailed``, and a later call refreshes again (see
+    /// person to sign in. One that fails for now is ridden out as a failed attempt is:
+    /// the call waits the jittered backoff, or the rest of the refresh's retry-after hint
+    /// if longer, and refreshes again, sharing that refresh with the other calls that
+    /// wait for one. Each such refresh retry takes one of the call's ``maximumAttempts``
+    /// (``RetryOutcome/attempts`` counts the operation's runs only), its wait counts
+    /// against the ``deadline``, and the failure costs the ``budget`` a token, so an auth
+    /// server that is down gets at most ``maximumAttempts`` refreshes from a call. When
+    /// the attempts run out the call ends with the refresh's error and
+    /// ``RetryStopReason/credentialRefreshFailed`` (``RetryStopReason/offline`` for a
+    /// refresh that failed offline); a wait past the deadline, a hint over
+    /// ``maximumRetryAfter`` or an empty budget end it with their own reasons. The auth
+    /// server's 429 ends it at once with ``RetryStopReason/tooManyRequests`` (the hint is
+    /// in ``RetryOutcome/retryAfter``). A refresh that failed offline in a call given a
+    /// ``ConnectivityWait`` waits for the network instead, as an offline attempt does,
+    /// without taking an attempt. Either way a later call refreshes again (see
     /// ``CredentialRecovery``).
     ///
     /// The ``Rulebook``'s rules come first: a call that is not idempotent is not

@@ -28,6 +28,7 @@
 ///    credential failure, and a call given a ``ConnectivityWait`` waits for the
 ///    network after an offline failure; either then tries again at once, without
 ///    spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
+///    A refresh that fails for now is retried with the backoff, each retry taking an attempt.
 ///    A failure a policy nested in the operation already retried to exhaustion
 ///    stops this one too (``RetryStopReason/retriedByInnerPolicy``; see
 ///    ``NestedRetries``), and an ``AdaptiveThrottle``'s local rejection stops it
