@@ -16,11 +16,17 @@
 ///   installs a credential obtained another way (the person signed in again);
 /// - a refresh that fails for now (the auth server answered 429, 408 or a 5xx, asked
 ///   for a wait, timed out or could not be reached because the device was offline)
-///   ends every waiting call with its error too, but says nothing about the session:
-///   a later call refreshes again, once the failure's retry-after hint (a 429's or a
+///   hands every waiting call its error too, but says nothing about the session: a
+///   call through a ``RetryPolicy`` with attempts left waits and asks again (see
+///   ``RetryPolicy/execute(recovering:waitingFor:idempotency:operation:)``), and a
+///   later call refreshes again, once the failure's retry-after hint (a 429's or a
 ///   503's `Retry-After`), if it had one, has passed on the recovery's clock; until
 ///   then calls get the same error without a refresh, so a rate-limited auth server
 ///   is not hammered;
+/// - calls that asked again after a failed refresh share the next one as they shared
+///   that one: a call whose wait ended after that next refresh failed takes its
+///   failure instead of starting another, so however their waits differ, one refresh
+///   runs per round;
 /// - cancelling a waiting call ends that call at once and never cancels the
 ///   refresh the others wait for: the refresh runs in a task of its own.
 ///
@@ -73,7 +79,8 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     ///     may use). It runs in a task of its own, once for every group of calls that
     ///     need it. Throw the auth server's refusal (or an error of your own) to send
     ///     every waiting call to the sign-in screen; a failure that passes (a 429, a 503,
-    ///     a device offline) does not, and a later call refreshes again.
+    ///     a device offline) does not: a call through a policy with attempts left tries
+    ///     it again (a 429 excepted), and a later call refreshes again.
     public init(
         credential: Credential,
         isCredentialFailure: @escaping @Sendable (any Error, FailureAnalysis) -> Bool = { _, analysis in
@@ -103,7 +110,18 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     ///   passed yet. `CancellationError` as soon as the calling task is cancelled,
     ///   which leaves the refresh running for the other callers.
     public func recover(after stale: Snapshot) async throws -> Snapshot {
-        try Snapshot(await self.storage.recover(after: stale.generation).get())
+        try Snapshot(await self.storage.recover(after: stale.generation).result.get())
+    }
+
+    /// Waits as ``recover(after:)`` does, for a call through a ``RetryPolicy`` that may ask again
+    /// after a refresh that failed for now; `seen` is the round of the failed refresh it got last.
+    func recover(after stale: Snapshot, seen: UInt64?) async -> CredentialRecoveryStorage<Credential>.Answer {
+        await self.storage.recover(after: stale.generation, seen: seen)
+    }
+
+    /// The time left until `instant` on the recovery's clock; zero once it has passed.
+    func timeLeft(until instant: Duration) -> Duration {
+        self.storage.timeLeft(until: instant)
     }
 
     /// Installs a credential obtained another way, such as after the person signed in again.

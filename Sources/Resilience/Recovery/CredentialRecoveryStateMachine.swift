@@ -1,7 +1,7 @@
 /// The decisions of a ``CredentialRecovery``, with no locks and no awaits.
 ///
 /// It holds the current credential and its generation, whether a refresh is
-/// running, the failure of the last refresh, and the parked waiters. Each method
+/// running, the failure of the last refresh and its round, and the parked waiters. Each method
 /// returns what the caller must do after releasing the lock: resume waiters,
 /// start the refresh. `Waiter` is whatever the storage resumes (a continuation);
 /// tests use plain values.
@@ -12,9 +12,13 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
     package private(set) var generation: UInt64 = 0
     /// The generation the running refresh started from, if one is running for the current generation.
     package private(set) var refreshingGeneration: UInt64?
-    /// The error of the last refresh that is remembered, the generation it tried to replace,
-    /// and until when it is remembered (`nil`: until a new credential replaces that generation).
-    private var failure: (generation: UInt64, error: any Error, until: Duration?)?
+    /// The error of the last refresh that failed, the generation it tried to replace, how long
+    /// it is remembered for calls that did not see it, and its round.
+    private var failure: (generation: UInt64, error: any Error, memory: RefreshFailureMemory, round: UInt64)?
+    /// How many refreshes have started: the round of the one that started last.
+    package private(set) var rounds: UInt64 = 0
+    /// The round of the running refresh, if one is running.
+    private var refreshingRound: UInt64 = 0
     /// The calls waiting for a refresh, by ID and by the generation that refresh replaces, in arrival order.
     private var waiters: [(id: UInt64, generation: UInt64, waiter: Waiter)] = []
     /// Waiters cancelled before they parked, by ID.
@@ -49,9 +53,25 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
         case parkAndRefresh(credential: Credential, generation: UInt64)
     }
 
+    /// The round of the failed refresh a call gets now, and when that failure's retry-after hint
+    /// runs out (`nil` without one): read after ``recover(after:seen:id:waiter:at:)`` resumed a
+    /// call with a failure, or after ``refreshFinished(from:with:remembering:)`` recorded one.
+    package var failedRound: (round: UInt64, until: Duration?)? {
+        guard let failure = self.failure, failure.generation == self.generation else { return nil }
+        if case .until(let until) = failure.memory { return (failure.round, until) }
+        return (failure.round, nil)
+    }
+
     /// Decides for a call whose request carried generation `carried` and failed for its credential at `now`.
-    package mutating func recover(after carried: UInt64, id: UInt64, waiter: Waiter, at now: Duration) -> RecoverAction
-    {
+    ///
+    /// `seen` is the round of the last failed refresh this call already got, when it asks again
+    /// after a refresh that failed for now: a round that failed since then is its answer, without
+    /// a new refresh, so that calls which waited different times after one failed round still
+    /// share the next one. A call that asks for the first time gets a failure only while it is
+    /// remembered (for good, or within its retry-after hint).
+    package mutating func recover(
+        after carried: UInt64, seen: UInt64? = nil, id: UInt64, waiter: Waiter, at now: Duration
+    ) -> RecoverAction {
         if self.cancelledBeforeParking.remove(id) != nil {
             return .resume(.failure(CancellationError()))
         }
@@ -61,13 +81,25 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
         }
         if let failure = self.failure, failure.generation == self.generation {
             // This generation's refresh already failed; a new credential (``replace``) clears it,
-            // and so does the end of the wait a passing failure asked for.
-            guard let until = failure.until, until <= now else { return .resume(.failure(failure.error)) }
-            self.failure = nil
+            // and so does the end of the wait a passing failure asked for, unless this call has
+            // not seen that failure yet.
+            let isNews = seen.map { failure.round > $0 } ?? false
+            switch failure.memory {
+            case .forGood:
+                return .resume(.failure(failure.error))
+            case .until(let until) where until > now || isNews:
+                return .resume(.failure(failure.error))
+            case .notAtAll where isNews:
+                return .resume(.failure(failure.error))
+            case .until, .notAtAll:
+                self.failure = nil
+            }
         }
         self.waiters.append((id, self.generation, waiter))
         if self.refreshingGeneration == self.generation { return .park }
         self.refreshingGeneration = self.generation
+        self.rounds += 1
+        self.refreshingRound = self.rounds
         return .parkAndRefresh(credential: self.credential, generation: self.generation)
     }
 
@@ -103,11 +135,9 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
             self.failure = nil
             return (waiters, .success(self.current))
         case .failure(let error):
-            switch memory {
-            case .forGood: self.failure = (generation, error, nil)
-            case .until(let instant): self.failure = (generation, error, instant)
-            case .notAtAll: self.failure = nil
-            }
+            // Kept even when later calls are not to get it: a call that already waited out an
+            // earlier failed round takes this one as its answer.
+            self.failure = (generation, error, memory, self.refreshingRound)
             return (waiters, .failure(error))
         }
     }
@@ -128,6 +158,7 @@ package enum RefreshFailureMemory: Equatable {
     /// Until this instant: the refresh failed for a reason that passes, and the server asked to
     /// wait this long before the next one.
     case until(Duration)
-    /// Not at all: the refresh failed for a reason that passes, and the next call refreshes again.
+    /// Not at all: the refresh failed for a reason that passes, and the next call refreshes again
+    /// (a call that waited after an earlier failed round still takes this one as its answer).
     case notAtAll
 }

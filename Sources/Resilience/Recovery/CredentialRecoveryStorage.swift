@@ -5,7 +5,25 @@
 /// park on continuations that their own cancellation resumes at once.
 final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
     typealias Stamped = (credential: Credential, generation: UInt64)
-    typealias Waiter = CheckedContinuation<Result<Stamped, any Error>, Never>
+    typealias Waiter = CheckedContinuation<Answer, Never>
+
+    /// How a call's wait for a credential ended.
+    struct Answer: Sendable {
+        /// The newer credential, or the error of the refresh (or the cancellation) that ended the wait.
+        var result: Result<Stamped, any Error>
+        /// The round of the refresh whose failure is in `result`, if one is.
+        var failedRound: UInt64?
+        /// When that failure's retry-after hint runs out on the recovery's clock, if it had one.
+        var until: Duration?
+
+        init(_ result: Result<Stamped, any Error>, failed: (round: UInt64, until: Duration?)?) {
+            self.result = result
+            if case .failure = result, let failed {
+                self.failedRound = failed.round
+                self.until = failed.until
+            }
+        }
+    }
 
     private struct State {
         var machine: CredentialRecoveryStateMachine<Credential, Waiter>
@@ -48,21 +66,23 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
     }
 
     /// Waits for the credential that follows generation `carried`, sharing one refresh among all callers.
-    func recover(after carried: UInt64) async -> Result<Stamped, any Error> {
+    ///
+    /// `seen` is the round of the last failed refresh the caller already got, if it asks again
+    /// after one (see ``CredentialRecoveryStateMachine/recover(after:seen:id:waiter:at:)``).
+    func recover(after carried: UInt64, seen: UInt64? = nil) async -> Answer {
         let id = self.state.withLock { $0.machine.makeWaiterID() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
                 let now = self.clock.now()
-                let (action, watchers) = self.state.withLock { state in
-                    (
-                        state.machine.recover(after: carried, id: id, waiter: continuation, at: now),
-                        state.satisfiedWatchers()
-                    )
+                let (action, failed, watchers) = self.state.withLock { state in
+                    let action = state.machine.recover(
+                        after: carried, seen: seen, id: id, waiter: continuation, at: now)
+                    return (action, state.machine.failedRound, state.satisfiedWatchers())
                 }
                 for watcher in watchers { watcher.resume() }
                 switch action {
                 case .resume(let result):
-                    continuation.resume(returning: result)
+                    continuation.resume(returning: Answer(result, failed: failed))
                 case .park:
                     break
                 case .parkAndRefresh(let credential, let generation):
@@ -71,11 +91,16 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
             }
         } onCancel: {
             let waiter = self.state.withLock { $0.machine.cancel(id: id) }
-            waiter?.resume(returning: .failure(CancellationError()))
+            waiter?.resume(returning: Answer(.failure(CancellationError()), failed: nil))
         }
         // A cancellation that came after the call was resumed another way left a note; drop it.
         self.state.withLock { $0.machine.forget(id: id) }
         return result
+    }
+
+    /// The time left until `instant` on the recovery's clock; zero once it has passed.
+    func timeLeft(until instant: Duration) -> Duration {
+        Swift.max(instant - self.clock.now(), .zero)
     }
 
     private func startRefresh(from credential: Credential, generation: UInt64) {
@@ -90,11 +115,13 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 outcome = .failure(error)
                 memory = RefreshFailure.memory(of: error, now: self.clock.now())
             }
-            let (waiters, result) = self.state.withLock { [memory] in
-                $0.machine.refreshFinished(from: generation, with: outcome, remembering: memory)
+            let (waiters, answer) = self.state.withLock { [memory] state in
+                let (waiters, result) = state.machine.refreshFinished(
+                    from: generation, with: outcome, remembering: memory)
+                return (waiters, Answer(result, failed: state.machine.failedRound))
             }
             for waiter in waiters {
-                waiter.resume(returning: result)
+                waiter.resume(returning: answer)
             }
         }
     }

@@ -15,10 +15,21 @@ extension RetryPolicy {
     ///
     /// A refresh that fails for good (the auth server refused the session) ends the call
     /// with ``RetryStopReason/authenticationRequired`` and the refresh's error: send the
-    /// person to sign in. One that fails for now ends it with the refresh's error and
-    /// ``RetryStopReason/tooManyRequests`` (the auth server answered 429; the hint is in
-    /// ``RetryOutcome/retryAfter``), ``RetryStopReason/offline`` or
-    /// ``RetryStopReason/credentialRefreshFailed``, and a later call refreshes again (see
+    /// person to sign in. One that fails for now is ridden out as a failed attempt is:
+    /// the call waits the jittered backoff, or the rest of the refresh's retry-after hint
+    /// if longer, and refreshes again, sharing that refresh with the other calls that
+    /// wait for one. Each such refresh retry takes one of the call's ``maximumAttempts``
+    /// (``RetryOutcome/attempts`` counts the operation's runs only), its wait counts
+    /// against the ``deadline``, and the failure costs the ``budget`` a token, so an auth
+    /// server that is down gets at most ``maximumAttempts`` refreshes from a call. When
+    /// the attempts run out the call ends with the refresh's error and
+    /// ``RetryStopReason/credentialRefreshFailed`` (``RetryStopReason/offline`` for a
+    /// refresh that failed offline); a wait past the deadline, a hint over
+    /// ``maximumRetryAfter`` or an empty budget end it with their own reasons. The auth
+    /// server's 429 ends it at once with ``RetryStopReason/tooManyRequests`` (the hint is
+    /// in ``RetryOutcome/retryAfter``). A refresh that failed offline in a call given a
+    /// ``ConnectivityWait`` waits for the network instead, as an offline attempt does,
+    /// without taking an attempt. Either way a later call refreshes again (see
     /// ``CredentialRecovery``).
     ///
     /// The ``Rulebook``'s rules come first: a call that is not idempotent is not
@@ -89,21 +100,28 @@ extension RetryPolicy {
                     retryAfter: analysis.retryAfter))
             if let hint = analysis.retryAfter, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
             let failedAt = self.clock.now()
-            switch await recovery.recover() {
-            case .success:
-                call.hasRecovered = true
-                return self.retryAfterRecovery(
-                    after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
-            case .failure(let failure):
-                if Task.isCancelled { return .stopWithError(.cancelled, CancellationError()) }
-                // The refresh's own failure, read by the same analysis: only one that refused
-                // the session sends the person to sign in.
-                let refusal = FailureAnalysis(failure)
-                guard RefreshFailure.isTransient(failure, refusal) else {
-                    return .stopWithError(.authenticationRequired, failure)
+            // One refresh, then one more after each that fails for now, as long as the policy
+            // allows the retry; the refresh is shared with every call that needs it at the time.
+            while true {
+                switch await recovery.recover() {
+                case .recovered:
+                    call.hasRecovered = true
+                    return self.retryAfterRecovery(
+                        after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
+                case .failed(let failure, let hintLeft):
+                    if Task.isCancelled { return .stopWithError(.cancelled, CancellationError()) }
+                    // The refresh's own failure, read by the same analysis: only one that refused
+                    // the session sends the person to sign in.
+                    let refusal = FailureAnalysis(failure)
+                    guard RefreshFailure.isTransient(failure, refusal) else {
+                        return .stopWithError(.authenticationRequired, failure)
+                    }
+                    if let hint = refusal.retryAfter { call.lastHint = hint }
+                    let next = await self.refreshRetry(
+                        isolation: isolation, after: failure, analysis: refusal, hintLeft: hintLeft,
+                        options: options, call: &call, start: start)
+                    if let next { return next }
                 }
-                if let hint = refusal.retryAfter { call.lastHint = hint }
-                return .stopWithError(RefreshFailure.stopReason(for: refusal), failure)
             }
         }
         if let connectivity = options.connectivity, analysis.isOffline,
@@ -116,27 +134,124 @@ extension RetryPolicy {
             // The retry after the wait honours the failure's hint, so one the policy refuses ends the call now.
             if let hint = analysis.retryAfter, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
             let failedAt = self.clock.now()
-            // The wait counts against the deadline: it ends at the deadline if that comes first.
-            var limit = connectivity.limit
-            var deadlineComesFirst = false
-            if let deadline = self.deadline {
-                let left = deadline - (self.clock.now() - start)
-                if left <= limit {
-                    limit = Swift.max(left, .zero)
-                    deadlineComesFirst = true
-                }
-            }
-            switch await connectivity.waitForConnection(upTo: limit, clock: self.clock) {
+            switch await self.waitForNetwork(connectivity, start: start) {
             case .connected:
                 return self.retryAfterRecovery(
                     after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
-            case .limitReached:
-                return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
+            case .stop(let reason):
+                return .stop(reason)
             case .cancelled:
                 return .stopWithError(.cancelled, CancellationError())
             }
         }
         return nil
+    }
+
+    /// How a wait for the network after an offline failure ended.
+    private enum NetworkWait {
+        case connected
+        /// The wait reached its limit (``RetryStopReason/offline``) or the deadline (``RetryStopReason/deadlineExceeded``).
+        case stop(RetryStopReason)
+        case cancelled
+    }
+
+    /// Waits for the network as a ``ConnectivityWait`` says; the wait counts against the deadline
+    /// and ends at the deadline if that comes first.
+    private nonisolated func waitForNetwork(_ connectivity: ConnectivityWait, start: Duration) async -> NetworkWait {
+        var limit = connectivity.limit
+        var deadlineComesFirst = false
+        if let deadline = self.deadline {
+            let left = deadline - (self.clock.now() - start)
+            if left <= limit {
+                limit = Swift.max(left, .zero)
+                deadlineComesFirst = true
+            }
+        }
+        switch await connectivity.waitForConnection(upTo: limit, clock: self.clock) {
+        case .connected: return .connected
+        case .limitReached: return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
+        case .cancelled: return .cancelled
+        }
+    }
+
+    /// After a refresh that failed for now: waits, and returns `nil` for the call to refresh again,
+    /// or returns how the call ends.
+    ///
+    /// The auth server's 429 ends the call at once (``RetryStopReason/tooManyRequests``). A refresh
+    /// that failed offline, when the call waits for the network and the monitor confirms it is
+    /// offline, is followed by that wait, which takes no attempt, as after an offline attempt.
+    /// Any other (an offline one without that wait included) is retried as a failed attempt is:
+    /// it costs the ``budget`` a token unless the request never left the device, it takes one of
+    /// the call's ``maximumAttempts``, and the wait before it is the jittered backoff, or the rest
+    /// of the refresh's retry-after hint if longer, within ``maximumRetryAfter`` and the
+    /// ``deadline``. When attempts run out the call ends with the reason that names the failure
+    /// (``RefreshFailure/stopReason(for:)``); the other limits end it with their own reasons.
+    ///
+    /// - Parameters:
+    ///   - failure: The refresh's error; the call ends with it.
+    ///   - hintLeft: The rest of the refresh's retry-after hint, if it had one.
+    private func refreshRetry(
+        isolation: isolated (any Actor)?,
+        after failure: any Error,
+        analysis: FailureAnalysis,
+        hintLeft: Duration?,
+        options: CallOptions,
+        call: inout CallState,
+        start: Duration
+    ) async -> Plan? {
+        if analysis.isTooManyRequests {
+            // Server pushback costs budget, as the auth server's as any other.
+            self.budget?.recordFailure()
+            return .stopWithError(.tooManyRequests, failure)
+        }
+        if analysis.isOffline, let connectivity = options.connectivity, !connectivity.monitor.connectivity.isOnline {
+            let failedAt = self.clock.now()
+            switch await self.waitForNetwork(connectivity, start: start) {
+            case .connected: break
+            case .stop(let reason): return .stopWithError(reason, failure)
+            case .cancelled: return .stopWithError(.cancelled, CancellationError())
+            }
+            let rest = Swift.max((hintLeft ?? .zero) - (self.clock.now() - failedAt), .zero)
+            if rest > .zero, let left = self.timeLeft(start: start), rest >= left {
+                return .stopWithError(.deadlineExceeded, failure)
+            }
+            call.retries += 1
+            self.observer?.retryScheduled(
+                .init(
+                    policyName: self.name, attempt: call.attempts, delay: rest, error: failure,
+                    retryAfter: analysis.retryAfter))
+            return await self.sleep(rest)
+        }
+        if !(failure is CircuitBreakerOpenError), Rulebook.countsAsFailure(analysis) != false {
+            self.budget?.recordFailure()
+        }
+        if call.countedAttempts >= self.maximumAttempts {
+            return .stopWithError(RefreshFailure.stopReason(for: analysis), failure)
+        }
+        if let hintLeft, hintLeft > self.maximumRetryAfter { return .stopWithError(.retryAfterTooLong, failure) }
+        let jittered = await self.nextDelay(
+            forRetry: call.attempts - 1 + call.refreshRetries, previous: call.previousDelay)
+        let delay = Swift.max(jittered, hintLeft ?? .zero)
+        if let left = self.timeLeft(start: start), delay >= left { return .stopWithError(.deadlineExceeded, failure) }
+        if let budget = self.budget, !budget.allowsRetry { return .stopWithError(.budgetExhausted, failure) }
+        call.previousDelay = jittered
+        call.retries += 1
+        call.refreshRetries += 1
+        self.observer?.retryScheduled(
+            .init(
+                policyName: self.name, attempt: call.attempts, delay: delay, error: failure,
+                retryAfter: analysis.retryAfter))
+        return await self.sleep(delay)
+    }
+
+    /// Sleeps `delay` on the policy's clock before a refresh retry: `nil` to go on, or how the call ends.
+    private nonisolated func sleep(_ delay: Duration) async -> Plan? {
+        do {
+            try await self.clock.sleepUntil(self.clock.now() + delay)
+        } catch {
+            return .stopWithError(.cancelled, CancellationError())
+        }
+        return Task.isCancelled ? .stopWithError(.cancelled, CancellationError()) : nil
     }
 
     /// Schedules an attempt that does not count against ``maximumAttempts``, now that the
@@ -165,18 +280,29 @@ extension RetryPolicy {
     }
 }
 
+/// How a call's request for a newer credential ended.
+enum CallRecoveryResult {
+    /// A newer credential is in place.
+    case recovered
+    /// The refresh failed with `error` (or the wait was cancelled); `hintLeft` is the rest of
+    /// the refresh's retry-after hint, if it had one.
+    case failed(any Error, hintLeft: Duration?)
+}
+
 /// The recovery one call through a ``RetryPolicy`` may take after a credential failure.
 protocol CallRecovery: Sendable {
     /// Whether `error` asks for a new credential.
     func isCredentialFailure(_ error: any Error, _ analysis: FailureAnalysis) -> Bool
-    /// Obtains a credential newer than the one the last attempt carried.
-    func recover() async -> Result<Void, any Error>
+    /// Obtains a credential newer than the one the last attempt carried. Asked again after a
+    /// refresh that failed, it answers with a refresh that started since, or starts one.
+    func recover() async -> CallRecoveryResult
 }
 
-/// One call's view of a ``CredentialRecovery``: it remembers the credential the last attempt carried.
+/// One call's view of a ``CredentialRecovery``: it remembers the credential the last attempt
+/// carried, and the round of the last failed refresh the call got.
 final class CredentialRecoveryCall<Credential: Sendable>: CallRecovery {
     private let recovery: CredentialRecovery<Credential>
-    private let carried = Lock<CredentialRecovery<Credential>.Snapshot?>(nil)
+    private let carried = Lock<(snapshot: CredentialRecovery<Credential>.Snapshot?, seen: UInt64?)>((nil, nil))
 
     init(_ recovery: CredentialRecovery<Credential>) {
         self.recovery = recovery
@@ -185,7 +311,7 @@ final class CredentialRecoveryCall<Credential: Sendable>: CallRecovery {
     /// The credential for the next attempt, remembered as the one it carries.
     func begin() -> Credential {
         let snapshot = self.recovery.current
-        self.carried.withLock { $0 = snapshot }
+        self.carried.withLock { $0.snapshot = snapshot }
         return snapshot.credential
     }
 
@@ -193,13 +319,16 @@ final class CredentialRecoveryCall<Credential: Sendable>: CallRecovery {
         self.recovery.isCredentialFailure(error, analysis)
     }
 
-    func recover() async -> Result<Void, any Error> {
-        guard let stale = self.carried.withLock({ $0 }) else { return .success(()) }
-        do {
-            _ = try await self.recovery.recover(after: stale)
-            return .success(())
-        } catch {
-            return .failure(error)
+    func recover() async -> CallRecoveryResult {
+        let (stale, seen) = self.carried.withLock { $0 }
+        guard let stale else { return .recovered }
+        let answer = await self.recovery.recover(after: stale, seen: seen)
+        switch answer.result {
+        case .success:
+            return .recovered
+        case .failure(let error):
+            if let round = answer.failedRound { self.carried.withLock { $0.seen = round } }
+            return .failed(error, hintLeft: answer.until.map { self.recovery.timeLeft(until: $0) })
         }
     }
 }

@@ -28,6 +28,7 @@
 ///    credential failure, and a call given a ``ConnectivityWait`` waits for the
 ///    network after an offline failure; either then tries again at once, without
 ///    spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
+///    A refresh that fails for now is retried with the backoff, each retry taking an attempt.
 ///    A failure a policy nested in the operation already retried to exhaustion
 ///    stops this one too (``RetryStopReason/retriedByInnerPolicy``; see
 ///    ``NestedRetries``), and an ``AdaptiveThrottle``'s local rejection stops it
@@ -662,8 +663,15 @@ public final actor RetryPolicy {
         var uncountedAttempts = 0
         /// Whether the call has recovered its credential (at most once per call).
         var hasRecovered = false
+        /// Refreshes of a credential retried after one that failed for now: each takes one of
+        /// ``maximumAttempts`` although the operation did not run for it.
+        var refreshRetries = 0
         /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
         var innerWriters: [ObjectIdentifier] = []
+
+        /// The attempts that count against ``maximumAttempts``: the operation's, less those that
+        /// do not count, plus the refresh retries.
+        var countedAttempts: Int { self.attempts - self.uncountedAttempts + self.refreshRetries }
     }
 
     /// One call's progress through the loop, which only the loop's out-of-line steps read.
@@ -767,7 +775,7 @@ public final actor RetryPolicy {
         if !(error is CircuitBreakerOpenError), Rulebook.countsAsFailure(analysis) != false {
             self.budget?.recordFailure()
         }
-        if call.attempts - call.uncountedAttempts >= self.maximumAttempts { return .stop(.exhausted) }
+        if call.countedAttempts >= self.maximumAttempts { return .stop(.exhausted) }
         if let hint, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
 
         let jittered = await self.nextDelay(forRetry: call.attempts - 1, previous: call.previousDelay)
@@ -819,7 +827,7 @@ public final actor RetryPolicy {
 
     // MARK: - Actor-isolated state
 
-    private func nextDelay(forRetry retry: Int, previous: Duration?) -> Duration {
+    func nextDelay(forRetry retry: Int, previous: Duration?) -> Duration {
         self.jitter.delay(for: self.backoff, attempt: retry, previous: previous, using: &self.generator)
     }
 

@@ -41,11 +41,13 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     public static let partialFailure = RetryStopReason(rawValue: "partialFailure")
     /// An ``AdaptiveThrottle`` rejected the call locally; retrying would defeat its purpose.
     public static let throttled = RetryStopReason(rawValue: "throttled")
-    /// A credential's refresh failed for a reason that passes: the auth server was
-    /// unavailable, asked for a wait or timed out. Unlike ``authenticationRequired``, the
-    /// person need not sign in again: a later call refreshes again (see ``CredentialRecovery``).
-    /// A refresh the auth server answered with 429 stops the call with ``tooManyRequests``
-    /// instead, and one that failed offline with ``offline``.
+    /// A credential's refresh failed for a reason that passes (the auth server was
+    /// unavailable, asked for a wait or timed out), and kept failing until the call ran
+    /// out of attempts, each refresh retry taking one. Unlike ``authenticationRequired``,
+    /// the person need not sign in again: a later call refreshes again (see
+    /// ``CredentialRecovery``). A refresh the auth server answered with 429 stops the call
+    /// with ``tooManyRequests`` instead, and one that failed offline with ``offline``; a
+    /// deadline, a hint over the policy's limit or an empty budget with their own reasons.
     public static let credentialRefreshFailed = RetryStopReason(rawValue: "credentialRefreshFailed")
     /// A policy nested inside this one already retried the failure to exhaustion, so
     /// this layer does not multiply its attempts (see ``NestedRetries``).

@@ -141,4 +141,39 @@ import Testing
             return
         }
     }
+
+    @Test func aCallAskingAgainAfterAFailedRoundTakesARoundThatFailedSinceWithoutARefresh() {
+        var machine = Machine(credential: "old")
+        _ = machine.recover(after: 0, id: machine.makeWaiterID(), waiter: "a", at: .zero)
+        _ = machine.recover(after: 0, id: machine.makeWaiterID(), waiter: "b", at: .zero)
+        _ = machine.refreshFinished(from: 0, with: .failure(RefreshFailed()), remembering: .notAtAll)
+        #expect(machine.failedRound?.round == 1)
+
+        // "a" waited less, asks again and starts round 2, which fails before "b" asks.
+        guard
+            case .parkAndRefresh = machine.recover(
+                after: 0, seen: 1, id: machine.makeWaiterID(), waiter: "a", at: .seconds(1))
+        else {
+            Issue.record("round 1 is no news to a call that saw it: it refreshes again")
+            return
+        }
+        _ = machine.refreshFinished(from: 0, with: .failure(RefreshFailed()), remembering: .notAtAll)
+        #expect(machine.rounds == 2)
+        guard
+            case .resume(.failure) = machine.recover(
+                after: 0, seen: 1, id: machine.makeWaiterID(), waiter: "b", at: .seconds(2))
+        else {
+            Issue.record("round 2 is news to a call that saw round 1: it is its answer")
+            return
+        }
+        #expect(machine.rounds == 2)
+        guard
+            case .parkAndRefresh = machine.recover(
+                after: 0, seen: 2, id: machine.makeWaiterID(), waiter: "b", at: .seconds(3))
+        else {
+            Issue.record("a call that saw the last round refreshes again")
+            return
+        }
+        #expect(machine.rounds == 3)
+    }
 }

@@ -6,6 +6,10 @@ import Testing
 /// A refresh that failed for a reason that passes (the auth server rate-limited it, was unavailable,
 /// or the device was offline) says nothing of the session: the call is not sent to sign in, and a
 /// later call refreshes again, once the refresh's own retry-after hint has passed.
+///
+/// The policies here allow one attempt, so that a call ends with the first failed refresh and
+/// the next call shows what the recovery remembers; `RefreshRetryTests` covers a call that
+/// has attempts left and retries the refresh.
 @Suite(.timeLimit(.minutes(1)))
 struct TransientRefreshFailureTests {
     static let operation: @Sendable (String) async throws -> String = { token in
@@ -36,7 +40,7 @@ struct TransientRefreshFailureTests {
     }
 
     private func makePolicy(clock: TestClock) throws -> RetryPolicy {
-        try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        try RetryPolicy(maximumAttempts: 1, backoff: .constant(.zero), jitter: .none, clock: clock)
     }
 
     @Test(arguments: [
