@@ -155,13 +155,12 @@ extension RetryPolicy {
         case cancelled
     }
 
-    /// Waits for the network as a ``ConnectivityWait`` says; the wait counts against the deadline
-    /// and ends at the deadline if that comes first.
+    /// Waits for the network as a ``ConnectivityWait`` says; the wait counts against the deadline,
+    /// this policy's or an enclosing call's, and ends at the deadline if that comes first.
     private nonisolated func waitForNetwork(_ connectivity: ConnectivityWait, start: Duration) async -> NetworkWait {
         var limit = connectivity.limit
         var deadlineComesFirst = false
-        if let deadline = self.deadline {
-            let left = deadline - (self.clock.now() - start)
+        if let left = self.timeLeft(start: start) {
             if left <= limit {
                 limit = Swift.max(left, .zero)
                 deadlineComesFirst = true

@@ -125,6 +125,30 @@ struct ConnectivityWaitTests {
         #expect(outcome.attempts == 1)
     }
 
+    /// The deadline of a call around the waiting one bounds the wait too: an inner policy
+    /// with no deadline of its own waits no longer than the outer call has left.
+    @Test func theWaitEndsAtAnEnclosingCallsDeadline() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let service = Service(network: network)
+        let outer = try RetryPolicy(maximumAttempts: 1, deadline: .seconds(60), clock: clock)
+        let inner = try self.makePolicy(clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(300))
+
+        let call = Task {
+            await outer.outcome { try await inner.execute(waitingFor: wait) { try service.fetch() } }
+        }
+        await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.sleepRequests == [.seconds(60)])
+        // Past the wait's own limit, so that a wait that ignored the outer deadline ends too.
+        clock.advance(by: .seconds(300))
+        let outcome = await call.value
+
+        #expect(outcome.stopReason != .succeeded)
+        #expect(service.attempts.value == 1)
+    }
+
     @Test func repeatedOutagesDoNotSpendTheAttempts() async throws {
         let clock = TestClock()
         let network = TestConnectivityMonitor(.offline)
