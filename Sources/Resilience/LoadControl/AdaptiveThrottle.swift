@@ -157,9 +157,8 @@ public final class AdaptiveThrottle: Sendable {
     /// ``FailureAnalysis/isLocalRejection``), nor a request that never left an offline
     /// device: none of them reached it (``Rulebook/countsAsFailure(_:)``).
     public func record(_ error: any Error) {
-        if error is CircuitBreakerOpenError || error is AdaptiveThrottleRejection { return }
         let analysis = FailureAnalysis(error)
-        if Rulebook.countsAsFailure(analysis) == false { return }
+        if analysis.isRefusedBeforeRunning || Rulebook.countsAsFailure(analysis) == false { return }
         if Self.isAccepted(analysis) { self.recordAccepted() } else { self.recordRejected() }
     }
 

@@ -191,6 +191,27 @@ struct AdaptiveThrottleTests {
         #expect(throttle.counts == (1, 0))
     }
 
+    /// A breaker's, another throttle's or a limiter's rejection reached no server, in whatever
+    /// shape it arrives: wrapped in an app's error, under `NSUnderlyingErrorKey`, bridged.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aLocalRejectionAnywhereInTheChainIsNotRecorded(shape: LibraryErrorShape) throws {
+        let rejections: [any Error] = [
+            CircuitBreakerOpenError(breakerName: "api", state: .open, retryAfter: .seconds(5)),
+            CircuitBreakerOpenError(breakerName: "api", state: .isolated, retryAfter: nil),
+            AdaptiveThrottleRejection(rejectionProbability: 0.9),
+            LimiterRejectionError(limiterName: "uploads", reason: .queueFull),
+        ]
+        for rejection in rejections {
+            let throttle = try self.makeThrottle(clock: TestClock())
+            throttle.record(shape.wrap(rejection))
+            #expect(throttle.counts == (0, 0), "\(shape): \(rejection)")
+        }
+        // The same shapes around a server's failure are recorded.
+        let throttle = try self.makeThrottle(clock: TestClock())
+        throttle.record(shape.wrap(HTTPResponseError(statusCode: 503)))
+        #expect(throttle.counts == (1, 0), "\(shape)")
+    }
+
     @Test func callerCancellationIsNotCounted() async throws {
         let throttle = try self.makeThrottle(clock: TestClock())
         let task = Task {
