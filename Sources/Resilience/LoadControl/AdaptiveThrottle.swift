@@ -80,8 +80,8 @@ public final class AdaptiveThrottle: Sendable {
     private let latestEpoch = Atomic<UInt64>(0)
     /// One more than the epoch of the latest request the server did not accept; 0 for never.
     private let latestFailureEpoch = Atomic<UInt64>(0)
-    /// The generator, used only when the rejection probability is above zero.
-    private let generator: Lock<AnyRandomNumberGenerator>
+    /// The generator, used only when the rejection probability is above zero; drawn with no lock held.
+    private let generator: ThrottleDraw
 
     /// Creates a throttle, validating every setting.
     ///
@@ -93,7 +93,11 @@ public final class AdaptiveThrottle: Sendable {
     ///     rejected; zero or more. Defaults to 0, the book's formula; raise it so a
     ///     client that sends a handful of requests is never throttled.
     ///   - clock: The clock the window runs on; inject a test clock in tests.
-    ///   - generator: Decides each rejection; inject a seeded one for repeatable runs.
+    ///   - generator: Decides each rejection; inject a seeded one for repeatable runs. Its
+    ///     `next()` runs with no lock of the throttle held, so it may call the throttle; a
+    ///     rejection decided while another call is drawing from it (or from inside its
+    ///     `next()`) draws from the system's generator instead, so overlapping calls are
+    ///     repeatable only in how many they reject on average.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         multiplier: Double = 2,
@@ -112,7 +116,7 @@ public final class AdaptiveThrottle: Sendable {
         self.bucketLength = Swift.max(self.window / Self.bucketCount, .nanoseconds(1))
         self.clock = ElapsedClock(clock)
         self.buckets = (0..<Self.bucketCount).map { _ in Bucket() }
-        self.generator = Lock(AnyRandomNumberGenerator(generator))
+        self.generator = ThrottleDraw(generator)
     }
 
     // MARK: - The small API
@@ -131,7 +135,7 @@ public final class AdaptiveThrottle: Sendable {
         }
         let probability = self.probability(at: epoch)
         guard probability > 0 else { return true }
-        let draw = self.generator.withLock { Double.random(in: 0..<1, using: &$0) }
+        let draw = self.generator.unit()
         if draw >= probability { return true }
         Self.increment(self.buckets[Int(epoch % UInt64(Self.bucketCount))].localRejections, epoch: epoch)
         return false
