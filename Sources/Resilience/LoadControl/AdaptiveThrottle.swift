@@ -151,6 +151,9 @@ public final class AdaptiveThrottle: Sendable {
         self.count(accepted: false, at: self.currentEpoch())
     }
 
+    private static let breakerRejection = ObjectIdentifier(CircuitBreakerOpenError.self)
+    private static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
+
     /// Counts a failed request as the failure says: see ``isAccepted(_:)``.
     ///
     /// A call the caller cancelled is not counted at all: it says nothing of the
@@ -161,6 +164,10 @@ public final class AdaptiveThrottle: Sendable {
     /// ``FailureAnalysis/isLocalRejection``), nor a request that never left an offline
     /// device: none of them reached it (``Rulebook/countsAsFailure(_:)``).
     public func record(_ error: any Error) {
+        // A breaker's or a throttle's own rejection as thrown (a breaker with this throttle
+        // rejecting every call of an outage) is known by its type, a comparison rather than an analysis.
+        let type = ObjectIdentifier(Swift.type(of: error))
+        if type == Self.breakerRejection || type == Self.throttleRejection { return }
         let analysis = FailureAnalysis(error)
         if analysis.isRefusedBeforeRunning || Rulebook.countsAsFailure(analysis) == false { return }
         if Self.isAccepted(analysis) { self.recordAccepted() } else { self.recordRejected() }
