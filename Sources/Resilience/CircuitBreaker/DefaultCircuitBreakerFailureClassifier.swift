@@ -1,7 +1,8 @@
 /// The package's default rules for what counts as a failure of the dependency.
 ///
-/// In order:
+/// In order, each looking through the error's whole chain (``FailureAnalysis``):
 /// 1. `CancellationError`: does not count; the caller gave up, the dependency did not fail.
+///    A time limit's cancellation is not the caller's: it counts (rule 6).
 /// 2. ``CircuitBreakerOpenError`` from another breaker inside the operation: counts,
 ///    since that dependency is unavailable to this one. Unlike a limiter's rejection,
 ///    which says only that this process is busy, an inner breaker's says the dependency
@@ -35,15 +36,20 @@ public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClass
     public init() {}
 
     /// Whether `error` counts under the default rules.
+    ///
+    /// Each rule reads the whole of the error's chain, as the breaker does: a cancellation,
+    /// a breaker's or a limiter's rejection wrapped in an error of the app's own, kept under
+    /// `NSUnderlyingErrorKey` or bridged to `NSError` is judged as itself. The error is
+    /// judged, not the task asking: a question asked in a cancelled task gets the same answer.
     public func countsAsFailure(_ error: any Error) -> Bool {
-        self.countsAsFailure(error, analysis: FailureAnalysis(error))
+        self.countsAsFailure(error, analysis: FailureAnalysis(error, isCancelled: false, timeLimitFired: false))
     }
 
     /// Whether `error` counts under the default rules, with its analysis already made (a breaker's).
     func countsAsFailure(_ error: any Error, analysis: FailureAnalysis) -> Bool {
-        if error is CancellationError { return false }
-        if error is CircuitBreakerOpenError { return true }
-        if error is LimiterRejectionError || error is AdaptiveThrottleRejection { return false }
+        if analysis.interruption == .caller || analysis.interruption == .superseded { return false }
+        if analysis.isBreakerRejection { return true }
+        if analysis.isLocalRejection { return false }
         if let status = analysis.httpStatus {
             guard (400...499).contains(status) else { return true }
             return Self.countedClientErrorStatuses.contains(status)

@@ -80,8 +80,8 @@ public final class AdaptiveThrottle: Sendable {
     private let latestEpoch = Atomic<UInt64>(0)
     /// One more than the epoch of the latest request the server did not accept; 0 for never.
     private let latestFailureEpoch = Atomic<UInt64>(0)
-    /// The generator, used only when the rejection probability is above zero.
-    private let generator: Lock<AnyRandomNumberGenerator>
+    /// The generator, used only when the rejection probability is above zero; drawn with no lock held.
+    private let generator: ThrottleDraw
 
     /// Creates a throttle, validating every setting.
     ///
@@ -93,7 +93,11 @@ public final class AdaptiveThrottle: Sendable {
     ///     rejected; zero or more. Defaults to 0, the book's formula; raise it so a
     ///     client that sends a handful of requests is never throttled.
     ///   - clock: The clock the window runs on; inject a test clock in tests.
-    ///   - generator: Decides each rejection; inject a seeded one for repeatable runs.
+    ///   - generator: Decides each rejection; inject a seeded one for repeatable runs. Its
+    ///     `next()` runs with no lock of the throttle held, so it may call the throttle; a
+    ///     rejection decided while another call is drawing from it (or from inside its
+    ///     `next()`) draws from the system's generator instead, so overlapping calls are
+    ///     repeatable only in how many they reject on average.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
         multiplier: Double = 2,
@@ -112,7 +116,7 @@ public final class AdaptiveThrottle: Sendable {
         self.bucketLength = Swift.max(self.window / Self.bucketCount, .nanoseconds(1))
         self.clock = ElapsedClock(clock)
         self.buckets = (0..<Self.bucketCount).map { _ in Bucket() }
-        self.generator = Lock(AnyRandomNumberGenerator(generator))
+        self.generator = ThrottleDraw(generator)
     }
 
     // MARK: - The small API
@@ -131,7 +135,7 @@ public final class AdaptiveThrottle: Sendable {
         }
         let probability = self.probability(at: epoch)
         guard probability > 0 else { return true }
-        let draw = self.generator.withLock { Double.random(in: 0..<1, using: &$0) }
+        let draw = self.generator.unit()
         if draw >= probability { return true }
         Self.increment(self.buckets[Int(epoch % UInt64(Self.bucketCount))].localRejections, epoch: epoch)
         return false
@@ -147,6 +151,9 @@ public final class AdaptiveThrottle: Sendable {
         self.count(accepted: false, at: self.currentEpoch())
     }
 
+    private static let breakerRejection = ObjectIdentifier(CircuitBreakerOpenError.self)
+    private static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
+
     /// Counts a failed request as the failure says: see ``isAccepted(_:)``.
     ///
     /// A call the caller cancelled is not counted at all: it says nothing of the
@@ -157,9 +164,12 @@ public final class AdaptiveThrottle: Sendable {
     /// ``FailureAnalysis/isLocalRejection``), nor a request that never left an offline
     /// device: none of them reached it (``Rulebook/countsAsFailure(_:)``).
     public func record(_ error: any Error) {
-        if error is CircuitBreakerOpenError || error is AdaptiveThrottleRejection { return }
+        // A breaker's or a throttle's own rejection as thrown (a breaker with this throttle
+        // rejecting every call of an outage) is known by its type, a comparison rather than an analysis.
+        let type = ObjectIdentifier(Swift.type(of: error))
+        if type == Self.breakerRejection || type == Self.throttleRejection { return }
         let analysis = FailureAnalysis(error)
-        if Rulebook.countsAsFailure(analysis) == false { return }
+        if analysis.isRefusedBeforeRunning || Rulebook.countsAsFailure(analysis) == false { return }
         if Self.isAccepted(analysis) { self.recordAccepted() } else { self.recordRejected() }
     }
 

@@ -2,7 +2,9 @@
 /// reached the server.
 ///
 /// It reports ``RequestDelivery/notSent``. A ``RetryPolicy`` does not retry it
-/// (``RetryStopReason/throttled``): the point of the rejection is to send less.
+/// (``RetryStopReason/throttled``), wherever it sits in the error's chain (an app's
+/// wrapper, `NSUnderlyingErrorKey`, bridged to `NSError`): the point of the rejection
+/// is to send less.
 public struct AdaptiveThrottleRejection: Error, RequestDeliveryReporting, CustomStringConvertible {
     /// The probability of rejection when this call was rejected.
     public let rejectionProbability: Double

@@ -35,7 +35,8 @@ extension RetryPolicy {
 
     /// The stop a failure calls for because of the layers nested in this call, or `nil`.
     ///
-    /// A local rejection by an ``AdaptiveThrottle`` is never retried; a failure an inner
+    /// A local rejection by an ``AdaptiveThrottle`` is never retried, wherever it sits in the
+    /// error's chain (``FailureAnalysis/isThrottleRejection``); a failure an inner
     /// policy retried to exhaustion is not retried again here, unless this policy opted out;
     /// a failure an inner policy stopped on because its request is not idempotent is never
     /// sent again from here, whatever this call was told about its operation.
@@ -44,8 +45,10 @@ extension RetryPolicy {
     /// limit fired (`LateOperationError`) counts when it says "not idempotent": the limit's
     /// error stands for that failure. Its "retried to exhaustion" does not: the attempt ran
     /// out of time, which this policy judges as a time-out.
-    nonisolated func nestedStop(after error: any Error, call: inout CallState) -> RetryStopReason? {
-        if error is AdaptiveThrottleRejection { return .throttled }
+    nonisolated func nestedStop(
+        after error: any Error, analysis: FailureAnalysis, call: inout CallState
+    ) -> RetryStopReason? {
+        if analysis.isThrottleRejection { return .throttled }
         guard
             let (word, writers) = NestedRetryLedger.take(
                 error, by: ObjectIdentifier(self), writtenAfter: call.ledgerMark)

@@ -12,7 +12,7 @@ enum RefreshFailure {
     static func isTransient(_ error: any Error, _ analysis: FailureAnalysis) -> Bool {
         if analysis.needsCredentials { return false }
         if analysis.isTooManyRequests || analysis.isOffline || analysis.interruption != nil
-            || analysis.isLocalRejection || error is CircuitBreakerOpenError
+            || analysis.isRefusedBeforeRunning
         {
             return true
         }
@@ -22,8 +22,9 @@ enum RefreshFailure {
                 || (status >= 500 && analysis.retryAfter != nil)
         }
         if analysis.retryAfter != nil { return true }
-        if let category = URLErrorCategory(error) { return category.isTransient }
-        return (error as? any RetryableError)?.isRetryable ?? false
+        if let category = analysis.urlErrorCategory { return category.isTransient }
+        if case .retryable(let isRetryable)? = analysis.defaultRuling { return isRetryable }
+        return false
     }
 
     /// How long the recovery remembers a refresh's failure: for good, until its retry-after

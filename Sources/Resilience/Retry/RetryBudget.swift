@@ -7,8 +7,8 @@ import Synchronization
 /// one token, every success gives back ``tokenRatio``; a retry is allowed only
 /// while more than half the tokens remain. The first attempt of a call is never
 /// gated, so a budget can slow retries but never blocks a request outright.
-/// A ``CircuitBreakerOpenError`` costs no token: the breaker rejected the call
-/// locally, so the dependency saw no load from it. Nor does a rejection by one of
+/// A ``CircuitBreakerOpenError`` costs no token, wherever it sits in the error's chain:
+/// the breaker rejected the call locally, so the dependency saw no load from it. Nor does a rejection by one of
 /// the library's own limiters, wherever it sits in the error's chain
 /// (``FailureAnalysis/isLocalRejection``): a full ``ConcurrencyLimiter``, a
 /// ``RateLimiter`` out of permits. Nor does a request that never left an offline

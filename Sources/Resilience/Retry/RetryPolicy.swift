@@ -741,7 +741,7 @@ public final actor RetryPolicy {
         let ruled: RetryStopReason? =
             Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
         let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
-        if let ruled = ruled ?? self.nestedStop(after: error, call: &call) ?? reportedStop {
+        if let ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: &call) ?? reportedStop {
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(
@@ -772,7 +772,7 @@ public final actor RetryPolicy {
 
         // A breaker's or a limiter's rejection, or a request that never left an offline
         // device, put no load on the dependency, so it costs no token.
-        if !(error is CircuitBreakerOpenError), Rulebook.countsAsFailure(analysis) != false {
+        if !analysis.isRefusedBeforeRunning, Rulebook.countsAsFailure(analysis) != false {
             self.budget?.recordFailure()
         }
         if call.countedAttempts >= self.maximumAttempts { return .stop(.exhausted) }

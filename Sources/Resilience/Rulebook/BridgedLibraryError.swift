@@ -27,7 +27,10 @@ enum BridgedLibraryError {
     /// What a bridged error of the library says, as the failure analysis reads it.
     enum Kind {
         case breakerRejection
+        /// A ``ConcurrencyLimiter``'s or a ``RateLimiter``'s refusal.
         case localRejection
+        /// An ``AdaptiveThrottle``'s refusal: a local rejection too.
+        case throttleRejection
         case timeLimit
     }
 
@@ -41,8 +44,10 @@ enum BridgedLibraryError {
         switch domain {
         case Self.breakerOpenDomain:
             return .breakerRejection
-        case Self.limiterRejectionDomain, Self.throttleRejectionDomain:
+        case Self.limiterRejectionDomain:
             return .localRejection
+        case Self.throttleRejectionDomain:
+            return .throttleRejection
         case Self.timeoutDomain, Self.attemptTimeoutDomain:
             return .timeLimit
         default:

@@ -62,6 +62,17 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// dependency is failing, so a breaker outside counts it; for a ``Fallback`` it is a
     /// refusal all the same (``FallbackContext/isRejection``).
     let isRefusedBeforeRunning: Bool
+    /// Whether an ``AdaptiveThrottle`` refused the call: an ``AdaptiveThrottleRejection``
+    /// anywhere in the chain, as itself or bridged, while nothing in it says the request left
+    /// (``delivery`` is ``RequestDelivery/notSent``).
+    ///
+    /// Kept apart from a limiter's refusal, which ``isLocalRejection`` reads the same way,
+    /// because a ``RetryPolicy`` never retries it (``RetryStopReason/throttled``).
+    let isThrottleRejection: Bool
+
+    /// Whether a ``CircuitBreaker`` refused the call: a ``CircuitBreakerOpenError`` anywhere in
+    /// the chain, as itself or bridged, while nothing in it says the request left.
+    var isBreakerRejection: Bool { self.isRefusedBeforeRunning && !self.isLocalRejection }
 
     /// The outermost CloudKit error code in the chain, if any: what ``CloudKitRetryClassifier`` judges.
     let cloudKitCode: CloudKitErrorCode?
@@ -127,6 +138,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             reader.sawLocalRejection && !reader.sawBreakerRejection && self.delivery == .notSent
         self.isRefusedBeforeRunning =
             (reader.sawLocalRejection || reader.sawBreakerRejection) && self.delivery == .notSent
+        self.isThrottleRejection = reader.sawThrottleRejection && self.delivery == .notSent
     }
 
     /// This analysis with the fact that the failed call's own operation proved it had no
@@ -156,6 +168,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawRefused = false
         var sawLocalRejection = false
         var sawBreakerRejection = false
+        /// Whether the local rejection was, or included, an ``AdaptiveThrottle``'s.
+        var sawThrottleRejection = false
         var cloudKitCode: CloudKitErrorCode?
         var urlErrorCategory: URLErrorCategory?
         var ruling: DefaultRetryClassifier.Ruling?
@@ -207,6 +221,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .localRejection:
                     self.note(.notSent)
                     self.sawLocalRejection = true
+                case .throttleRejection:
+                    self.note(.notSent)
+                    self.sawLocalRejection = true
+                    self.sawThrottleRejection = true
                 case .timeLimit:
                     self.note(.mayHaveBeenSent)
                     self.sawTimeLimit = true
@@ -279,8 +297,11 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// analysis thousands of instructions (counted with callgrind), the comparison a few.
         mutating func noteRejection(by type: any RequestDeliveryReporting.Type) {
             let type = ObjectIdentifier(type)
-            if type == Self.limiterRejection || type == Self.throttleRejection {
+            if type == Self.limiterRejection {
                 self.sawLocalRejection = true
+            } else if type == Self.throttleRejection {
+                self.sawLocalRejection = true
+                self.sawThrottleRejection = true
             } else if type == Self.breakerRejection {
                 self.sawBreakerRejection = true
             }

@@ -93,6 +93,37 @@ import Testing
             classifier.countsAsFailure(CircuitBreakerOpenError(breakerName: "inner", state: .open, retryAfter: nil)))
     }
 
+    /// The default classifier answers a direct question as the breaker reads the failure,
+    /// through the whole chain: a cancellation or a limiter's or a throttle's rejection does not
+    /// count however it is wrapped, an inner breaker's rejection does.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func defaultClassifierRulesReadTheWholeChain(shape: LibraryErrorShape) {
+        let classifier = DefaultCircuitBreakerFailureClassifier()
+        let notCounted: [any Error] = [
+            LimiterRejectionError(limiterName: "uploads", reason: .queueFull),
+            AdaptiveThrottleRejection(rejectionProbability: 0.9),
+        ]
+        for error in notCounted {
+            #expect(!classifier.countsAsFailure(shape.wrap(error)), "\(shape): \(error)")
+        }
+        if !shape.bridges {
+            #expect(!classifier.countsAsFailure(shape.wrap(CancellationError())), "\(shape)")
+        }
+        let inner = CircuitBreakerOpenError(breakerName: "inner", state: .open, retryAfter: nil)
+        #expect(classifier.countsAsFailure(shape.wrap(inner)), "\(shape)")
+        #expect(classifier.countsAsFailure(shape.wrap(HTTPFailure(status: 503))), "\(shape)")
+    }
+
+    /// The classifier judges the error it is asked about, not the task asking.
+    @Test func defaultClassifierJudgesTheErrorNotTheTaskAsking() async {
+        let classifier = DefaultCircuitBreakerFailureClassifier()
+        let counts = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return classifier.countsAsFailure(HTTPFailure(status: 503))
+        }.value
+        #expect(counts)
+    }
+
     // MARK: - Pushback
 
     @Test func a429WithRetryAfterFiveSecondsOpensItForAtLeastFiveSeconds() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Resilience
 import ResilienceTesting
+import Synchronization
 import Testing
 
 @Suite("Adaptive throttle")
@@ -191,6 +192,27 @@ struct AdaptiveThrottleTests {
         #expect(throttle.counts == (1, 0))
     }
 
+    /// A breaker's, another throttle's or a limiter's rejection reached no server, in whatever
+    /// shape it arrives: wrapped in an app's error, under `NSUnderlyingErrorKey`, bridged.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aLocalRejectionAnywhereInTheChainIsNotRecorded(shape: LibraryErrorShape) throws {
+        let rejections: [any Error] = [
+            CircuitBreakerOpenError(breakerName: "api", state: .open, retryAfter: .seconds(5)),
+            CircuitBreakerOpenError(breakerName: "api", state: .isolated, retryAfter: nil),
+            AdaptiveThrottleRejection(rejectionProbability: 0.9),
+            LimiterRejectionError(limiterName: "uploads", reason: .queueFull),
+        ]
+        for rejection in rejections {
+            let throttle = try self.makeThrottle(clock: TestClock())
+            throttle.record(shape.wrap(rejection))
+            #expect(throttle.counts == (0, 0), "\(shape): \(rejection)")
+        }
+        // The same shapes around a server's failure are recorded.
+        let throttle = try self.makeThrottle(clock: TestClock())
+        throttle.record(shape.wrap(HTTPResponseError(statusCode: 503)))
+        #expect(throttle.counts == (1, 0), "\(shape)")
+    }
+
     @Test func callerCancellationIsNotCounted() async throws {
         let throttle = try self.makeThrottle(clock: TestClock())
         let task = Task {
@@ -211,6 +233,39 @@ struct AdaptiveThrottleTests {
         }
         #expect(outcome.stopReason == .throttled)
         #expect(outcome.attempts == 1)
+    }
+
+    /// The injected generator is user code: the throttle holds no lock while it runs, so a
+    /// generator that asks the throttle again, from its own thread or another, is answered.
+    ///
+    /// The probe asks from another thread and waits for the answer at most a bounded time,
+    /// which a lock held across the draw would use up (the other thread then finishes once the
+    /// draw returns); only when that answer came does it ask again from its own thread, which
+    /// would deadlock on such a lock.
+    @Test func theGeneratorRunsWithNoLockOfTheThrottleHeld() throws {
+        let probe = ReentrantProbe()
+        let throttle = try AdaptiveThrottle(
+            clock: TestClock(), generator: ProbingGenerator(probe: probe, base: SeededRandomNumberGenerator(seed: 5)))
+        probe.throttle.withLock { $0 = throttle }
+        for _ in 0..<10 { throttle.recordRejected() }
+        for _ in 0..<20 { _ = throttle.admit() }
+        let (draws, fromAnotherThread, fromItsOwnThread) = probe.results.withLock { ($0.draws, $0.other, $0.own) }
+        #expect(draws == 20, "the calls back into the throttle drew from the system's generator")
+        #expect(fromAnotherThread == 20, "another thread's admit() was answered during every draw")
+        #expect(fromItsOwnThread == 20, "a reentrant admit() was answered during every draw")
+    }
+
+    /// Drawing outside the lock changes nothing for one caller at a time: the decisions are the
+    /// injected generator's, as when it was drawn under the lock.
+    @Test func oneCallerAtATimeDrawsTheInjectedGeneratorsSequence() throws {
+        let throttle = try self.makeThrottle(clock: TestClock(), seed: 42)
+        for _ in 0..<10 { throttle.recordRejected() }
+        var reference = SeededRandomNumberGenerator(seed: 42)
+        for index in 0..<200 {
+            let probability = throttle.rejectionProbability
+            let expected = Double.random(in: 0..<1, using: &reference) >= probability
+            #expect(throttle.admit() == expected, "decision \(index)")
+        }
     }
 
     @Test(arguments: [
@@ -265,5 +320,56 @@ struct AdaptiveThrottleStageTests {
         #expect(reached.value + rejected == 200)
         let analysis = FailureAnalysis(AdaptiveThrottleRejection(rejectionProbability: 0.9))
         #expect(analysis.delivery == .notSent)
+    }
+}
+
+/// What ``ProbingGenerator`` saw: its draws, and how many calls back into the throttle were answered.
+final class ReentrantProbe: Sendable {
+    struct Results {
+        var draws = 0
+        var other = 0
+        var own = 0
+        var probing = false
+        /// Set once an answer did not come in time: later draws are not probed.
+        var gaveUp = false
+    }
+
+    let throttle = Mutex<AdaptiveThrottle?>(nil)
+    let results = Mutex(Results())
+
+    /// Asks the throttle from another thread, waiting a bounded time, then from this thread.
+    func check() {
+        let skip = self.results.withLock { results -> Bool in
+            results.draws += 1
+            if results.probing || results.gaveUp { return true }
+            results.probing = true
+            return false
+        }
+        // A draw made by the probe's own call to the throttle is not probed again.
+        guard !skip, let throttle = self.throttle.withLock({ $0 }) else { return }
+        defer { self.results.withLock { $0.probing = false } }
+        let answered = DispatchSemaphore(value: 0)
+        Thread {
+            _ = throttle.admit()
+            answered.signal()
+        }.start()
+        guard answered.wait(timeout: .now() + .seconds(5)) == .success else {
+            self.results.withLock { $0.gaveUp = true }
+            return
+        }
+        self.results.withLock { $0.other += 1 }
+        _ = throttle.admit()
+        self.results.withLock { $0.own += 1 }
+    }
+}
+
+/// A generator whose every draw calls back into the throttle it decides for.
+struct ProbingGenerator: RandomNumberGenerator, Sendable {
+    let probe: ReentrantProbe
+    var base: SeededRandomNumberGenerator
+
+    mutating func next() -> UInt64 {
+        self.probe.check()
+        return self.base.next()
     }
 }

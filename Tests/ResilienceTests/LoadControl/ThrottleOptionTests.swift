@@ -90,6 +90,38 @@ struct ThrottleOptionTests {
         #expect(clock.sleepRequests == [.milliseconds(10)])
     }
 
+    /// A throttle's rejection asks for less traffic, so a policy never retries it: not when the
+    /// throttle is another layer's (a breaker's, a pipeline's) and the rejection reaches the
+    /// policy wrapped in an app's error, under `NSUnderlyingErrorKey`, or bridged to `NSError`.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aThrottlesRejectionAnywhereInTheChainIsNotRetried(shape: LibraryErrorShape) async throws {
+        let clock = TestClock()
+        let policy = try self.policy(throttle: nil, attempts: 3, clock: clock)
+        let rejection = shape.wrap(AdaptiveThrottleRejection(rejectionProbability: 0.9))
+        let ran = Counter()
+        let outcome = await driveThroughEveryWait(clock) {
+            await policy.outcome { () async throws -> Int in
+                _ = ran.increment()
+                throw rejection
+            }
+        }
+        #expect(ran.value == 1, "\(shape)")
+        #expect(outcome.stopReason == .throttled, "\(shape)")
+        #expect(clock.sleepRequests.isEmpty, "\(shape)")
+    }
+
+    /// A limiter's rejection is not a throttle's: the policy judges it as before (and retries it).
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aLimitersRejectionIsNotReadAsAThrottles(shape: LibraryErrorShape) async throws {
+        let clock = TestClock()
+        let policy = try self.policy(throttle: nil, attempts: 3, clock: clock)
+        let rejection = shape.wrap(LimiterRejectionError(limiterName: "uploads", reason: .queueFull))
+        let outcome = await driveThroughEveryWait(clock) {
+            await policy.outcome { () async throws -> Int in throw rejection }
+        }
+        #expect(outcome.stopReason != .throttled, "\(shape)")
+    }
+
     @Test func aCancelledCallIsNotCountedAndCancellationDuringTheBackoffEndsIt() async throws {
         let clock = TestClock()
         let throttle = try self.throttle(clock: clock, floor: 10)

@@ -119,6 +119,48 @@ struct TransientRefreshFailureTests {
         #expect(refreshes.value == 1, "\(shape): the session is over until the person signs in")
     }
 
+    /// A refresh an open or isolated breaker refused, or that failed with an error of the app's
+    /// own that says it passes (``RetryableError``), failed for now in whatever shape it arrives:
+    /// the auth client may wrap it, keep it under `NSUnderlyingErrorKey`, or bridge it.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aRefreshRefusedByABreakerOrFailingWithAPassingErrorDoesNotEndTheSession(
+        shape: LibraryErrorShape
+    ) async throws {
+        var failures: [(String, any Error)] = [
+            ("open breaker", CircuitBreakerOpenError(breakerName: "auth", state: .open, retryAfter: nil)),
+            ("isolated breaker", CircuitBreakerOpenError(breakerName: "auth", state: .isolated, retryAfter: nil)),
+        ]
+        if !shape.bridges { failures.append(("passing error", AuthServerHiccup(isRetryable: true))) }
+        for (name, failure) in failures {
+            let clock = TestClock()
+            let (recovery, refreshes) = Self.recovery(failingFirstWith: shape.wrap(failure), clock: clock)
+            let policy = try self.makePolicy(clock: clock)
+            let first = await policy.outcome(recovering: recovery, operation: Self.operation)
+            #expect(first.stopReason == .credentialRefreshFailed, "\(shape): \(name)")
+            let second = await policy.outcome(recovering: recovery, operation: Self.operation)
+            #expect(refreshes.value == 2, "\(shape): \(name): the failure is not remembered")
+            #expect(second.stopReason == .succeeded, "\(shape): \(name)")
+        }
+    }
+
+    /// An error of the app's own that says it does not pass ends the session in every shape.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aRefreshFailingWithAFinalErrorOfTheAppsOwnEndsTheSession(shape: LibraryErrorShape) async throws {
+        let clock = TestClock()
+        let failure = shape.wrap(AuthServerHiccup(isRetryable: false))
+        let (recovery, refreshes) = Self.recovery(failingFirstWith: failure, clock: clock)
+        let policy = try self.makePolicy(clock: clock)
+        let first = await policy.outcome(recovering: recovery, operation: Self.operation)
+        #expect(first.stopReason == .authenticationRequired, "\(shape)")
+        _ = await policy.outcome(recovering: recovery, operation: Self.operation)
+        #expect(refreshes.value == 1, "\(shape)")
+    }
+
+    /// An auth server's failure of the app's own type, which says whether it passes.
+    struct AuthServerHiccup: RetryableError {
+        var isRetryable: Bool
+    }
+
     @Test func concurrentCallersShareTheOneRefreshThatFailsForNow() async throws {
         let clock = TestClock()
         let refreshes = Counter()

@@ -1,4 +1,6 @@
+import Foundation
 import Resilience
+import ResilienceTesting
 import Testing
 
 @Suite("RetryBudget")
@@ -30,6 +32,33 @@ struct RetryBudgetTests {
         #expect(budget.tokens == 0)
         budget.recordSuccess()
         #expect(budget.tokens == 0.5)
+    }
+
+    /// A breaker's rejection put no load on the dependency, so its retry costs no token, in
+    /// whatever shape it reaches the policy; the same shapes around a server's failure cost one.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aBreakersRejectionAnywhereInTheChainCostsNoToken(shape: LibraryErrorShape) async throws {
+        let rejection = CircuitBreakerOpenError(breakerName: "api", state: .open, retryAfter: .milliseconds(10))
+        #expect(try await Self.tokensLeft(afterRetrying: shape.wrap(rejection)) == 10, "\(shape)")
+        #expect(
+            try await Self.tokensLeft(afterRetrying: shape.wrap(HTTPResponseError(statusCode: 503))) < 10, "\(shape)")
+    }
+
+    /// The tokens left in a fresh budget of 10 after a policy of two attempts failed twice with `error`.
+    private static func tokensLeft(afterRetrying error: any Error) async throws -> Double {
+        let clock = TestClock()
+        let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)
+        let policy = try RetryPolicy(
+            maximumAttempts: 2, backoff: .constant(.milliseconds(10)), jitter: .none, budget: budget, clock: clock)
+        let attempts = Counter()
+        _ = await driveThroughEveryWait(clock) {
+            await policy.outcome { () async throws -> Int in
+                _ = attempts.increment()
+                throw error
+            }
+        }
+        #expect(attempts.value == 2, "\(error) is retried")
+        return budget.tokens
     }
 
     @Test func concurrentUpdatesKeepTheBucketInRange() async throws {
