@@ -120,6 +120,10 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     }
 
     /// The time left until `instant` on the recovery's clock; zero once it has passed.
+    func claimFailureCharge(round: UInt64) -> Bool {
+        self.storage.claimFailureCharge(round: round)
+    }
+
     func timeLeft(until instant: Duration) -> Duration {
         self.storage.timeLeft(until: instant)
     }

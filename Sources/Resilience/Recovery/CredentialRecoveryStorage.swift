@@ -27,6 +27,8 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
 
     private struct State {
         var machine: CredentialRecoveryStateMachine<Credential, Waiter>
+        /// The latest round whose failure a call has claimed to charge to its retry budget.
+        var chargedRound: UInt64 = 0
         /// Tests waiting for a number of parked calls.
         var countWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -96,6 +98,17 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         // A cancellation that came after the call was resumed another way left a note; drop it.
         self.state.withLock { $0.machine.forget(id: id) }
         return result
+    }
+
+    /// Whether the caller is the first to charge the failure of refresh `round` to a retry
+    /// budget: one failed refresh is one request, however many calls shared it, and a
+    /// remembered failure sent no request at all.
+    func claimFailureCharge(round: UInt64) -> Bool {
+        self.state.withLock { state in
+            guard round > state.chargedRound else { return false }
+            state.chargedRound = round
+            return true
+        }
     }
 
     /// The time left until `instant` on the recovery's clock; zero once it has passed.

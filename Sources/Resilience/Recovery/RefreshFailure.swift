@@ -4,7 +4,7 @@
 /// an OAuth 2.0 `invalid_grant`) or the refresh threw an error of the app's own that the
 /// analysis does not know: the person must sign in again. It fails **for now** when
 /// the failure says nothing about the session: the auth server asked for less traffic
-/// (429) or for a wait (a retry-after hint), was unavailable (408, 500, 502, 503, 504),
+/// (429) or for a wait (a retry-after hint), was unavailable (408, any 5xx),
 /// could not be reached (offline, a refused connection, a timeout), or the refresh was
 /// cut short (a time limit, a cancellation, a local limiter or breaker).
 enum RefreshFailure {
@@ -17,9 +17,9 @@ enum RefreshFailure {
             return true
         }
         if let status = analysis.httpStatus {
-            // The server answered: only an answer that asks to come back later passes.
-            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status)
-                || (status >= 500 && analysis.retryAfter != nil)
+            // The server answered: an answer that asks to come back later passes, and so does
+            // any 5xx, the server's (or a proxy's: 521, 522, 524) failure, not the session's.
+            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status) || status >= 500
         }
         if analysis.retryAfter != nil { return true }
         if let category = analysis.urlErrorCategory { return category.isTransient }

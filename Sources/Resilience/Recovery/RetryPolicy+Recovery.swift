@@ -108,7 +108,7 @@ extension RetryPolicy {
                     call.hasRecovered = true
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
-                case .failed(let failure, let hintLeft):
+                case .failed(let failure, let hintLeft, let isFirstToCharge):
                     if Task.isCancelled { return .stopWithError(.cancelled, CancellationError()) }
                     // The refresh's own failure, read by the same analysis: only one that refused
                     // the session sends the person to sign in.
@@ -119,7 +119,7 @@ extension RetryPolicy {
                     if let hint = refusal.retryAfter { call.lastHint = hint }
                     let next = await self.refreshRetry(
                         isolation: isolation, after: failure, analysis: refusal, hintLeft: hintLeft,
-                        options: options, call: &call, start: start)
+                        chargesBudget: isFirstToCharge, options: options, call: &call, start: start)
                     if let next { return next }
                 }
             }
@@ -176,11 +176,15 @@ extension RetryPolicy {
     /// After a refresh that failed for now: waits, and returns `nil` for the call to refresh again,
     /// or returns how the call ends.
     ///
-    /// The auth server's 429 ends the call at once (``RetryStopReason/tooManyRequests``). A refresh
-    /// that failed offline, when the call waits for the network and the monitor confirms it is
+    /// The auth server's 429 ends the call at once (``RetryStopReason/tooManyRequests``), and so
+    /// does an ``AdaptiveThrottle``'s refusal of the refresh (``RetryStopReason/throttled``). A
+    /// hint longer than ``maximumRetryAfter`` ends it with ``RetryStopReason/retryAfterTooLong``,
+    /// offline or not. A refresh that failed offline, when the call waits for the network and the monitor confirms it is
     /// offline, is followed by that wait, which takes no attempt, as after an offline attempt.
     /// Any other (an offline one without that wait included) is retried as a failed attempt is:
-    /// it costs the ``budget`` a token unless the request never left the device, it takes one of
+    /// the failed refresh costs the ``budget`` one token, charged by the first call that learns of
+    /// it (calls that shared the refresh, or got its remembered failure, sent nothing more), unless
+    /// the request never left the device; the retry takes one of
     /// the call's ``maximumAttempts``, and the wait before it is the jittered backoff, or the rest
     /// of the refresh's retry-after hint if longer, within ``maximumRetryAfter`` and the
     /// ``deadline``. When attempts run out the call ends with the reason that names the failure
@@ -189,20 +193,24 @@ extension RetryPolicy {
     /// - Parameters:
     ///   - failure: The refresh's error; the call ends with it.
     ///   - hintLeft: The rest of the refresh's retry-after hint, if it had one.
+    ///   - chargesBudget: Whether this call charges the failed refresh to the ``budget``.
     private func refreshRetry(
         isolation: isolated (any Actor)?,
         after failure: any Error,
         analysis: FailureAnalysis,
         hintLeft: Duration?,
+        chargesBudget: Bool,
         options: CallOptions,
         call: inout CallState,
         start: Duration
     ) async -> Plan? {
-        if analysis.isTooManyRequests {
-            // Server pushback costs budget, as the auth server's as any other.
+        if analysis.isThrottleRejection { return .stopWithError(.throttled, failure) }
+        if chargesBudget, !analysis.isRefusedBeforeRunning, Rulebook.countsAsFailure(analysis) != false {
+            // Server pushback costs budget too, the auth server's as any other.
             self.budget?.recordFailure()
-            return .stopWithError(.tooManyRequests, failure)
         }
+        if analysis.isTooManyRequests { return .stopWithError(.tooManyRequests, failure) }
+        if let hintLeft, hintLeft > self.maximumRetryAfter { return .stopWithError(.retryAfterTooLong, failure) }
         if analysis.isOffline, let connectivity = options.connectivity, !connectivity.monitor.connectivity.isOnline {
             let failedAt = self.clock.now()
             switch await self.waitForNetwork(connectivity, start: start) {
@@ -221,13 +229,9 @@ extension RetryPolicy {
                     retryAfter: analysis.retryAfter))
             return await self.sleep(rest)
         }
-        if !(failure is CircuitBreakerOpenError), Rulebook.countsAsFailure(analysis) != false {
-            self.budget?.recordFailure()
-        }
         if call.countedAttempts >= self.maximumAttempts {
             return .stopWithError(RefreshFailure.stopReason(for: analysis), failure)
         }
-        if let hintLeft, hintLeft > self.maximumRetryAfter { return .stopWithError(.retryAfterTooLong, failure) }
         let jittered = await self.nextDelay(
             forRetry: call.attempts - 1 + call.refreshRetries, previous: call.previousDelay)
         let delay = Swift.max(jittered, hintLeft ?? .zero)
@@ -284,8 +288,9 @@ enum CallRecoveryResult {
     /// A newer credential is in place.
     case recovered
     /// The refresh failed with `error` (or the wait was cancelled); `hintLeft` is the rest of
-    /// the refresh's retry-after hint, if it had one.
-    case failed(any Error, hintLeft: Duration?)
+    /// the refresh's retry-after hint, if it had one. `isFirstToCharge` is true for the one
+    /// call that charges the failed refresh to its retry budget.
+    case failed(any Error, hintLeft: Duration?, isFirstToCharge: Bool)
 }
 
 /// The recovery one call through a ``RetryPolicy`` may take after a credential failure.
@@ -327,7 +332,10 @@ final class CredentialRecoveryCall<Credential: Sendable>: CallRecovery {
             return .recovered
         case .failure(let error):
             if let round = answer.failedRound { self.carried.withLock { $0.seen = round } }
-            return .failed(error, hintLeft: answer.until.map { self.recovery.timeLeft(until: $0) })
+            let isFirstToCharge = answer.failedRound.map { self.recovery.claimFailureCharge(round: $0) } ?? false
+            return .failed(
+                error, hintLeft: answer.until.map { self.recovery.timeLeft(until: $0) },
+                isFirstToCharge: isFirstToCharge)
         }
     }
 }
