@@ -11,11 +11,15 @@ package struct CircuitBreakerPermit: Sendable, Hashable {
     @usableFromInline package let ticket: UInt64
     /// When the call started, on the breaker's clock; kept only when a slow-call rule needs it.
     @usableFromInline package let start: Duration?
+    /// The breaker's re-base count when ``start`` was read: the offset that places `start` on
+    /// the breaker's own time line (see ``CircuitBreakerStateMachine/offset``).
+    @usableFromInline package let rebases: UInt64
 
-    @inlinable package init(generation: UInt64, ticket: UInt64, start: Duration?) {
+    @inlinable package init(generation: UInt64, ticket: UInt64, start: Duration?, rebases: UInt64 = 0) {
         self.generation = generation
         self.ticket = ticket
         self.start = start
+        self.rebases = rebases
     }
 
     /// Whether the permit holds a half-open probe slot.
