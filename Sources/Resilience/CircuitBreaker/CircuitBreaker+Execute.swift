@@ -102,7 +102,14 @@ extension CircuitBreaker {
     @inline(never)
     private func admitWithoutCoarseBounds(_ word: UInt64) throws -> CircuitBreakerPermit {
         if word & CircuitBreakerStorage.closedBit != 0 {
-            return CircuitBreakerPermit(generation: word >> 2, ticket: 0, start: self.clock.now())
+            // A slow-call rule's start, with the re-base count that places it on the breaker's
+            // time line. One behind the breaker's latest time (a late reading, or a jump not yet
+            // proved) takes the lock, where the machine starts the call at its latest time.
+            let start = self.storage.read(self.clock)
+            if start.elapsed >= Self.duration(nanoseconds: self.storage.latestSeenMark) {
+                return CircuitBreakerPermit(
+                    generation: word >> 2, ticket: 0, start: start.elapsed, rebases: start.rebases)
+            }
         }
         let mark = self.storage.openUntilMark
         if mark == CircuitBreakerStorage.isolatedMark {
@@ -185,9 +192,12 @@ extension CircuitBreaker {
             if word & CircuitBreakerStorage.pendingFailuresBit == 0 {
                 if self.successNeedsNoLock {
                     let finished = self.readsClockOnSuccess ? self.clock.now() : nil
+                    // Timed without the lock only when no re-base came since the start: a call
+                    // that spans one is timed by the machine, on its own time line.
                     let isSlow =
                         finished.map {
                             CircuitBreakerStateMachine.isSlow(permit, at: $0, rule: self.configuration.slowCallRule)
+                                || self.storage.rebaseCount != permit.rebases
                         } ?? false
                     if !isSlow { return }
                     needsTime = true
@@ -207,6 +217,7 @@ extension CircuitBreaker {
                         let finished = self.clock.now()
                         if !CircuitBreakerStateMachine.isSlow(
                             permit, at: finished, rule: self.configuration.slowCallRule),
+                            self.storage.rebaseCount == permit.rebases,
                             let nanoseconds = Self.wholeNanoseconds(finished),
                             self.storage.countSuccessWithoutLock(atNanoseconds: nanoseconds)
                         {
@@ -222,9 +233,14 @@ extension CircuitBreaker {
         if reading == nil, needsTime || self.readsClockOnSuccess || permit.isProbe {
             reading = self.storage.read(self.clock)
         }
+        // A reading behind the breaker's latest time is taken again, and proves a jump if still
+        // behind: a closed breaker sees no rejection to prove one by, and its results count on
+        // from the new readings.
         let transition =
             if let reading {
-                self.storage.update(at: reading) { $0.record(.success, for: permit, at: $1) }.result
+                self.storage.update(atReadingOf: self.clock, first: reading) {
+                    $0.record(.success, for: permit, at: $1)
+                }
             } else {
                 self.storage.update { $0.record(.success, for: permit, at: nil) }
             }
@@ -271,9 +287,10 @@ extension CircuitBreaker {
             return
         }
         let pushback = self.configuration.pushback.openDuration(for: analysis)
-        let transition = self.storage.update(at: self.storage.read(self.clock)) {
+        // As for a success: a reading behind the breaker's latest time is taken again.
+        let transition = self.storage.update(atReadingOf: self.clock) {
             $0.record(.failure(pushback: pushback), for: permit, at: $1)
-        }.result
+        }
         self.report(transition, error: error)
     }
 }

@@ -45,15 +45,18 @@
 /// ## A clock that goes back
 /// A jump back of the injected clock (a wall clock set back, a custom clock) counts as
 /// no time elapsed. A caller whose reading is behind the latest one the breaker
-/// counted, and would be rejected, reads the clock again; a second reading still
-/// behind it proves the jump, and the breaker counts on from where it was, adding the
-/// jump to every later reading. An open breaker then stays open for what was left of
+/// counted, and would be rejected or has a result to count, reads the clock again; a
+/// second reading still behind it proves the jump, and the breaker counts on from where
+/// it was, adding the jump to every later reading. A closed breaker, which rejects
+/// nothing, proves it by its results: its time window runs on from the new readings,
+/// snapshot or not. An open breaker then stays open for what was left of
 /// its open time at the last reading it counted, measured on the clock's new readings:
 /// at most its open duration from the first reading after the jump, never the jump on
 /// top of it. (A rejection without the lock counts no reading, so the time between the
 /// breaker's last counted reading and the jump is not counted either.) Probe leases
 /// and a time window's buckets run on the same way, without losing or counting a call
-/// twice. The times the breaker reports (``CircuitBreakerSnapshot/openedAt``,
+/// twice, and a slow-call rule times a call that spans the jump on that one line. The
+/// times the breaker reports (``CircuitBreakerSnapshot/openedAt``,
 /// ``CircuitBreakerSnapshot/takenAt``, a transition's time) are on its own time line,
 /// which never goes back: behind the clock's readings by the jumps. The system's
 /// continuous clock never goes back.

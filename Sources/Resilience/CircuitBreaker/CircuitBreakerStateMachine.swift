@@ -94,6 +94,10 @@ package struct CircuitBreakerStateMachine: Sendable {
     package private(set) var offset: Duration = .zero
     /// How many times the machine re-based onto a clock that went back.
     package private(set) var rebases: UInt64 = 0
+    /// The offset before the latest re-base, and the time on the machine's line that re-base
+    /// mapped its reading to: where a call started before it is placed on the line.
+    private var offsetBeforeRebase: Duration = .zero
+    private var rebasedAt: Duration = .zero
 
     private var window: CircuitBreakerSlidingWindow?
     private var probes: [Probe]
@@ -156,6 +160,23 @@ package struct CircuitBreakerStateMachine: Sendable {
         return now - start > rule.threshold
     }
 
+    /// When the call admitted with `permit` started, on the machine's time line; `nil` when
+    /// the permit kept no start.
+    ///
+    /// A start read under the current re-base count takes the current offset; one read under
+    /// the count before it, the offset then, and no later than where the re-base mapped its
+    /// reading (a start read after the jump, before the re-base, counts as the latest time
+    /// then, as any reading behind it does); an older one, the latest re-base's time. A call
+    /// spanning a re-base is so timed on one line, where the jump counts as no time.
+    package func start(of permit: CircuitBreakerPermit) -> Duration? {
+        guard let start = permit.start else { return nil }
+        if permit.rebases == self.rebases { return Self.adding(start, self.offset) }
+        if permit.rebases &+ 1 == self.rebases {
+            return Swift.min(Self.adding(start, self.offsetBeforeRebase), self.rebasedAt)
+        }
+        return self.rebasedAt
+    }
+
     /// The reading of the clock that stands for the latest time seen: ``latest`` less ``offset``.
     package var latestReading: Duration {
         Self.adding(self.latest, .zero - self.offset)
@@ -186,6 +207,8 @@ package struct CircuitBreakerStateMachine: Sendable {
     package mutating func rebase(from observed: Duration, to reading: Duration) -> Bool {
         let shifted = Self.adding(reading, self.offset)
         guard shifted < observed else { return false }
+        self.offsetBeforeRebase = self.offset
+        self.rebasedAt = observed
         self.offset = Self.adding(self.offset, observed - shifted)
         self.rebases &+= 1
         return true
@@ -247,7 +270,8 @@ package struct CircuitBreakerStateMachine: Sendable {
         let slowStart = self.configuration.slowCallRule == nil ? nil : self.latestReading
         switch self.phase {
         case .closed:
-            let permit = CircuitBreakerPermit(generation: self.generation, ticket: 0, start: slowStart)
+            let permit = CircuitBreakerPermit(
+                generation: self.generation, ticket: 0, start: slowStart, rebases: self.rebases)
             return (.permitted(permit), transition)
         case .open(let until):
             return (.rejected(state: .open, retryAfter: until - now), transition)
@@ -264,7 +288,8 @@ package struct CircuitBreakerStateMachine: Sendable {
             self.nextTicket &+= 1
             if self.nextTicket == 0 { self.nextTicket = 1 }
             self.probes.append(Probe(ticket: ticket, leaseExpiry: now + self.configuration.probeLease))
-            let permit = CircuitBreakerPermit(generation: self.generation, ticket: ticket, start: self.latestReading)
+            let permit = CircuitBreakerPermit(
+                generation: self.generation, ticket: ticket, start: self.latestReading, rebases: self.rebases)
             return (.permitted(permit), transition)
         }
     }
@@ -287,7 +312,10 @@ package struct CircuitBreakerStateMachine: Sendable {
             return self.applyLatePushback(pushback, at: now)
         }
         var result = result
-        if result == .success, Self.isSlow(permit, at: self.reading(at: now), rule: self.configuration.slowCallRule) {
+        // Timed on the machine's line: a call that spans a re-base is measured on one line.
+        if result == .success, let rule = self.configuration.slowCallRule, let start = self.start(of: permit),
+            now - start > rule.threshold
+        {
             result = .failure(pushback: nil)
         }
         switch self.phase {

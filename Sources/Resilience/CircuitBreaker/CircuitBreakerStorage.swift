@@ -95,9 +95,7 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
             if self.hasTimeWindow { self.publishBucket(&locked) }
             let machine = locked.machine
             self.openUntil.store(Self.openUntilMark(of: machine.phase, offset: machine.offset), ordering: .relaxed)
-            if case .open = machine.phase {
-                self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latestReading), ordering: .relaxed)
-            }
+            self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latestReading), ordering: .relaxed)
             self.word.store(machine.fastPathWord, ordering: .releasing)
             return result
         }
@@ -134,6 +132,30 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
             let behind = machine.isBehind(now) ? machine.latest : nil
             return (body(&machine, now), behind)
         }
+    }
+
+    /// Runs `body` on the machine under the lock at a reading of `clock` (or at `first`, read
+    /// by ``read(_:)``), then publishes as ``update(_:)`` does: for a step that must run once,
+    /// such as counting a result.
+    ///
+    /// A reading behind the machine's latest time (a late reading, or a clock that went back)
+    /// does not run `body`: the clock is read again, after that time was seen, and `body` runs
+    /// at the second reading, which proves the jump if it is still behind
+    /// (``update(at:rebasingFrom:_:)``). The second reading is taken only then.
+    func update<Result>(
+        atReadingOf clock: ElapsedClock, first: Reading? = nil,
+        _ body: (inout CircuitBreakerStateMachine, Duration) -> Result
+    ) -> Result {
+        let attempt = self.update(at: first ?? self.read(clock)) { machine, now -> Result? in
+            machine.isBehind(now) ? nil : body(&machine, now)
+        }
+        if let result = attempt.result { return result }
+        return self.update(at: self.read(clock), rebasingFrom: attempt.behind) { body(&$0, $1) }.result
+    }
+
+    /// The re-base count, read without the lock.
+    var rebaseCount: UInt64 {
+        self.rebases.load(ordering: .acquiring)
     }
 
     /// Hands the successes counted without the lock to the window, and stops that counting.
@@ -198,10 +220,10 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
         self.openUntil.load(ordering: .acquiring)
     }
 
-    /// The latest time the machine had seen when it last changed while open, as a reading of
-    /// the clock in whole nanoseconds rounded up; a caller whose clock reads earlier (a clock
-    /// that went back) takes the lock, where the machine measures the time left from its
-    /// latest time and the caller may prove the jump.
+    /// The latest time the machine had seen when it last changed, as a reading of the clock in
+    /// whole nanoseconds rounded up; a caller whose clock reads earlier (a late reading, or a
+    /// clock that went back) takes the lock, where the machine counts it as its latest time
+    /// (the time left while open, a slow-call rule's start) and a caller may prove the jump.
     @inline(__always)
     var latestSeenMark: Int64 {
         self.latestSeen.load(ordering: .acquiring)

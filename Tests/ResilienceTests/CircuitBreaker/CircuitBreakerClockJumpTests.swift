@@ -101,6 +101,76 @@ import Testing
         #expect(try await breaker.execute { 1 } == 1, "the lease ran out six seconds later")
         breaker.recordSuccess(for: probe)  // too late to count
     }
+
+    /// A closed breaker admits every call, so it sees no rejection to prove a jump by; its
+    /// results do. Four failures 20 s apart are never four in a 10 s window: after the clock
+    /// goes back, the window runs on from the new readings rather than counting them all at
+    /// the time the breaker saw before the jump.
+    static func failuresSpreadAfterAJump(snapshotAfterTheJump: Bool) async throws -> CircuitBreakerState {
+        let clock = TestClock()
+        clock.advance(by: .seconds(1_000))
+        let breaker = try CircuitBreaker(
+            name: "window",
+            tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .time(.seconds(10), buckets: 10)),
+            openDuration: .fixed(.seconds(60)), clock: clock)
+        await breaker.fail()  // counted at 1,000 s
+        clock.rewind(by: .seconds(1_000))
+        if snapshotAfterTheJump { _ = breaker.snapshot() }
+        for _ in 0..<3 {
+            clock.advance(by: .seconds(20))
+            await breaker.fail()
+        }
+        return breaker.state
+    }
+
+    /// A snapshot after the jump proves it too: whether one is taken, a read-only look, changes
+    /// nothing.
+    @Test func aClosedBreakersWindowRunsOnAfterAJumpWithOrWithoutASnapshot() async throws {
+        #expect(try await Self.failuresSpreadAfterAJump(snapshotAfterTheJump: false) == .closed, "no snapshot")
+        #expect(try await Self.failuresSpreadAfterAJump(snapshotAfterTheJump: true) == .closed, "a snapshot")
+    }
+
+    /// A call under a slow-call rule that spans a re-base is timed on the breaker's own time
+    /// line: its start before the jump, its end after it, with the jump counting as no time.
+    /// Here it runs 5 s before the jump and 10 s after: 15 s, slower than 10 s.
+    @Test func aCallSpanningAJumpIsTimedOnTheBreakersTimeLine() async throws {
+        let clock = TestClock()
+        clock.advance(by: .seconds(1_000))
+        let breaker = try CircuitBreaker(
+            name: "slow", tripRule: .consecutiveFailures(1), slowCallRule: .slowerThan(.seconds(10)),
+            openDuration: .fixed(.seconds(60)), clock: clock)
+        _ = breaker.snapshot()
+        let value = try await breaker.execute {
+            clock.advance(by: .seconds(5))
+            _ = breaker.snapshot()  // the breaker's latest time: 1,005 s
+            clock.rewind(by: .seconds(1_000))
+            _ = breaker.snapshot()  // proves the jump: 5 s reads as 1,005 s
+            clock.advance(by: .seconds(10))
+            return 7
+        }
+        #expect(value == 7)
+        #expect(breaker.state == .open, "15 s on the breaker's time line")
+    }
+
+    /// A call that starts after the jump, before the breaker has proved it, is timed from the
+    /// breaker's latest time, as any reading behind it is: not from the early reading, which
+    /// the re-base during the call would place the whole jump before the end.
+    @Test func aCallStartedAfterAnUnprovedJumpIsNotTimedAcrossIt() async throws {
+        let clock = TestClock()
+        clock.advance(by: .seconds(1_000))
+        let breaker = try CircuitBreaker(
+            name: "slow", tripRule: .consecutiveFailures(1), slowCallRule: .slowerThan(.seconds(10)),
+            openDuration: .fixed(.seconds(60)), clock: clock)
+        _ = breaker.snapshot()
+        clock.rewind(by: .seconds(1_000))
+        let value = try await breaker.execute {
+            _ = breaker.snapshot()  // proves the jump
+            clock.advance(by: .seconds(2))
+            return 7
+        }
+        #expect(value == 7)
+        #expect(breaker.state == .closed, "2 s, not the jump")
+    }
 }
 
 /// The storage's guard against a reading taken before a jump and counted after it.
