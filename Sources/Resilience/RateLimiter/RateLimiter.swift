@@ -170,21 +170,31 @@ public final class RateLimiter: Sendable {
     }
 
     /// Waits for a permit while the wait fits in ``maximumWait``, or refuses.
+    ///
+    /// A caller that may wait is counted as waiting (``RateLimiterStorage/waiters``) from
+    /// before the attempt that decides it waits until after its last attempt, however it
+    /// ends (a permit, a refusal, a cancellation), so that a ``RateLimiterRegistry`` never
+    /// forgets the limiter while it waits: at the refill the bucket is full until the
+    /// woken caller takes its token, and a fresh limiter for the key would then admit
+    /// another caller in the same period. The count is read with the limiter's lock held,
+    /// and the counted attempt reads the clock after the count is raised, so a registry
+    /// that misses the count judged the limiter at a time no later than the attempt's:
+    /// if it was full then, the attempt finds a permit and does not wait.
     @usableFromInline
     nonisolated(nonsending) func acquireSlowly(retryAfter firstRetryAfter: Duration) async throws {
+        // A refusal that no wait can cure is thrown at once, uncounted (always, with no wait allowed).
+        if firstRetryAfter > self.maximumWait { throw self.rejection(retryAfter: firstRetryAfter) }
+        self.storage.beginWaiting()
+        defer { self.storage.endWaiting() }
+        // The attempt that decides to wait, counted: the uncounted refusal before it decides nothing.
+        guard var retryAfter = self.tryAcquire() else { return }
         // The time waited is summed over the sleeps, each counted from the clock's reading
         // before it to the one after, and none less than zero: a clock that goes back during
         // a wait spends none of ``maximumWait``, and never lends it more.
         var waited = Duration.zero
-        var retryAfter = firstRetryAfter
         var now = self.clock.now()
         while true {
-            if retryAfter > self.maximumWait - waited {
-                let rejection = LimiterRejectionError(limiterName: self.name, reason: .noPermit, retryAfter: retryAfter)
-                self.observer?.observe(
-                    StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection, retryAfter: retryAfter))
-                throw rejection
-            }
+            if retryAfter > self.maximumWait - waited { throw self.rejection(retryAfter: retryAfter) }
             try await self.clock.sleepUntil(now + retryAfter)
             guard let next = self.tryAcquire() else { return }
             retryAfter = next
@@ -192,5 +202,13 @@ public final class RateLimiter: Sendable {
             waited += Swift.max(.zero, later - now)
             now = later
         }
+    }
+
+    /// The refusal of a caller that finds no permit within ``maximumWait``, observed.
+    private func rejection(retryAfter: Duration) -> LimiterRejectionError {
+        let rejection = LimiterRejectionError(limiterName: self.name, reason: .noPermit, retryAfter: retryAfter)
+        self.observer?.observe(
+            StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection, retryAfter: retryAfter))
+        return rejection
     }
 }

@@ -11,8 +11,23 @@ import Synchronization
 /// held is in that state is the least recently used of them forgotten anyway, so
 /// that the registry never grows past its bound; its key may then get up to one
 /// full allowance more than its rate, once. Choose a bound above the number of keys
-/// that are busy within one period (one window) to rule that out. Anyone still
-/// holding a forgotten limiter keeps using it.
+/// that are busy within one period (one window) to rule that out.
+///
+/// A limiter with callers waiting for a permit (within its `maximumWait`) is not back
+/// at its full allowance either, whatever its bucket or window holds: a waiter holds
+/// no permit while it sleeps, and at the refill it finds the bucket full and takes its
+/// token only once it runs; a fresh limiter for its key would meanwhile admit another
+/// caller. A caller counts as waiting from before the attempt that decides it waits
+/// until after its last attempt, however the wait ends (a permit, a refusal, a
+/// cancellation).
+///
+/// Anyone still holding a forgotten limiter keeps using it. A call already under way
+/// on a limiter when it is forgotten (looked up, and neither admitted nor counted as
+/// waiting yet) can still take one of its permits while the fresh limiter admits its
+/// key's next callers: each such call may get its key one permit more than its rate.
+/// The window is the moment between a call's lookup and its attempt (for a lock-free
+/// take, between loading the loan and taking from it), the same for every caller that
+/// holds on to a limiter.
 ///
 /// Whether a limiter is back at its full allowance is judged by its clock read just
 /// before the registry takes its lock (never under it: an injected clock is user

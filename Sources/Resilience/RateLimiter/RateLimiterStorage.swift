@@ -80,6 +80,10 @@ final class RateLimiterStorage: Sendable {
     let spanEnd: Atomic<Int64>
     /// ``State/rebases``, for callers to read before they read the clock.
     let rebases: Atomic<UInt64>
+    /// How many callers are waiting for a permit (``RateLimiter/acquireSlowly(retryAfter:)``),
+    /// from before the attempt that decides they wait until after their last attempt. Touched
+    /// only by callers that were refused once, never on the lock-free path.
+    let waiters: Atomic<Int>
 
     init(_ machine: RateLimiterStateMachine, clock: ElapsedClock) {
         self.clock = clock
@@ -87,6 +91,7 @@ final class RateLimiterStorage: Sendable {
         self.spanStart = Atomic(.max)
         self.spanEnd = Atomic(.min)
         self.rebases = Atomic(0)
+        self.waiters = Atomic(0)
         let empty = RateLimiterStateMachine.Loan(permits: 0, spanStart: .zero, spanEnd: .zero)
         self.state = Lock(State(machine: machine, loan: empty, margin: nil))
         self.state.withLock { self.lend(&$0) }
@@ -118,6 +123,21 @@ final class RateLimiterStorage: Sendable {
             }
             word = original
         }
+    }
+
+    /// Counts a caller as waiting, before the attempt that decides it waits.
+    ///
+    /// Sequentially consistent, as the registry's load of the count: a registry that misses
+    /// this increment loaded the count before it, so read its clock before the caller's
+    /// attempt reads the limiter's.
+    func beginWaiting() {
+        self.waiters.add(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// Stops counting a caller as waiting, after its last attempt: a registry that sees the
+    /// count fall also sees the permit the attempt took.
+    func endWaiting() {
+        self.waiters.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     /// The re-base count, then the clock: the order a step relies on.
@@ -176,8 +196,14 @@ final class RateLimiterStorage: Sendable {
     static let rebasesAnywhere = Atomic<UInt64>(0)
 
     /// Whether the limiter would be back at its full allowance at `reading` if nothing more
-    /// were taken: every permit lent still unused, and the machine, with them given back, full
-    /// at that time (or at its latest time, when that is later, or when `reading` is `nil`).
+    /// were taken: no caller waiting for a permit, every permit lent still unused, and the
+    /// machine, with them given back, full at that time (or at its latest time, when that is
+    /// later, or when `reading` is `nil`).
+    ///
+    /// A waiting caller makes the answer "no" whatever the machine holds: woken at the
+    /// refill, it finds the bucket full and takes a token from it, which a fresh limiter for
+    /// its key would hand out a second time. The count is loaded before the loan word, so a
+    /// waiter's decrement seen here comes with the permit it took before it.
     ///
     /// Reads no clock, so it may be asked under another lock. `reading` was read before this
     /// call, so it may trail the limiter's time; it then counts as the latest time the limiter
@@ -189,6 +215,9 @@ final class RateLimiterStorage: Sendable {
     /// a step back of the wall clock).
     func isAtFullAllowance(at reading: Duration?, rebasesBefore: UInt64) -> Bool {
         self.state.withLock { state in
+            // Sequentially consistent, as the waiter's increment: one that this load misses came
+            // after it, and so after `reading`, and the waiter's attempt reads the clock later still.
+            guard self.waiters.load(ordering: .sequentiallyConsistent) == 0 else { return false }
             // Under the lock: a re-base of this limiter bumped the count before releasing it.
             let trusted = Self.rebasesAnywhere.load(ordering: .relaxed) == rebasesBefore ? reading : nil
             var machine = state.machine

@@ -100,6 +100,65 @@ import Testing
         #expect(registry.existingLimiter(for: "a") == nil, "judged full once it counted again")
     }
 
+    static let single = try! RateLimiterAlgorithm.tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .seconds(60))
+
+    /// A registry of one-token buckets refilled each minute, whose callers wait up to two
+    /// minutes, with `a`'s token taken at t = 0 and a caller waiting on `a` for the refill at
+    /// t = 60 (a task on the main actor, so it runs only when the test suspends).
+    @MainActor
+    static func registryWithAWaiterOnA(
+        clock: TestClock, admitted: Counter
+    ) async throws -> (RateLimiterRegistry<Host>, Task<Void, any Error>) {
+        let registry = try RateLimiterRegistry<Host>(
+            name: "hosts", algorithm: Self.single, maximumWait: .seconds(120), maximumCount: 2, clock: clock)
+        try #require(registry.limiter(for: "a").tryAcquire() == nil)
+        admitted.increment()
+        let waiter = Task { @MainActor in
+            try await registry.limiter(for: "a").execute { _ = admitted.increment() }
+        }
+        await clock.waitForSleepers(count: 1)
+        return (registry, waiter)
+    }
+
+    /// A caller waiting for the refill holds no permit: woken at t = 60, it finds the bucket
+    /// full and takes its token only when it runs. Forgotten in between, the limiter would
+    /// hand the key a fresh, full one, and the key would get two permits at t = 60.
+    @MainActor @Test func aLimiterWithACallerWaitingIsKeptThoughFullAtItsRefill() async throws {
+        let clock = TestClock()
+        let admitted = Counter()
+        let (registry, waiter) = try await Self.registryWithAWaiterOnA(clock: clock, admitted: admitted)
+        let a = try #require(registry.existingLimiter(for: "a"))
+        _ = registry.limiter(for: "b")  // full, and used more recently than a
+        clock.advance(by: .seconds(60))  // the waiter is woken, and waits for the main actor
+        _ = registry.limiter(for: "c")  // at the bound
+        #expect(registry.existingLimiter(for: "a") === a, "a limiter with a caller waiting is kept")
+        #expect(registry.existingLimiter(for: "b") == nil, "the full limiter with no one waiting goes")
+        try await waiter.value  // takes the refilled token
+        #expect(admitted.value == 2)
+        #expect(registry.limiter(for: "a").tryAcquire() != nil, "no second permit for a at t = 60")
+    }
+
+    /// A waiting caller cancelled stops counting as waiting: its limiter, full again, is
+    /// forgotten first once more.
+    @MainActor @Test func aLimiterWhoseWaitingCallerIsCancelledCanBeForgottenAgain() async throws {
+        let clock = TestClock()
+        let admitted = Counter()
+        let (registry, waiter) = try await Self.registryWithAWaiterOnA(clock: clock, admitted: admitted)
+        let a = try #require(registry.existingLimiter(for: "a"))
+        waiter.cancel()  // the waiter ends only when it runs
+        clock.advance(by: .seconds(60))
+        try #require(registry.limiter(for: "b").tryAcquire() == nil)  // b busy
+        _ = registry.limiter(for: "a")  // a full, and used more recently than b
+        _ = registry.limiter(for: "c")
+        #expect(registry.existingLimiter(for: "a") === a, "still waited on, a is kept; busy b goes")
+        #expect(registry.existingLimiter(for: "b") == nil)
+        #expect(await waiter.result.isCancellation)
+        _ = registry.limiter(for: "d")  // a and c full; a used less recently
+        #expect(registry.existingLimiter(for: "a") == nil, "no one waits on a any more: it goes")
+        #expect(registry.existingLimiter(for: "c") != nil)
+        #expect(admitted.value == 1)
+    }
+
     /// The injected clock is user code: the registry reads it before it takes its lock.
     @Test func theRegistryNeverReadsTheClockUnderItsLock() async throws {
         let probe = LockProbe()
@@ -111,6 +170,14 @@ import Testing
         for key in ["b", "c", "d", "e"] { _ = registry.limiter(for: key) }
         #expect(probe.runs > 0)
         #expect(probe.runsUnderTheLock == 0)
+    }
+}
+
+extension Result {
+    /// Whether this is a `CancellationError`.
+    fileprivate var isCancellation: Bool {
+        if case .failure(let error) = self { return error is CancellationError }
+        return false
     }
 }
 
