@@ -13,7 +13,8 @@ import Foundation
 ///   library's own wrappers, CloudKit's per-item errors, or a wrapper of yours
 ///   (see ``UnderlyingErrorProviding``).
 ///
-/// ``FailureAnalysis`` reads all of these at once; these functions answer one question each.
+/// ``FailureAnalysis`` reads all of these at once; these functions answer one question each,
+/// as the analysis does, a library time limit's late error included (see ``retryAfter(of:)``).
 public enum ErrorHints {
     /// The `userInfo` keys read for an HTTP status, in order.
     public static let httpStatusKeys = [
@@ -30,16 +31,33 @@ public enum ErrorHints {
     /// The `userInfo` key under which the library records a failed request's ``Idempotency``.
     public static let requestIdempotencyKey = "ResilienceRequestIdempotency"
 
+    /// The `userInfo` key under which a library time limit's error, bridged to `NSError`, keeps
+    /// the error its operation failed with after the limit fired (``TimeoutError/operationError``,
+    /// ``AttemptTimeoutError/operationError``), as the value itself.
+    ///
+    /// Not `NSUnderlyingErrorKey`: the error's chain does not go below a time limit's error, so a
+    /// classifier judges a time-out; ``FailureAnalysis`` and the functions here read the late
+    /// error's rule facts from this entry as they do from the Swift value, in an `NSError` copied
+    /// from the bridged one too.
+    public static let lateOperationErrorKey = "ResilienceLateOperationError"
+
     /// The outermost HTTP status code in `error`'s chain, or `nil`.
     ///
-    /// Only values in `100...599` count; anything else is ignored as malformed.
+    /// Only values in `100...599` count; anything else is ignored as malformed. As in
+    /// ``FailureAnalysis/httpStatus``, a library time limit's error has no status of its own and
+    /// the status of the error its operation failed with after the limit fired is not read: the
+    /// failure is a time-out, which a classifier judges by what it is, not by a late answer.
     public static func httpStatus(of error: any Error) -> Int? {
         ErrorChain.first(in: error) { self.ownStatus(of: $0) }
     }
 
     /// Whether any error in `error`'s chain reports HTTP 429 Too Many Requests.
+    ///
+    /// As in ``FailureAnalysis/isTooManyRequests``, a 429 that a library time limit's operation
+    /// failed with after the limit fired counts (see ``TimeoutError/operationError``), through
+    /// nested limits and in the limit's `NSError` form (``lateOperationErrorKey``).
     public static func isTooManyRequests(_ error: any Error) -> Bool {
-        ErrorChain.first(in: error) { self.ownStatus(of: $0) == 429 ? true : nil } ?? false
+        self.isTooManyRequests(error, lateDepth: 0)
     }
 
     /// The longest retry-after advice in `error`'s chain, or `nil`.
@@ -48,10 +66,39 @@ public enum ErrorHints {
     /// texts, so a well-formed entry under another key still counts; values too
     /// large to represent are clamped to about 146 years, which any policy's
     /// `maximumRetryAfter` then refuses.
+    ///
+    /// As in ``FailureAnalysis/retryAfter``, the advice of the error a library time limit's
+    /// operation failed with after the limit fired counts (see ``TimeoutError/operationError``),
+    /// through nested limits and in the limit's `NSError` form (``lateOperationErrorKey``).
     public static func retryAfter(of error: any Error) -> Duration? {
+        self.retryAfter(of: error, lateDepth: 0)
+    }
+
+    // MARK: - Through a time limit's late error
+
+    /// ``isTooManyRequests(_:)`` for an error `lateDepth` time limits' late errors deep.
+    private static func isTooManyRequests(_ error: any Error, lateDepth: Int) -> Bool {
+        ErrorChain.first(in: error) { node in
+            if self.ownStatus(of: node) == 429 { return true }
+            if lateDepth < ErrorChain.maximumDepth, let late = LateOperationError.of(node),
+                self.isTooManyRequests(late, lateDepth: lateDepth + 1)
+            {
+                return true
+            }
+            return nil
+        } ?? false
+    }
+
+    /// ``retryAfter(of:)`` for an error `lateDepth` time limits' late errors deep.
+    private static func retryAfter(of error: any Error, lateDepth: Int) -> Duration? {
         var longest: Duration?
         ErrorChain.walk(error) { node in
             if let hint = self.ownRetryAfter(of: node) { longest = Swift.max(longest ?? .zero, hint) }
+            if lateDepth < ErrorChain.maximumDepth, let late = LateOperationError.of(node),
+                let hint = self.retryAfter(of: late, lateDepth: lateDepth + 1)
+            {
+                longest = Swift.max(longest ?? .zero, hint)
+            }
             return true
         }
         return longest

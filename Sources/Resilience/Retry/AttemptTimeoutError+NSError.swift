@@ -1,10 +1,14 @@
 public import Foundation
 
-/// Bridges to `NSError` with a stable domain, a code,
-/// the description and the request's idempotency.
+/// Bridges to `NSError` with a stable domain, a code, the description, the request's
+/// idempotency and the operation's late error.
 ///
-/// A plain `NSError` made from it still reads as the end of a library time limit
-/// (``Interruption/timeLimit``), whose request may have been sent, with its ``requestIdempotency``.
+/// A plain `NSError` made from it, or copied from that with the same domain, code and
+/// `userInfo`, still reads as the end of a library time limit (``Interruption/timeLimit``),
+/// whose request may have been sent, with its ``requestIdempotency``; and ``FailureAnalysis``
+/// and ``ErrorHints`` read from its ``operationError`` what they read from the Swift value's:
+/// a 429, a retry-after hint, an offline device and its request's idempotency. The late error
+/// is not below it in the chain, so a classifier still judges a time-out.
 extension AttemptTimeoutError: CustomNSError, LocalizedError {
     /// `"Resilience.AttemptTimeoutError"`.
     public static var errorDomain: String { BridgedLibraryError.attemptTimeoutDomain }
@@ -12,10 +16,16 @@ extension AttemptTimeoutError: CustomNSError, LocalizedError {
     /// 1: the request may have been sent.
     public var errorCode: Int { BridgedLibraryError.timedOutCode }
 
-    /// The description under `NSLocalizedDescriptionKey`, and ``requestIdempotency`` under
-    /// ``ErrorHints/requestIdempotencyKey`` when known.
+    /// The description under `NSLocalizedDescriptionKey`, ``requestIdempotency`` under
+    /// ``ErrorHints/requestIdempotencyKey`` when known, and ``operationError`` under
+    /// ``ErrorHints/lateOperationErrorKey`` when there is one.
+    ///
+    /// The late error is kept as it was thrown, not bridged: a Swift error that says its facts
+    /// through protocols (``HTTPStatusReporting``, ``RetryAfterProviding``) keeps them.
     public var errorUserInfo: [String: Any] {
-        BridgedLibraryError.userInfo(description: self.description, requestIdempotency: self.requestIdempotency)
+        BridgedLibraryError.userInfo(
+            description: self.description, requestIdempotency: self.requestIdempotency,
+            lateOperationError: self.operationError)
     }
 
     /// The ``description``.

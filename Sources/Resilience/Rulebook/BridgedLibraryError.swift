@@ -9,6 +9,8 @@ import Foundation
 /// bridging makes a plain `NSError` that no longer holds the Swift value (on Linux), the
 /// failure analysis still reads it as the same kind of failure from its domain and code:
 /// a breaker's or a limiter's refusal, a time limit's end, and how far the request got.
+/// A time limit's error keeps its operation's late error in its `userInfo` (see
+/// ``ErrorHints/lateOperationErrorKey``), whose rule facts are read as from the Swift value.
 enum BridgedLibraryError {
     /// The domain of ``CircuitBreakerOpenError``.
     static let breakerOpenDomain = "Resilience.CircuitBreakerOpenError"
@@ -56,13 +58,20 @@ enum BridgedLibraryError {
     }
 
     /// The `userInfo` of a bridged error of the library: its description, its retry-after
-    /// hint in seconds when it has one, and the idempotency of its request when known.
+    /// hint in seconds when it has one, the idempotency of its request when known, and the
+    /// error a time limit's operation failed with after the limit fired, if any.
+    ///
+    /// The late error is kept as the value itself under ``ErrorHints/lateOperationErrorKey``,
+    /// never under `NSUnderlyingErrorKey`, which the chain would walk into: a classifier would
+    /// then judge the late error rather than the time-out.
     static func userInfo(
-        description: String, retryAfter: Duration? = nil, requestIdempotency: Idempotency? = nil
+        description: String, retryAfter: Duration? = nil, requestIdempotency: Idempotency? = nil,
+        lateOperationError: (any Error)? = nil
     ) -> [String: Any] {
         var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description]
         if let retryAfter, retryAfter >= .zero { userInfo[Self.retryAfterKey] = retryAfter.secondsValue }
         if let requestIdempotency { userInfo[ErrorHints.requestIdempotencyKey] = requestIdempotency }
+        if let lateOperationError { userInfo[ErrorHints.lateOperationErrorKey] = lateOperationError }
         return userInfo
     }
 

@@ -11,8 +11,9 @@ import Foundation
 /// for the rest).
 ///
 /// A library time limit's error (``AttemptTimeoutError``, ``TimeoutError``) whose
-/// operation failed after the limit fired keeps that error (`operationError`). Four
-/// facts are read from it as if it were in the chain: ``requestIdempotency``,
+/// operation failed after the limit fired keeps that error (`operationError`, and
+/// ``ErrorHints/lateOperationErrorKey`` in its `NSError` form, a plain copy of that
+/// included). Four facts are read from it as if it were in the chain: ``requestIdempotency``,
 /// ``isTooManyRequests``, ``retryAfter`` and ``isOffline``. The rest stays the
 /// time-out's: its ``interruption``, its ``delivery``, and what a classifier reads
 /// (``httpStatus`` among them).
@@ -228,6 +229,7 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .timeLimit:
                     self.note(.mayHaveBeenSent)
                     self.sawTimeLimit = true
+                    if let late = LateOperationError.ofBridged(error) { self.readLate(late) }
                 }
             }
             let urlCode = URLErrorCategory.ownCode(of: error)

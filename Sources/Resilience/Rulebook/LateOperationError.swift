@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a library time limit keeps of the operation's own failure when the operation
 /// fails after the limit fired.
 ///
@@ -7,7 +9,8 @@
 /// its own after the limit fired, and that error may say what the rules must honour: the
 /// request was a `POST`, the server answered 429, it asked for a pause, the device is
 /// offline. The limit's error (``AttemptTimeoutError``, ``TimeoutError``) carries it as
-/// `operationError`, and ``FailureAnalysis`` reads those facts from it.
+/// `operationError`, and in its `NSError` form under ``ErrorHints/lateOperationErrorKey``;
+/// ``FailureAnalysis`` and ``ErrorHints`` read those facts from either.
 ///
 /// A late `CancellationError` is kept as nothing: it is the limit's own cancellation,
 /// said back. A late value is returned, as the value of any call that finished: the
@@ -28,14 +31,28 @@ enum LateOperationError {
         CallScope.current.timeLimitFired
     }
 
-    /// The operation's late error, when `error` is a library time limit's error that holds one.
+    /// The operation's late error, when `error` is a library time limit's error that holds one,
+    /// as the Swift value or as a plain `NSError` bridged from it (see ``ofBridged(_:)``).
     ///
     /// Concrete casts: they cost a comparison of type metadata each, where a cast to a
     /// protocol would look up a conformance on every error of every chain walked.
     static func of(_ error: any Error) -> (any Error)? {
         if let limit = error as? AttemptTimeoutError { return limit.operationError }
         if let limit = error as? TimeoutError { return limit.operationError }
-        return nil
+        guard BridgedLibraryError.kind(of: error) == .timeLimit else { return nil }
+        return self.ofBridged(error)
+    }
+
+    /// The operation's late error kept in the `userInfo` of `error`, a library time limit's
+    /// error as a plain `NSError` (``BridgedLibraryError/Kind/timeLimit``): bridged from the
+    /// Swift value, or a copy of that made with the same `userInfo` (an SDK's callback, an
+    /// Objective-C boundary).
+    ///
+    /// The entry (``ErrorHints/lateOperationErrorKey``) holds the late error as it was thrown,
+    /// not its `NSError` form, so a Swift error that reports its facts through protocols (an
+    /// HTTP status, a hint) and bridges to nothing that says them keeps them.
+    static func ofBridged(_ error: any Error) -> (any Error)? {
+        (error as NSError).userInfo[ErrorHints.lateOperationErrorKey] as? any Error
     }
 
     /// Whether `error` is one of the library's time-limit errors, whose late error the

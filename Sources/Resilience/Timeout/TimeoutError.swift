@@ -25,7 +25,8 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
     ///
     /// Not part of the error's chain (``UnderlyingErrorProviding``, `NSUnderlyingErrorKey`):
     /// a classifier judges a time-out, not what the operation said after it. The rules that
-    /// no classifier changes read it all the same (see ``FailureAnalysis``), and
+    /// no classifier changes read it all the same (see ``FailureAnalysis``), in the error's
+    /// `NSError` form too (under ``ErrorHints/lateOperationErrorKey``), and
     /// ``requestIdempotency`` already holds what it reports about its request. It takes no
     /// part in equality and hashing.
     public let operationError: (any Error)?

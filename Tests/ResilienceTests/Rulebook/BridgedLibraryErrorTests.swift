@@ -98,6 +98,135 @@ struct BridgedLibraryErrorTests {
         #expect(Rulebook.stopReason(for: sent, idempotency: .idempotent) == .notIdempotent)
     }
 
+    // MARK: - A time limit's late failure survives bridging
+
+    /// A late error that bridges to nothing that says its facts: a Swift value reporting a 429
+    /// and a hint through protocols only.
+    struct LateTooManyRequests: Error, HTTPStatusReporting, RetryAfterProviding {
+        var httpStatusCode: Int? { 429 }
+        var retryAfter: Duration? { .seconds(30) }
+    }
+
+    /// The forms a time limit's error reaches a caller in once bridged.
+    enum BridgedShape: String, CaseIterable, Sendable {
+        /// `error as NSError`.
+        case bridged
+        /// A plain `NSError` made with the bridged one's domain, code and `userInfo`, as an
+        /// SDK's callback or an Objective-C boundary makes.
+        case plainCopy
+        /// That copy below `NSUnderlyingErrorKey` of an app's own `NSError`.
+        case underlyingCopy
+
+        func shape(_ limit: any Error) -> any Error {
+            let bridged = limit as NSError
+            let copy = NSError(domain: bridged.domain, code: bridged.code, userInfo: bridged.userInfo)
+            switch self {
+            case .bridged: return bridged
+            case .plainCopy: return copy
+            case .underlyingCopy: return NSError(domain: "App", code: 3, userInfo: [NSUnderlyingErrorKey: copy])
+            }
+        }
+    }
+
+    static func limits(keeping late: any Error) -> [any Error] {
+        [
+            AttemptTimeoutError(timeout: .seconds(5), operationError: late),
+            TimeoutError(timeoutName: "t", timeout: .seconds(5), operationError: late),
+        ]
+    }
+
+    /// Reads `limit` in `shape` and checks it is the time-out the Swift value is, with the same
+    /// four facts read from its late error.
+    static func expectTheSameReading(of limit: any Error, in shape: BridgedShape) {
+        let original = FailureAnalysis(limit)
+        let analysis = FailureAnalysis(shape.shape(limit))
+        #expect(analysis.isTooManyRequests == original.isTooManyRequests, "\(shape): \(limit)")
+        #expect(analysis.retryAfter == original.retryAfter, "\(shape): \(limit)")
+        #expect(analysis.isOffline == original.isOffline, "\(shape): \(limit)")
+        #expect(analysis.requestIdempotency == original.requestIdempotency, "\(shape): \(limit)")
+        #expect(analysis.interruption == .timeLimit, "\(shape): \(limit)")
+        #expect(analysis.delivery == .mayHaveBeenSent, "\(shape): \(limit)")
+        #expect(analysis.httpStatus == nil, "\(shape): a time-out's status is its own")
+        #expect(!analysis.isLocalRejection, "\(shape): \(limit)")
+        #expect(Rulebook.countsAsFailure(analysis) == true, "\(shape): a breaker counts it")
+    }
+
+    @Test(arguments: BridgedShape.allCases)
+    func aLate429AndItsHintSurviveBridging(_ shape: BridgedShape) {
+        for limit in Self.limits(keeping: LateTooManyRequests()) {
+            let analysis = FailureAnalysis(shape.shape(limit))
+            #expect(analysis.isTooManyRequests, "\(shape): \(limit)")
+            #expect(analysis.retryAfter == .seconds(30), "\(shape): \(limit)")
+            #expect(Rulebook.stopReason(for: analysis, idempotency: .idempotent) == .tooManyRequests)
+            #expect(ErrorHints.isTooManyRequests(shape.shape(limit)), "\(shape): \(limit)")
+            #expect(ErrorHints.retryAfter(of: shape.shape(limit)) == .seconds(30), "\(shape): \(limit)")
+            Self.expectTheSameReading(of: limit, in: shape)
+        }
+    }
+
+    @Test(arguments: BridgedShape.allCases)
+    func aLateOfflineDeviceSurvivesBridging(_ shape: BridgedShape) {
+        for limit in Self.limits(keeping: URLError(.notConnectedToInternet)) {
+            #expect(FailureAnalysis(shape.shape(limit)).isOffline, "\(shape): \(limit)")
+            Self.expectTheSameReading(of: limit, in: shape)
+        }
+    }
+
+    /// A late `POST` the limit's error was made without (its public initializer takes the
+    /// late error as it comes): the report is read from the late error in the bridged form too.
+    @Test(arguments: BridgedShape.allCases)
+    func aLatePOSTSurvivesBridging(_ shape: BridgedShape) {
+        let post = Idempotency.http(method: "POST")
+        for limit in Self.limits(keeping: HTTPResponseError(statusCode: 503, requestIdempotency: post)) {
+            let analysis = FailureAnalysis(shape.shape(limit))
+            #expect(analysis.requestIdempotency == post, "\(shape): \(limit)")
+            #expect(Rulebook.stopReason(for: analysis, idempotency: .idempotent) == .notIdempotent)
+            Self.expectTheSameReading(of: limit, in: shape)
+        }
+    }
+
+    /// Nested limits: an outer limit whose late error is an inner limit's error with a late
+    /// 429, with either or both bridged.
+    @Test(arguments: BridgedShape.allCases)
+    func aLate429UnderNestedLimitsSurvivesBridging(_ shape: BridgedShape) {
+        let inner = TimeoutError(timeoutName: "inner", timeout: .seconds(1), operationError: LateTooManyRequests())
+        let nested: [any Error] = [
+            AttemptTimeoutError(timeout: .seconds(5), operationError: shape.shape(inner)),
+            shape.shape(AttemptTimeoutError(timeout: .seconds(5), operationError: inner)),
+            shape.shape(AttemptTimeoutError(timeout: .seconds(5), operationError: shape.shape(inner))),
+        ]
+        for error in nested {
+            let analysis = FailureAnalysis(error)
+            #expect(analysis.isTooManyRequests, "\(shape): \(error)")
+            #expect(analysis.retryAfter == .seconds(30), "\(shape): \(error)")
+            #expect(analysis.interruption == .timeLimit, "\(shape): \(error)")
+            #expect(analysis.httpStatus == nil, "\(shape): \(error)")
+            #expect(ErrorHints.isTooManyRequests(error), "\(shape): \(error)")
+            #expect(ErrorHints.retryAfter(of: error) == .seconds(30), "\(shape): \(error)")
+        }
+    }
+
+    /// A time-out surfaced as an `NSError` (an SDK's callback, an Objective-C boundary) whose
+    /// operation answered 429, or reported a `POST`, after the limit fired: the policy around it
+    /// sends the request once.
+    @Test(arguments: [
+        (HTTPResponseError(statusCode: 429, headers: ["Retry-After": "0"]), RetryStopReason.tooManyRequests),
+        (HTTPResponseError(statusCode: 503, requestIdempotency: .http(method: "POST")), .notIdempotent),
+    ])
+    func aPolicyDoesNotRepeatABridgedTimeOutsLateFailure(late: HTTPResponseError, stop: RetryStopReason) async throws {
+        for shape in BridgedShape.allCases {
+            let clock = TestClock()
+            let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+            let sent = Counter()
+            let outcome = await policy.outcome { () async throws -> Int in
+                sent.increment()
+                throw shape.shape(TimeoutError(timeoutName: "sdk", timeout: .seconds(5), operationError: late))
+            }
+            #expect(outcome.stopReason == stop, "\(shape)")
+            #expect(sent.value == 1, "\(shape): sent \(sent.value) times")
+        }
+    }
+
     @Test func aBreakerDoesNotCountALimitersRefusalItsCallerBridged() async throws {
         let clock = TestClock()
         let breaker = try CircuitBreaker(name: "dependency", tripRule: .consecutiveFailures(1), clock: clock)

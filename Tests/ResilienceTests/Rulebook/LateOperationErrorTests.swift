@@ -285,13 +285,37 @@ struct LateOperationErrorMeaningTests {
         }
     }
 
+    /// ``ErrorHints`` answers as the analysis does: a late 429 and a late hint count, through
+    /// nested limits and bridged; a late status is not the time-out's.
+    @Test func errorHintsAgreeWithTheAnalysisOnALateFailure() {
+        let late = HTTPResponseError(statusCode: 429, headers: ["Retry-After": "12"])
+        let inner = TimeoutError(timeoutName: "inner", timeout: .seconds(1), operationError: late)
+        let errors = Self.limits(keeping: late) + Self.limits(keeping: inner)
+        for error in errors {
+            for shaped in [error] + BridgedLibraryErrorTests.BridgedShape.allCases.map({ $0.shape(error) }) {
+                let analysis = FailureAnalysis(shaped)
+                #expect(analysis.isTooManyRequests, "\(shaped)")
+                #expect(ErrorHints.isTooManyRequests(shaped) == analysis.isTooManyRequests, "\(shaped)")
+                #expect(analysis.retryAfter == .seconds(12), "\(shaped)")
+                #expect(ErrorHints.retryAfter(of: shaped) == analysis.retryAfter, "\(shaped)")
+                #expect(analysis.httpStatus == nil, "\(shaped)")
+                #expect(ErrorHints.httpStatus(of: shaped) == analysis.httpStatus, "\(shaped)")
+            }
+        }
+    }
+
     @Test func itStaysATimeOutForEverythingElse() {
         let lates: [any Error] = [
             HTTPResponseError(statusCode: 404), URLError(.cancelled),
             LimiterRejectionError(limiterName: "l", reason: .queueFull), PermanentError(),
         ]
         for late in lates {
-            for error in Self.limits(keeping: late) {
+            let limits = Self.limits(keeping: late)
+            // Bridged, the late error is kept under a key of the library's, not below the time-out.
+            let bridged = limits.flatMap { limit in
+                [BridgedLibraryErrorTests.BridgedShape.bridged, .plainCopy].map { $0.shape(limit) }
+            }
+            for error in limits + bridged {
                 let analysis = FailureAnalysis(error)
                 #expect(analysis.interruption == .timeLimit)
                 #expect(analysis.delivery == .mayHaveBeenSent)
