@@ -115,15 +115,13 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
 
     /// Waits as ``recover(after:)`` does, for a call through a ``RetryPolicy`` that may ask again
     /// after a refresh that failed for now; `seen` is the round of the failed refresh it got last.
-    func recover(after stale: Snapshot, seen: UInt64?) async -> CredentialRecoveryStorage<Credential>.Answer {
-        await self.storage.recover(after: stale.generation, seen: seen)
+    func recover(
+        after stale: Snapshot, seen: UInt64?, budget: RetryBudget?
+    ) async -> CredentialRecoveryStorage<Credential>.Answer {
+        await self.storage.recover(after: stale.generation, seen: seen, budget: budget)
     }
 
     /// The time left until `instant` on the recovery's clock; zero once it has passed.
-    func claimFailureCharge(round: UInt64) -> Bool {
-        self.storage.claimFailureCharge(round: round)
-    }
-
     func timeLeft(until instant: Duration) -> Duration {
         self.storage.timeLeft(until: instant)
     }

@@ -27,8 +27,9 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
 
     private struct State {
         var machine: CredentialRecoveryStateMachine<Credential, Waiter>
-        /// The latest round whose failure a call has claimed to charge to its retry budget.
-        var chargedRound: UInt64 = 0
+        /// The retry budgets of the calls that waited for the running refresh, and the
+        /// generation it started from: a failed refresh costs each of them one token.
+        var budgets: (generation: UInt64, byIdentity: [ObjectIdentifier: RetryBudget]) = (0, [:])
         /// Tests waiting for a number of parked calls.
         var countWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -71,7 +72,9 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
     ///
     /// `seen` is the round of the last failed refresh the caller already got, if it asks again
     /// after one (see ``CredentialRecoveryStateMachine/recover(after:seen:id:waiter:at:)``).
-    func recover(after carried: UInt64, seen: UInt64? = nil) async -> Answer {
+    /// `budget` is the retry budget of the caller's policy, if any: a refresh the caller waits
+    /// for and that fails costs it one token, however many callers with that budget shared it.
+    func recover(after carried: UInt64, seen: UInt64? = nil, budget: RetryBudget? = nil) async -> Answer {
         let id = self.state.withLock { $0.machine.makeWaiterID() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
@@ -79,6 +82,13 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 let (action, failed, watchers) = self.state.withLock { state in
                     let action = state.machine.recover(
                         after: carried, seen: seen, id: id, waiter: continuation, at: now)
+                    switch action {
+                    case .resume: break
+                    case .park, .parkAndRefresh:
+                        let generation = state.machine.current.generation
+                        if state.budgets.generation != generation { state.budgets = (generation, [:]) }
+                        if let budget { state.budgets.byIdentity[ObjectIdentifier(budget)] = budget }
+                    }
                     return (action, state.machine.failedRound, state.satisfiedWatchers())
                 }
                 for watcher in watchers { watcher.resume() }
@@ -100,17 +110,6 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         return result
     }
 
-    /// Whether the caller is the first to charge the failure of refresh `round` to a retry
-    /// budget: one failed refresh is one request, however many calls shared it, and a
-    /// remembered failure sent no request at all.
-    func claimFailureCharge(round: UInt64) -> Bool {
-        self.state.withLock { state in
-            guard round > state.chargedRound else { return false }
-            state.chargedRound = round
-            return true
-        }
-    }
-
     /// The time left until `instant` on the recovery's clock; zero once it has passed.
     func timeLeft(until instant: Duration) -> Duration {
         Swift.max(instant - self.clock.now(), .zero)
@@ -128,10 +127,23 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 outcome = .failure(error)
                 memory = RefreshFailure.memory(of: error, now: self.clock.now())
             }
-            let (waiters, answer) = self.state.withLock { [memory] state in
+            let (waiters, answer, budgets) = self.state.withLock { [memory] state in
                 let (waiters, result) = state.machine.refreshFinished(
                     from: generation, with: outcome, remembering: memory)
-                return (waiters, Answer(result, failed: state.machine.failedRound))
+                var budgets: [RetryBudget] = []
+                if state.budgets.generation == generation {
+                    budgets = Array(state.budgets.byIdentity.values)
+                    state.budgets.byIdentity = [:]
+                }
+                return (waiters, Answer(result, failed: state.machine.failedRound), budgets)
+            }
+            if case .failure(let error) = outcome, !budgets.isEmpty {
+                // One request was sent and failed: each budget of the calls that shared it pays
+                // once, as for a failed attempt, unless it never left the device.
+                let analysis = FailureAnalysis(error)
+                if !analysis.isRefusedBeforeRunning, Rulebook.countsAsFailure(analysis) != false {
+                    for budget in budgets { budget.recordFailure() }
+                }
             }
             for waiter in waiters {
                 waiter.resume(returning: answer)

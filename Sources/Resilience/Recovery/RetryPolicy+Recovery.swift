@@ -103,12 +103,12 @@ extension RetryPolicy {
             // One refresh, then one more after each that fails for now, as long as the policy
             // allows the retry; the refresh is shared with every call that needs it at the time.
             while true {
-                switch await recovery.recover() {
+                switch await recovery.recover(chargingTo: self.budget) {
                 case .recovered:
                     call.hasRecovered = true
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
-                case .failed(let failure, let hintLeft, let isFirstToCharge):
+                case .failed(let failure, let hintLeft):
                     if Task.isCancelled { return .stopWithError(.cancelled, CancellationError()) }
                     // The refresh's own failure, read by the same analysis: only one that refused
                     // the session sends the person to sign in.
@@ -119,7 +119,7 @@ extension RetryPolicy {
                     if let hint = refusal.retryAfter { call.lastHint = hint }
                     let next = await self.refreshRetry(
                         isolation: isolation, after: failure, analysis: refusal, hintLeft: hintLeft,
-                        chargesBudget: isFirstToCharge, options: options, call: &call, start: start)
+                        options: options, call: &call, start: start)
                     if let next { return next }
                 }
             }
@@ -182,9 +182,9 @@ extension RetryPolicy {
     /// offline or not. A refresh that failed offline, when the call waits for the network and the monitor confirms it is
     /// offline, is followed by that wait, which takes no attempt, as after an offline attempt.
     /// Any other (an offline one without that wait included) is retried as a failed attempt is:
-    /// the failed refresh costs the ``budget`` one token, charged by the first call that learns of
-    /// it (calls that shared the refresh, or got its remembered failure, sent nothing more), unless
-    /// the request never left the device; the retry takes one of
+    /// the failed refresh has cost the ``budget`` one token, however many calls with that budget
+    /// waited for it (a call that got its remembered failure sent nothing and paid nothing),
+    /// unless the request never left the device; the retry takes one of
     /// the call's ``maximumAttempts``, and the wait before it is the jittered backoff, or the rest
     /// of the refresh's retry-after hint if longer, within ``maximumRetryAfter`` and the
     /// ``deadline``. When attempts run out the call ends with the reason that names the failure
@@ -193,22 +193,17 @@ extension RetryPolicy {
     /// - Parameters:
     ///   - failure: The refresh's error; the call ends with it.
     ///   - hintLeft: The rest of the refresh's retry-after hint, if it had one.
-    ///   - chargesBudget: Whether this call charges the failed refresh to the ``budget``.
     private func refreshRetry(
         isolation: isolated (any Actor)?,
         after failure: any Error,
         analysis: FailureAnalysis,
         hintLeft: Duration?,
-        chargesBudget: Bool,
         options: CallOptions,
         call: inout CallState,
         start: Duration
     ) async -> Plan? {
+        // The failed refresh has already cost the budget its token (see `CredentialRecoveryStorage`).
         if analysis.isThrottleRejection { return .stopWithError(.throttled, failure) }
-        if chargesBudget, !analysis.isRefusedBeforeRunning, Rulebook.countsAsFailure(analysis) != false {
-            // Server pushback costs budget too, the auth server's as any other.
-            self.budget?.recordFailure()
-        }
         if analysis.isTooManyRequests { return .stopWithError(.tooManyRequests, failure) }
         if let hintLeft, hintLeft > self.maximumRetryAfter { return .stopWithError(.retryAfterTooLong, failure) }
         if analysis.isOffline, let connectivity = options.connectivity, !connectivity.monitor.connectivity.isOnline {
@@ -288,9 +283,8 @@ enum CallRecoveryResult {
     /// A newer credential is in place.
     case recovered
     /// The refresh failed with `error` (or the wait was cancelled); `hintLeft` is the rest of
-    /// the refresh's retry-after hint, if it had one. `isFirstToCharge` is true for the one
-    /// call that charges the failed refresh to its retry budget.
-    case failed(any Error, hintLeft: Duration?, isFirstToCharge: Bool)
+    /// the refresh's retry-after hint, if it had one.
+    case failed(any Error, hintLeft: Duration?)
 }
 
 /// The recovery one call through a ``RetryPolicy`` may take after a credential failure.
@@ -299,7 +293,7 @@ protocol CallRecovery: Sendable {
     func isCredentialFailure(_ error: any Error, _ analysis: FailureAnalysis) -> Bool
     /// Obtains a credential newer than the one the last attempt carried. Asked again after a
     /// refresh that failed, it answers with a refresh that started since, or starts one.
-    func recover() async -> CallRecoveryResult
+    func recover(chargingTo budget: RetryBudget?) async -> CallRecoveryResult
 }
 
 /// One call's view of a ``CredentialRecovery``: it remembers the credential the last attempt
@@ -323,19 +317,16 @@ final class CredentialRecoveryCall<Credential: Sendable>: CallRecovery {
         self.recovery.isCredentialFailure(error, analysis)
     }
 
-    func recover() async -> CallRecoveryResult {
+    func recover(chargingTo budget: RetryBudget?) async -> CallRecoveryResult {
         let (stale, seen) = self.carried.withLock { $0 }
         guard let stale else { return .recovered }
-        let answer = await self.recovery.recover(after: stale, seen: seen)
+        let answer = await self.recovery.recover(after: stale, seen: seen, budget: budget)
         switch answer.result {
         case .success:
             return .recovered
         case .failure(let error):
             if let round = answer.failedRound { self.carried.withLock { $0.seen = round } }
-            let isFirstToCharge = answer.failedRound.map { self.recovery.claimFailureCharge(round: $0) } ?? false
-            return .failed(
-                error, hintLeft: answer.until.map { self.recovery.timeLeft(until: $0) },
-                isFirstToCharge: isFirstToCharge)
+            return .failed(error, hintLeft: answer.until.map { self.recovery.timeLeft(until: $0) })
         }
     }
 }
