@@ -104,9 +104,14 @@ extension CircuitBreaker {
         if word & CircuitBreakerStorage.closedBit != 0 {
             // A slow-call rule's start, with the re-base count that places it on the breaker's
             // time line. One behind the breaker's latest time (a late reading, or a jump not yet
-            // proved) takes the lock, where the machine starts the call at its latest time.
+            // proved) takes the lock, where the machine starts the call at its latest time. So
+            // does one read while another caller re-based: a reading after the jump, not behind
+            // the new latest time, would otherwise keep the count from before the jump, and the
+            // call would be charged the jump.
             let start = self.storage.read(self.clock)
-            if start.elapsed >= Self.duration(nanoseconds: self.storage.latestSeenMark) {
+            if start.elapsed >= Self.duration(nanoseconds: self.storage.latestSeenMark),
+                self.storage.rebaseCount == start.rebases
+            {
                 return CircuitBreakerPermit(
                     generation: word >> 2, ticket: 0, start: start.elapsed, rebases: start.rebases)
             }

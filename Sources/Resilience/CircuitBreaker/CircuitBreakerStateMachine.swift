@@ -94,10 +94,12 @@ package struct CircuitBreakerStateMachine: Sendable {
     package private(set) var offset: Duration = .zero
     /// How many times the machine re-based onto a clock that went back.
     package private(set) var rebases: UInt64 = 0
-    /// The offset before the latest re-base, and the time on the machine's line that re-base
-    /// mapped its reading to: where a call started before it is placed on the line.
-    private var offsetBeforeRebase: Duration = .zero
-    private var rebasedAt: Duration = .zero
+    /// The latest re-bases, the one from count `k` kept at `k % rememberedRebases`: the offset
+    /// before it, and the time on the machine's line it mapped its reading to. Where a call
+    /// started before them is placed on the line.
+    private var rebaseHistory: [(offsetBefore: Duration, at: Duration)] = []
+    /// How many re-bases ``start(of:)`` places a start across exactly.
+    package static let rememberedRebases: UInt64 = 4
 
     private var window: CircuitBreakerSlidingWindow?
     private var probes: [Probe]
@@ -164,17 +166,22 @@ package struct CircuitBreakerStateMachine: Sendable {
     /// the permit kept no start.
     ///
     /// A start read under the current re-base count takes the current offset; one read under
-    /// the count before it, the offset then, and no later than where the re-base mapped its
-    /// reading (a start read after the jump, before the re-base, counts as the latest time
-    /// then, as any reading behind it does); an older one, the latest re-base's time. A call
-    /// spanning a re-base is so timed on one line, where the jump counts as no time.
+    /// an earlier count, the offset then, and no later than where the re-base from that count
+    /// mapped its reading (a start read after the jump, before the re-base, counts as the
+    /// latest time then, as any reading behind it does). A call spanning up to
+    /// ``rememberedRebases`` re-bases is so timed on one line, where each jump counts as no
+    /// time. One spanning more is timed from the earliest re-base the machine remembers: no
+    /// longer than it ran on the line, so it may be judged fast when it was slow.
     package func start(of permit: CircuitBreakerPermit) -> Duration? {
         guard let start = permit.start else { return nil }
         if permit.rebases == self.rebases { return Self.adding(start, self.offset) }
-        if permit.rebases &+ 1 == self.rebases {
-            return Swift.min(Self.adding(start, self.offsetBeforeRebase), self.rebasedAt)
+        let age = self.rebases &- permit.rebases
+        if age <= Self.rememberedRebases {
+            let rebase = self.rebaseHistory[Int(permit.rebases % Self.rememberedRebases)]
+            return Swift.min(Self.adding(start, rebase.offsetBefore), rebase.at)
         }
-        return self.rebasedAt
+        let earliest = self.rebases &- Self.rememberedRebases
+        return self.rebaseHistory[Int(earliest % Self.rememberedRebases)].at
     }
 
     /// The reading of the clock that stands for the latest time seen: ``latest`` less ``offset``.
@@ -207,8 +214,12 @@ package struct CircuitBreakerStateMachine: Sendable {
     package mutating func rebase(from observed: Duration, to reading: Duration) -> Bool {
         let shifted = Self.adding(reading, self.offset)
         guard shifted < observed else { return false }
-        self.offsetBeforeRebase = self.offset
-        self.rebasedAt = observed
+        let rebase = (offsetBefore: self.offset, at: observed)
+        if self.rebaseHistory.count < Int(Self.rememberedRebases) {
+            self.rebaseHistory.append(rebase)
+        } else {
+            self.rebaseHistory[Int(self.rebases % Self.rememberedRebases)] = rebase
+        }
         self.offset = Self.adding(self.offset, observed - shifted)
         self.rebases &+= 1
         return true

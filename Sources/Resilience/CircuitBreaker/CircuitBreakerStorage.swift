@@ -95,7 +95,9 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
             if self.hasTimeWindow { self.publishBucket(&locked) }
             let machine = locked.machine
             self.openUntil.store(Self.openUntilMark(of: machine.phase, offset: machine.offset), ordering: .relaxed)
-            self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latestReading), ordering: .relaxed)
+            // Releasing: a caller that loads the new latest time then sees the re-base count
+            // stored before it (the slow-call rule's lock-free admission checks it again).
+            self.latestSeen.store(Self.nanosecondsRoundedUp(machine.latestReading), ordering: .releasing)
             self.word.store(machine.fastPathWord, ordering: .releasing)
             return result
         }

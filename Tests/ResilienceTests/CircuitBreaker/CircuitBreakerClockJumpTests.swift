@@ -1,4 +1,5 @@
 import ResilienceTesting
+import Synchronization
 import Testing
 
 @testable import Resilience
@@ -170,6 +171,103 @@ import Testing
         }
         #expect(value == 7)
         #expect(breaker.state == .closed, "2 s, not the jump")
+    }
+
+    static func slowCallBreaker(clock: some Clock<Duration> & Sendable) throws -> CircuitBreaker {
+        try CircuitBreaker(
+            name: "slow", tripRule: .consecutiveFailures(1), slowCallRule: .slowerThan(.seconds(10)),
+            openDuration: .fixed(.seconds(60)), clock: clock)
+    }
+
+    /// Another caller sees the jump, and (with `rebaseInBetween`) proves it, between this
+    /// call's load of the re-base count and its reading of the clock: the reading is after the
+    /// jump and not behind the breaker's new latest time. The call runs 2 s, and is not charged
+    /// the 1,000 s jump.
+    @Test(arguments: [false, true])
+    func aCallAdmittedWhileAnotherCallerRebasesIsNotChargedTheJump(rebaseInBetween: Bool) async throws {
+        let base = TestClock()
+        base.advance(by: .seconds(1_000))
+        let clock = HookedClock(base)
+        let breaker = try Self.slowCallBreaker(clock: clock)
+        _ = breaker.snapshot()  // the breaker's latest time: 1,000 s
+        clock.beforeNextReading {
+            base.rewind(by: .seconds(1_000))
+            if rebaseInBetween { _ = breaker.snapshot() }  // proves the jump: 0 s reads as 1,000 s
+        }
+        let value = try await breaker.execute {
+            base.advance(by: .seconds(2))
+            return 7
+        }
+        #expect(value == 7)
+        #expect(breaker.state == .closed, "2 s, not the jump")
+    }
+
+    /// Runs a call that spans `rebases` jumps back of the clock, each proved while it runs
+    /// after 3 s on the breaker's time line, and ends `after` later: the breaker's state then.
+    static func stateAfterACallSpanning(rebases: Int, after: Duration) async throws -> CircuitBreakerState {
+        let clock = TestClock()
+        clock.advance(by: .seconds(1_000))
+        let breaker = try Self.slowCallBreaker(clock: clock)
+        _ = breaker.snapshot()
+        let value = try await breaker.execute {
+            for _ in 0..<rebases {
+                clock.advance(by: .seconds(3))
+                _ = breaker.snapshot()  // the breaker's latest time
+                clock.rewind(by: .seconds(100))
+                _ = breaker.snapshot()  // proves the jump
+            }
+            clock.advance(by: after)
+            return 7
+        }
+        #expect(value == 7)
+        return breaker.state
+    }
+
+    /// A call that spans two re-bases, or as many as the breaker remembers, is timed on the
+    /// breaker's time line from its start: 3 s per jump and 1 s after.
+    @Test func aCallSpanningSeveralRebasesIsTimedOnTheBreakersTimeLine() async throws {
+        #expect(try await Self.stateAfterACallSpanning(rebases: 2, after: .seconds(5)) == .open, "11 s")
+        #expect(try await Self.stateAfterACallSpanning(rebases: 2, after: .seconds(4)) == .closed, "10 s")
+        let remembered = Int(CircuitBreakerStateMachine.rememberedRebases)
+        #expect(try await Self.stateAfterACallSpanning(rebases: remembered, after: .seconds(1)) == .open, "13 s")
+    }
+
+    /// A call that spans more re-bases than the breaker remembers is timed from where the
+    /// earliest one it remembers placed the breaker's latest time: no longer than it ran. Here
+    /// it runs 18 s over six jumps, then the time after; the earliest of the four remembered
+    /// re-bases came 9 s in, so it is timed 9 s and the time after.
+    @Test func aCallSpanningMoreRebasesThanRememberedIsTimedFromTheEarliestRemembered() async throws {
+        #expect(CircuitBreakerStateMachine.rememberedRebases == 4)
+        #expect(try await Self.stateAfterACallSpanning(rebases: 6, after: .seconds(2)) == .open, "timed 11 s")
+        #expect(try await Self.stateAfterACallSpanning(rebases: 6, after: .seconds(1)) == .closed, "timed 10 s")
+    }
+}
+
+/// A clock that reads a ``TestClock``, and runs a step once before its next reading.
+private final class HookedClock: Clock, Sendable {
+    private let base: TestClock
+    private let step = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init(_ base: TestClock) { self.base = base }
+
+    /// Runs `step` before the next reading; its own readings do not run it.
+    func beforeNextReading(_ step: @escaping @Sendable () -> Void) {
+        self.step.withLock { $0 = step }
+    }
+
+    var now: TestClock.Instant {
+        let step = self.step.withLock { step in
+            defer { step = nil }
+            return step
+        }
+        step?()
+        return self.base.now
+    }
+
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: TestClock.Instant, tolerance: Duration?) async throws {
+        try await self.base.sleep(until: deadline, tolerance: tolerance)
     }
 }
 
