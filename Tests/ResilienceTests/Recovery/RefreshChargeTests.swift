@@ -30,10 +30,7 @@ enum RefreshChargeLocals {
 /// call is cancelled as it learns of the failure.
 @Suite(.timeLimit(.minutes(1)))
 struct RefreshChargeCancellationTests {
-    static let operation: @Sendable (String) async throws -> String = { token in
-        guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
-        return "profile"
-    }
+    static let operation = RefreshedTokenAPI.operation
 
     /// Tokens left while the second call sleeps out the failed refresh's hint.
     static func tokensLeft(cancelFirstLearner: Bool) async throws -> Double {
@@ -100,10 +97,7 @@ struct RefreshChargeCancellationTests {
 /// call learns of the failure first.
 @Suite(.timeLimit(.minutes(1)))
 struct RefreshChargeSharedBudgetTests {
-    static let operation: @Sendable (String) async throws -> String = { token in
-        guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
-        return "profile"
-    }
+    static let operation = RefreshedTokenAPI.operation
 
     /// Two policies share one recovery: one without a retry budget, one with. Both calls
     /// wait for the same refresh, which fails with a 503; both retry it. The budgeted

@@ -8,10 +8,7 @@ import Testing
 /// retry budget, which refusals end it at once, which waits it refuses, and which answers of
 /// the auth server leave the session alone.
 struct RefreshRetryAccountingTests {
-    static let operation: @Sendable (String) async throws -> String = { token in
-        guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
-        return "profile"
-    }
+    static let operation = RefreshedTokenAPI.operation
 
     @Test func aRefreshRefusedByAThrottleIsNotRetried() async throws {
         let clock = TestClock()

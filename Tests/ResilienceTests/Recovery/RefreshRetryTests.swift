@@ -14,11 +14,7 @@ struct RefreshRetryTests {
     static let seed: UInt64 = 1
     static let backoff = Backoff.constant(.seconds(1))
 
-    /// The API: it accepts only the refreshed token.
-    static let operation: @Sendable (String) async throws -> String = { token in
-        guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
-        return "profile"
-    }
+    static let operation = RefreshedTokenAPI.operation
 
     /// A recovery whose refreshes fail with `failures` in turn, then succeed.
     static func recovery(

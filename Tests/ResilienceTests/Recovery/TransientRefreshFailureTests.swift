@@ -12,10 +12,7 @@ import Testing
 /// has attempts left and retries the refresh.
 @Suite(.timeLimit(.minutes(1)))
 struct TransientRefreshFailureTests {
-    static let operation: @Sendable (String) async throws -> String = { token in
-        guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
-        return "profile"
-    }
+    static let operation = RefreshedTokenAPI.operation
 
     static func transient(_ shape: String) -> any Error & Sendable {
         switch shape {
