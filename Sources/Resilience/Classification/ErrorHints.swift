@@ -57,7 +57,7 @@ public enum ErrorHints {
     /// failed with after the limit fired counts (see ``TimeoutError/operationError``), through
     /// nested limits and in the limit's `NSError` form (``lateOperationErrorKey``).
     public static func isTooManyRequests(_ error: any Error) -> Bool {
-        self.isTooManyRequests(error, lateDepth: 0)
+        FailureAnalysis(error, isCancelled: false, timeLimitFired: false).isTooManyRequests
     }
 
     /// The longest retry-after advice in `error`'s chain, or `nil`.
@@ -71,37 +71,7 @@ public enum ErrorHints {
     /// operation failed with after the limit fired counts (see ``TimeoutError/operationError``),
     /// through nested limits and in the limit's `NSError` form (``lateOperationErrorKey``).
     public static func retryAfter(of error: any Error) -> Duration? {
-        self.retryAfter(of: error, lateDepth: 0)
-    }
-
-    // MARK: - Through a time limit's late error
-
-    /// ``isTooManyRequests(_:)`` for an error `lateDepth` time limits' late errors deep.
-    private static func isTooManyRequests(_ error: any Error, lateDepth: Int) -> Bool {
-        ErrorChain.first(in: error) { node in
-            if self.ownStatus(of: node) == 429 { return true }
-            if lateDepth < ErrorChain.maximumDepth, let late = LateOperationError.of(node),
-                self.isTooManyRequests(late, lateDepth: lateDepth + 1)
-            {
-                return true
-            }
-            return nil
-        } ?? false
-    }
-
-    /// ``retryAfter(of:)`` for an error `lateDepth` time limits' late errors deep.
-    private static func retryAfter(of error: any Error, lateDepth: Int) -> Duration? {
-        var longest: Duration?
-        ErrorChain.walk(error) { node in
-            if let hint = self.ownRetryAfter(of: node) { longest = Swift.max(longest ?? .zero, hint) }
-            if lateDepth < ErrorChain.maximumDepth, let late = LateOperationError.of(node),
-                let hint = self.retryAfter(of: late, lateDepth: lateDepth + 1)
-            {
-                longest = Swift.max(longest ?? .zero, hint)
-            }
-            return true
-        }
-        return longest
+        FailureAnalysis(error, isCancelled: false, timeLimitFired: false).retryAfter
     }
 
     // MARK: - One error, without its chain

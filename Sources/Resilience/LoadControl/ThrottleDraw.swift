@@ -23,17 +23,13 @@ final class ThrottleDraw: Sendable {
 
     /// A number uniform in `0..<1`.
     func unit() -> Double {
-        guard let slot = self.slot else {
-            var system = SystemRandomNumberGenerator()
-            return Double.random(in: 0..<1, using: &system)
+        if let slot = self.slot, var generator = slot.withLock({ slot in slot.take() }) {
+            // The injected generator runs here, with the lock released.
+            let draw = Double.random(in: 0..<1, using: &generator)
+            slot.withLock { $0 = generator }
+            return draw
         }
-        guard var generator = slot.withLock({ slot in slot.take() }) else {
-            var system = SystemRandomNumberGenerator()
-            return Double.random(in: 0..<1, using: &system)
-        }
-        // The injected generator runs here, with the lock released.
-        let draw = Double.random(in: 0..<1, using: &generator)
-        slot.withLock { $0 = generator }
-        return draw
+        var system = SystemRandomNumberGenerator()
+        return Double.random(in: 0..<1, using: &system)
     }
 }

@@ -217,11 +217,7 @@ extension RetryPolicy {
             if rest > .zero, let left = self.timeLeft(start: start), rest >= left {
                 return .stopWithError(.deadlineExceeded, failure)
             }
-            call.retries += 1
-            self.observer?.retryScheduled(
-                .init(
-                    policyName: self.name, attempt: call.attempts, delay: rest, error: failure,
-                    retryAfter: analysis.retryAfter))
+            self.noteRefreshRetry(after: failure, analysis, delay: rest, call: &call)
             return await self.sleep(rest)
         }
         if call.countedAttempts >= self.maximumAttempts {
@@ -233,13 +229,20 @@ extension RetryPolicy {
         if let left = self.timeLeft(start: start), delay >= left { return .stopWithError(.deadlineExceeded, failure) }
         if let budget = self.budget, !budget.allowsRetry { return .stopWithError(.budgetExhausted, failure) }
         call.previousDelay = jittered
-        call.retries += 1
         call.refreshRetries += 1
+        self.noteRefreshRetry(after: failure, analysis, delay: delay, call: &call)
+        return await self.sleep(delay)
+    }
+
+    /// Counts a refresh retry as one of the call's retries and reports it to the observer.
+    private nonisolated func noteRefreshRetry(
+        after failure: any Error, _ analysis: FailureAnalysis, delay: Duration, call: inout CallState
+    ) {
+        call.retries += 1
         self.observer?.retryScheduled(
             .init(
                 policyName: self.name, attempt: call.attempts, delay: delay, error: failure,
                 retryAfter: analysis.retryAfter))
-        return await self.sleep(delay)
     }
 
     /// Sleeps `delay` on the policy's clock before a refresh retry: `nil` to go on, or how the call ends.
