@@ -8,7 +8,9 @@ extension RetryPolicy {
     /// and tries again with the new credential: at once, or when the rest of the
     /// failure's retry-after hint has passed (a `Retry-After`, CloudKit's `CKRetryAfter`;
     /// a hint over ``maximumRetryAfter`` stops the call with
-    /// ``RetryStopReason/retryAfterTooLong`` before any refresh). That attempt does not
+    /// ``RetryStopReason/retryAfterTooLong`` before any refresh). The wait for the refresh ends
+    /// at the ``deadline`` (this policy's or an enclosing call's) with
+    /// ``RetryStopReason/deadlineExceeded``, the refresh running on for the other calls. That attempt does not
     /// count against ``maximumAttempts``. A call recovers at most once: a second
     /// credential failure goes to the classifier, which stops it with
     /// ``RetryStopReason/authenticationRequired``.
@@ -103,7 +105,9 @@ extension RetryPolicy {
             // One refresh, then one more after each that fails for now, as long as the policy
             // allows the retry; the refresh is shared with every call that needs it at the time.
             while true {
-                switch await recovery.recover(chargingTo: self.budget) {
+                switch await self.waitForRefresh(recovery, start: start) {
+                case nil:
+                    return .stop(.deadlineExceeded)
                 case .recovered:
                     call.hasRecovered = true
                     return self.retryAfterRecovery(
@@ -145,6 +149,36 @@ extension RetryPolicy {
             }
         }
         return nil
+    }
+
+    /// Waits for the recovery's newer credential, within the deadline (this policy's or an
+    /// enclosing call's); `nil` when the deadline comes first.
+    ///
+    /// The refresh itself goes on for the other calls that wait for it, and for later ones.
+    /// Without a deadline the call waits for the refresh however long it takes, and starts no timer.
+    private nonisolated func waitForRefresh(
+        _ recovery: any CallRecovery, start: Duration
+    ) async -> CallRecoveryResult? {
+        guard let left = self.timeLeft(start: start) else {
+            return await recovery.recover(chargingTo: self.budget)
+        }
+        if left <= .zero { return nil }
+        let (budget, clock) = (self.budget, self.clock)
+        return await withTaskGroup(of: CallRecoveryResult?.self) { group in
+            group.addTask { await recovery.recover(chargingTo: budget) }
+            group.addTask {
+                do {
+                    try await clock.sleepUntil(clock.now() + left)
+                    return nil
+                } catch {
+                    // Only the call's own cancellation ends this sleep before the refresh's answer.
+                    return .failed(CancellationError(), hintLeft: nil)
+                }
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
     }
 
     /// How a wait for the network after an offline failure ended.
