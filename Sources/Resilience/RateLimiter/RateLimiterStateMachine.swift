@@ -265,15 +265,18 @@ struct RateLimiterStateMachine: Sendable {
             guard now >= self.segmentStart else { return }
             let elapsed = now - self.segmentStart
             guard elapsed >= self.segmentLength else { return }
-            let steps = elapsed / self.segmentLength
-            if steps >= Double(self.counts.count) {
+            // Whole segments in exact integer arithmetic: a quotient in `Double` rounds up
+            // within a nanosecond of a segment's end on long windows, and would forget a
+            // segment, and its permits, before it has left the window.
+            let steps = elapsed.attoseconds / self.segmentLength.attoseconds
+            if steps >= Int128(self.counts.count) {
                 for index in self.counts.indices { self.counts[index] = 0 }
                 self.total = 0
                 self.current = 0
                 self.segmentStart = now
                 return
             }
-            for _ in 0..<Int(steps.rounded(.down)) {
+            for _ in 0..<Int(steps) {
                 self.current = (self.current + 1) % self.counts.count
                 self.total -= self.counts[self.current]
                 self.counts[self.current] = 0

@@ -35,6 +35,20 @@ struct RateLimiterTests {
         await #expect(throws: LimiterRejectionError.self) { try await limiter.execute { 1 } }
     }
 
+    /// Segments are counted in whole attoseconds: on a window of a year, the last nanosecond
+    /// before a segment leaves it still counts that segment's permits.
+    @Test(arguments: [Duration.seconds(86_400 * 366), .seconds(86_400 * 100), .seconds(1)])
+    func aLongWindowForgetsNoSegmentBeforeItHasPassed(window: Duration) async throws {
+        let clock = TestClock()
+        let limiter = try RateLimiter(.slidingWindow(limit: 1, window: window, segments: 2), clock: clock)
+        _ = try await limiter.execute { 1 }
+        clock.advance(by: window - .nanoseconds(1))
+        let early = await #expect(throws: LimiterRejectionError.self, "\(window)") { try await limiter.execute { 2 } }
+        #expect(early?.retryAfter == .nanoseconds(1), "\(window)")
+        clock.advance(by: .nanoseconds(1))
+        #expect(try await limiter.execute { 3 } == 3, "\(window): the first segment has left the window")
+    }
+
     @Test func aCallerAllowedToWaitGetsTheNextPermit() async throws {
         let clock = TestClock()
         let limiter = try RateLimiter(
