@@ -258,7 +258,7 @@ extension RetryPolicy {
             return .stopWithError(RefreshFailure.stopReason(for: analysis), failure)
         }
         let jittered = await self.nextDelay(
-            forRetry: call.attempts - 1 + call.refreshRetries, previous: call.previousDelay)
+            forRetry: call.countedAttempts - 1, previous: call.previousDelay)
         let delay = Swift.max(jittered, hintLeft ?? .zero)
         if let left = self.timeLeft(start: start), delay >= left { return .stopWithError(.deadlineExceeded, failure) }
         if let budget = self.budget, !budget.allowsRetry { return .stopWithError(.budgetExhausted, failure) }

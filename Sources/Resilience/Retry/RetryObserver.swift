@@ -85,7 +85,7 @@ public struct RetryScheduledEvent: Sendable {
 public struct RetryCallFinishedEvent: Sendable {
     /// The ``RetryPolicy/name`` of the policy that ran the call.
     public var policyName: String
-    /// How many attempts ran.
+    /// How many attempts the call made, counted as ``RetryOutcome/attempts`` counts them.
     public var attempts: Int
     /// Why the call stopped.
     public var stopReason: RetryStopReason

@@ -12,7 +12,9 @@ public struct RetryOutcome<Value> {
     /// The value, or the error that ended the call: the operation's own error,
     /// unchanged, or `CancellationError` when the call was cancelled.
     public var result: Result<Value, any Error>
-    /// How many times the operation ran.
+    /// How many attempts the call made: the times the operation ran, plus any attempt
+    /// refused before it could run (by an ``AdaptiveThrottle``, or for want of time before an
+    /// enclosing deadline). A ``CredentialRecovery``'s refresh retries are not attempts here.
     public var attempts: Int
     /// Why the call stopped.
     public var stopReason: RetryStopReason

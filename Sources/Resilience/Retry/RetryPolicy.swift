@@ -378,6 +378,10 @@ public final actor RetryPolicy {
     ///   - idempotency: Whether the operation may run twice; `nil` inherits the enclosing
     ///     call's declaration, or takes the classifier's, or assumes idempotent.
     ///   - operation: The work to attempt, in a child task, in the caller's isolation.
+    /// When an enclosing call's deadline has already passed, no attempt starts: the call
+    /// fails with an ``AttemptTimeoutError`` whose ``AttemptTimeoutError/timeout`` is zero,
+    /// and its outcome's stop reason is ``RetryStopReason/deadlineExceeded``.
+    ///
     /// - Throws: The error of the last attempt, unchanged; ``ConfigurationError`` without
     ///   running the operation when `attemptTimeout` is not greater than zero.
     public nonisolated(nonsending) func execute<Value: Sendable>(
@@ -407,6 +411,9 @@ public final actor RetryPolicy {
             idempotency ?? CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
         return await self.run(isolation: #isolation, firstFailure: nil, options: .declaring(idempotency)) { deadline in
             let limit = deadline.timeLeft().map { Swift.min($0, timeout) } ?? timeout
+            // An enclosing deadline that has already passed leaves no time: the attempt does
+            // not start, and the call stops at that deadline.
+            guard limit > .zero else { throw AttemptTimeoutError(timeout: .zero, requestIdempotency: declared) }
             return try await Self.withTimeLimit(limit, idempotency: declared, clock: clock, operation: operation)
         }
     }
@@ -778,7 +785,9 @@ public final actor RetryPolicy {
         if call.countedAttempts >= self.maximumAttempts { return .stop(.exhausted) }
         if let hint, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
 
-        let jittered = await self.nextDelay(forRetry: call.attempts - 1, previous: call.previousDelay)
+        // The schedule counts the attempts that count: a wait for the network or a
+        // recovered credential moves it on no more than it spends an attempt.
+        let jittered = await self.nextDelay(forRetry: call.countedAttempts - 1, previous: call.previousDelay)
         let delay = Swift.max(jittered, hint ?? .zero)
         if let left = self.timeLeft(start: start), delay >= left {
             return .stop(.deadlineExceeded)
