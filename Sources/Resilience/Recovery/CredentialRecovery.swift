@@ -141,6 +141,11 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
         self.storage.waiterCount
     }
 
+    /// Whether the recovery's lock is held now; for tests that check no app code runs under it.
+    package var isLockHeld: Bool {
+        self.storage.isLockHeld
+    }
+
     /// Suspends until at least `count` calls wait for a refresh: a synchronization point for tests.
     package func waitForWaitingCalls(count: Int) async {
         await self.storage.waitForWaiters(count: count)

@@ -5,7 +5,7 @@
 /// returns what the caller must do after releasing the lock: resume waiters,
 /// start the refresh. `Waiter` is whatever the storage resumes (a continuation);
 /// tests use plain values.
-package struct CredentialRecoveryStateMachine<Credential, Waiter> {
+package struct CredentialRecoveryStateMachine<Credential: Sendable, Waiter> {
     /// The credential calls use now.
     package private(set) var credential: Credential
     /// How many times the credential changed: by a successful refresh or a replacement.
@@ -24,8 +24,30 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
     /// Waiters cancelled before they parked, by ID.
     private var cancelledBeforeParking: Set<UInt64> = []
     private var nextID: UInt64 = 0
+    /// The values the machine let go of (a replaced credential, a failure it forgot), kept until
+    /// the caller takes them with the lock released: their deinitializers are the app's code.
+    private var letGo: [any Sendable] = []
 
     package init(credential: Credential) {
+        self.credential = credential
+    }
+
+    /// Hands over the values the machine let go of since the last call, for the caller to drop
+    /// once it has released its lock.
+    package mutating func takeLetGo() -> [any Sendable] {
+        defer { self.letGo = [] }
+        return self.letGo
+    }
+
+    /// Forgets the last refresh's failure, keeping its error for ``takeLetGo()``.
+    private mutating func forgetFailure() {
+        if let failure = self.failure { self.letGo.append(failure.error) }
+        self.failure = nil
+    }
+
+    /// Installs `credential`, keeping the one it replaces for ``takeLetGo()``.
+    private mutating func install(_ credential: Credential) {
+        self.letGo.append(self.credential)
         self.credential = credential
     }
 
@@ -92,7 +114,7 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
             case .notAtAll where isNews:
                 return .resume(.failure(failure.error))
             case .until, .notAtAll:
-                self.failure = nil
+                self.forgetFailure()
             }
         }
         self.waiters.append((id, self.generation, waiter))
@@ -130,13 +152,14 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
         guard generation == self.generation else { return (waiters, .success(self.current)) }
         switch result {
         case .success(let credential):
-            self.credential = credential
+            self.install(credential)
             self.generation += 1
-            self.failure = nil
+            self.forgetFailure()
             return (waiters, .success(self.current))
         case .failure(let error):
             // Kept even when later calls are not to get it: a call that already waited out an
             // earlier failed round takes this one as its answer.
+            self.forgetFailure()
             self.failure = (generation, error, memory, self.refreshingRound)
             return (waiters, .failure(error))
         }
@@ -144,9 +167,9 @@ package struct CredentialRecoveryStateMachine<Credential, Waiter> {
 
     /// Installs a credential obtained another way (the person signed in again), clearing a failed refresh.
     package mutating func replace(with credential: Credential) -> (credential: Credential, generation: UInt64) {
-        self.credential = credential
+        self.install(credential)
         self.generation += 1
-        self.failure = nil
+        self.forgetFailure()
         return self.current
     }
 }

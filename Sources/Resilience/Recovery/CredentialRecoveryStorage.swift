@@ -64,8 +64,15 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         self.state.withLock { $0.machine.waiterCount }
     }
 
+    var isLockHeld: Bool {
+        self.state.isHeld
+    }
+
     func replace(with credential: Credential) -> Stamped {
-        self.state.withLock { $0.machine.replace(with: credential) }
+        // The replaced credential and a forgotten failure are released here, with the lock
+        // released: their deinitializers are the app's code.
+        let (stamped, _) = self.state.withLock { ($0.machine.replace(with: credential), $0.machine.takeLetGo()) }
+        return stamped
     }
 
     /// Waits for the credential that follows generation `carried`, sharing one refresh among all callers.
@@ -79,7 +86,7 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
                 let now = self.clock.now()
-                let (action, failed, watchers) = self.state.withLock { state in
+                let (action, failed, watchers, _) = self.state.withLock { state in
                     let action = state.machine.recover(
                         after: carried, seen: seen, id: id, waiter: continuation, at: now)
                     switch action {
@@ -89,7 +96,7 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                         if state.budgets.generation != generation { state.budgets = (generation, [:]) }
                         if let budget { state.budgets.byIdentity[ObjectIdentifier(budget)] = budget }
                     }
-                    return (action, state.machine.failedRound, state.satisfiedWatchers())
+                    return (action, state.machine.failedRound, state.satisfiedWatchers(), state.machine.takeLetGo())
                 }
                 for watcher in watchers { watcher.resume() }
                 switch action {
@@ -127,7 +134,7 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 outcome = .failure(error)
                 memory = RefreshFailure.memory(of: error, now: self.clock.now())
             }
-            let (waiters, answer, budgets) = self.state.withLock { [memory] state in
+            let (waiters, answer, budgets, _) = self.state.withLock { [memory] state in
                 let (waiters, result) = state.machine.refreshFinished(
                     from: generation, with: outcome, remembering: memory)
                 var budgets: [RetryBudget] = []
@@ -135,7 +142,9 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                     budgets = Array(state.budgets.byIdentity.values)
                     state.budgets.byIdentity = [:]
                 }
-                return (waiters, Answer(result, failed: state.machine.failedRound), budgets)
+                return (
+                    waiters, Answer(result, failed: state.machine.failedRound), budgets, state.machine.takeLetGo()
+                )
             }
             if case .failure(let error) = outcome, !budgets.isEmpty {
                 // One request was sent and failed: each budget of the calls that shared it pays
