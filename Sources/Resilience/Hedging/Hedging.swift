@@ -109,9 +109,15 @@ public final class Hedging: Sendable {
 
     /// Runs `operation`, hedging it when it is slow and may run twice.
     ///
+    /// A call that may not run twice runs once, unhedged. Declared so here, it hands the
+    /// declaration down to the policies nested inside, as a policy's call does, and when
+    /// it fails in a way that does not prove its request never left, it tells the
+    /// policies around it, which then stop with ``RetryStopReason/notIdempotent``
+    /// instead of sending it again.
+    ///
     /// - Parameters:
-    ///   - idempotency: Whether the call may run twice; defaults to what an
-    ///     enclosing call declared, else idempotent.
+    ///   - idempotency: Whether the call may run twice, handed down to the calls nested
+    ///     inside; defaults to what an enclosing call declared, else idempotent.
     ///   - operation: One attempt of the call. It runs in the caller's isolation: a closure
     ///     written on the main actor is isolated to it (the way `Task.init`'s is), and every
     ///     copy of it runs there.
@@ -127,7 +133,8 @@ public final class Hedging: Sendable {
         // Inlined into the caller, so the call's generic values are specialized for its
         // value type; everything that does not depend on it stays out of line.
         guard let start = self.begin(idempotency) else {
-            return try await operation()  // the rules forbid a second copy
+            // The rules forbid a second copy: one run, with the declaration handed down.
+            return try await self.runOnce(declaring: idempotency, operation: operation)
         }
         // One value holds the call's state, handed to the helpers `inout`: local functions
         // capturing the call's variables made each captured variable a heap box.
@@ -509,7 +516,7 @@ public final class Hedging: Sendable {
     // MARK: - Out of line: what does not depend on the value type
 
     /// Settles a hedged call's number, scope and delay, or returns `nil` when the call may
-    /// not run twice.
+    /// not run twice (it then runs once, through ``runOnce(declaring:operation:)``).
     ///
     /// The number is taken without a lock; the call enters the table of calls in flight
     /// (``open(_:)``) only if its first attempt does not end at once.
@@ -517,16 +524,39 @@ public final class Hedging: Sendable {
     func begin(_ idempotency: Idempotency?) -> HedgedCallStart? {
         var scope = CallScope.current
         let declared = idempotency ?? scope.idempotency ?? .idempotent
-        guard declared.isIdempotent else {
-            scope.declare(declared)
-            return nil
-        }
+        guard declared.isIdempotent else { return nil }
         let delay = self.state.withLock { $0.currentDelay }
         // Only a declaration is handed down, never the default: a policy inside that knows
         // its request is a `POST` must still judge it so.
         if let idempotency { scope.declare(idempotency) }
         let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
         return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay)
+    }
+
+    /// Runs a call that may not run twice: once, unhedged, as a policy's call declared so runs.
+    ///
+    /// A call this one declares not idempotent hands the declaration down, so a policy
+    /// inside does not send its request again, and tells the time limits and hedged attempts
+    /// around it (`CallScope.declare(_:byClassifier:)`); when it fails, it leaves word for
+    /// the policies around it, as a policy that stops on such a request does
+    /// (`NestedRetryLedger.recordFailure(_:ofCallDeclaring:)`). A call not idempotent by an
+    /// enclosing declaration runs as it is: that declaration is already handed down, and
+    /// the call that made it reports it.
+    ///
+    /// Out of line and unspecialized: the path is rare, and a call that hedges, the success
+    /// path included, binds no task-local for it.
+    @usableFromInline
+    nonisolated(nonsending) func runOnce<Value: Sendable>(
+        declaring idempotency: Idempotency?,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        guard let scope = CallScope.declaring(idempotency) else { return try await operation() }
+        do {
+            return try await CallScope.$current.withValue(scope) { try await operation() }
+        } catch {
+            NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+            throw error
+        }
     }
 
     /// Enters the call `id` in the table of calls in flight, where its attempts, its timer

@@ -22,7 +22,11 @@ public import Synchronization
 /// A policy that stopped with ``RetryStopReason/notIdempotent`` (the request may
 /// have reached the server and may not run twice) tells the layers above the
 /// same, and they stop with that reason too, whatever this setting or their own
-/// idempotency says: the inner policy knows the request. A policy that stopped
+/// idempotency says: the inner policy knows the request. A call declared not
+/// idempotent through ``Hedging/execute(idempotency:operation:)``,
+/// ``Timeout/execute(idempotency:operation:)`` or
+/// ``ResiliencePipeline/execute(idempotency:operation:)`` tells them the same when
+/// it fails in a way that does not prove its request never left. A policy that stopped
 /// for any other reason (its classifier said final, its budget or deadline ran
 /// out) leaves the layer above free to judge the failure itself.
 ///
@@ -133,13 +137,16 @@ enum NestedRetryLedger {
 
     /// Records that `writer` stopped on `error` with `word` (or passed on an inner policy's word for it).
     ///
-    /// - Parameter inner: The writers of the record this policy took, if it stopped because of one.
+    /// - Parameters:
+    ///   - writer: The policy that stopped, or `nil` for a call that declared itself not
+    ///     idempotent without a policy of its own (``recordFailure(_:ofCallDeclaring:)``).
+    ///   - inner: The writers of the record this policy took, if it stopped because of one.
     static func record(
-        _ word: Word, for error: any Error, by writer: RetryPolicy, passingOn inner: [ObjectIdentifier]
+        _ word: Word, for error: any Error, by writer: RetryPolicy?, passingOn inner: [ObjectIdentifier]
     ) {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
-        let writers = inner + [ObjectIdentifier(writer)]
+        let writers = writer.map { inner + [ObjectIdentifier($0)] } ?? inner
         let sequence = self.written.wrappingAdd(1, ordering: .relaxed).newValue
         self.records.withLock { records in
             if let existing = records.byError[key], existing.error === box {
@@ -156,6 +163,25 @@ enum NestedRetryLedger {
                 records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
             }
         }
+    }
+
+    /// Leaves word for the policies around a call that declared `idempotency` itself and
+    /// failed with `error`, as a policy that stops on a request that is not idempotent does.
+    ///
+    /// For ``Hedging``, a ``Timeout`` and a ``ResiliencePipeline`` called with a declaration:
+    /// they hand it down to the policies inside, but a policy around them runs outside that
+    /// declaration, and would otherwise judge the failure as idempotent and send the request
+    /// again. The word is left when the rules stop a call declared so on this failure
+    /// (``Rulebook/stopReason(for:idempotency:)`` says ``RetryStopReason/notIdempotent``:
+    /// nothing proves the request never left); a declaration that allows a second run, or a
+    /// failure that proves the request was never sent, leaves none.
+    ///
+    /// Failure path only: one analysis of `error`, and a record when the rules say so.
+    static func recordFailure(_ error: any Error, ofCallDeclaring idempotency: Idempotency?) {
+        guard let idempotency, !idempotency.isIdempotent, !Task.isCancelled,
+            Rulebook.stopReason(for: FailureAnalysis(error), idempotency: idempotency) == .notIdempotent
+        else { return }
+        self.record(.notIdempotent, for: error, by: nil, passingOn: [])
     }
 
     /// The word and writers of the record another policy left for this very `error`, or `nil` for none.

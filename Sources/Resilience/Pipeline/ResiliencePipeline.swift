@@ -56,7 +56,10 @@ extension ResiliencePipeline {
     ///
     /// Every stage sees the declaration: a retry policy does not repeat a call that
     /// is not idempotent once it may have reached the server, and hedging does
-    /// not start a second copy of it (see ``Idempotency``).
+    /// not start a second copy of it (see ``Idempotency``). So do the policies
+    /// around the pipeline: a call declared not idempotent that fails in a way that
+    /// does not prove its request never left tells them, as a policy that stops on
+    /// it does (see ``NestedRetries``).
     ///
     /// - Parameters:
     ///   - idempotency: Whether the operation may run twice with the same effect as once.
@@ -69,8 +72,14 @@ extension ResiliencePipeline {
     ) async throws -> Value {
         var scope = CallScope.current
         scope.declare(idempotency)
-        return try await CallScope.$current.withValue(scope) {
-            try await self.strategies.executeInPipeline(IsolatedOperation(operation))
+        do {
+            return try await CallScope.$current.withValue(scope) {
+                try await self.strategies.executeInPipeline(IsolatedOperation(operation))
+            }
+        } catch {
+            // A policy around the pipeline runs outside the declaration: it hears of it here.
+            NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+            throw error
         }
     }
 }

@@ -6,7 +6,9 @@ import Synchronization
 /// A policy, breaker or strategy installs a scope only when it has something to
 /// hand down, so a plain call pays nothing for it:
 /// - a call declared with an ``Idempotency`` passes it on, so a policy nested
-///   inside a `POST` does not repeat what the outer call may not;
+///   inside a `POST` does not repeat what the outer call may not (the policies
+///   around it run outside the scope: a declared call that fails tells them through
+///   `NestedRetryLedger`, see `NestedRetryLedger.recordFailure(_:ofCallDeclaring:)`);
 /// - a time limit the library puts on an attempt runs the attempt under a scope
 ///   whose ``TimeLimitSignal`` it fires before it cancels the attempt, so a breaker
 ///   inside can tell "the library timed this out" (a failure of the dependency)
@@ -60,6 +62,10 @@ struct CallScope: Sendable {
 
     /// Declares `idempotency` for the calls nested in this scope, and tells the time limits
     /// and hedged attempts enclosing it when the call may not run twice.
+    ///
+    /// The policies enclosing it are not told here: a plain policy call installs no scope
+    /// to reach them through. The declaring call tells them when it fails, through the
+    /// ledger a policy leaves its own word in (`NestedRetryLedger.recordFailure(_:ofCallDeclaring:)`).
     mutating func declare(_ idempotency: Idempotency, byClassifier: Bool = false) {
         self.idempotency = idempotency
         self.idempotencyIsAClassifiers = byClassifier

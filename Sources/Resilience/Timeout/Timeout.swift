@@ -76,6 +76,11 @@ public struct Timeout: Sendable {
 
     /// Runs `operation`, ending it with ``TimeoutError`` if it outlives ``duration``.
     ///
+    /// A call declared not idempotent here tells the policies around it when it fails:
+    /// the ``TimeoutError`` reports the declaration, and an operation's own failure that
+    /// does not prove its request never left is reported to them as a policy that stops
+    /// on it reports it (see ``NestedRetries``), so they do not send the request again.
+    ///
     /// - Parameters:
     ///   - idempotency: Whether the call may run twice, reported by the error
     ///     and handed down to the calls nested inside; defaults to what an
@@ -127,7 +132,12 @@ public struct Timeout: Sendable {
             // Fired only when the limit claimed the call before the operation returned and
             // before the caller was cancelled: an operation that failed on its own first, or
             // that winds down after its caller gave up, reports its own error.
-            guard signal.hasFired else { throw error }
+            guard signal.hasFired else {
+                // A policy around a call declared here runs outside the declaration: it hears
+                // of it here. The limit's own error below reports it, as its request's idempotency.
+                NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+                throw error
+            }
             // The operation's own error came after the limit fired: kept, so that the rules
             // still hear what it says (a `POST`, a 429), unless it is the limit's cancellation.
             let late = LateOperationError.kept(error)

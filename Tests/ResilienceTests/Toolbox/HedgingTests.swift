@@ -86,6 +86,24 @@ struct HedgingTests {
         #expect(clock.sleepRequests == [.seconds(3)])  // no hedge timer was even armed
     }
 
+    /// The unhedged run still hands the declaration down: a policy inside must not send its
+    /// request again after a failure that may have reached the server.
+    @Test func aCallThatMayNotRunTwiceHandsItsDeclarationToAPolicyInside() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let sends = Counter()
+        await #expect(throws: TimeoutError.self) {
+            try await hedging.execute(idempotency: .notIdempotent) {
+                try await policy.execute { () async throws -> Int in
+                    sends.increment()
+                    throw TimeoutError(timeoutName: "attempt", timeout: .seconds(1))  // may have been sent
+                }
+            }
+        }
+        #expect(sends.value == 1, "a call declared not idempotent was sent \(sends.value) times")
+    }
+
     @Test func aBreakerInsideCountsTheSupersededLoserAsNothing() async throws {
         let clock = TestClock()
         let breaker = try CircuitBreaker(name: "inner", tripRule: .consecutiveFailures(1), clock: clock)

@@ -41,6 +41,23 @@ struct TimeoutTests {
         #expect(Rulebook.stopReason(for: FailureAnalysis(error), idempotency: .idempotent) == .notIdempotent)
     }
 
+    /// The same declaration reaches a policy inside, which sends its request once.
+    @Test func handsTheDeclaredIdempotencyToAPolicyInside() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(60), clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let sends = Counter()
+        await #expect(throws: TimeoutError.self) {
+            try await timeout.execute(idempotency: .notIdempotent) {
+                try await policy.execute { () async throws -> Int in
+                    sends.increment()
+                    throw TimeoutError(timeoutName: "attempt", timeout: .seconds(1))  // may have been sent
+                }
+            }
+        }
+        #expect(sends.value == 1)
+    }
+
     @Test func aBreakerInsideCountsTheTimeOutAsAFailure() async throws {
         let clock = TestClock()
         let breaker = try CircuitBreaker(name: "inner", tripRule: .consecutiveFailures(1), clock: clock)
