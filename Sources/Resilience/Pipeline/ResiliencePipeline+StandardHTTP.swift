@@ -26,7 +26,8 @@ extension ResiliencePipeline where Strategies == StandardHTTPStrategies {
     /// With `ResilienceURLSession`, `http.data(for: request)` sends a `URLRequest`
     /// through it in one line.
     ///
-    /// - Throws: ``ConfigurationError`` naming the first invalid setting.
+    /// - Throws: ``ConfigurationError`` naming the first invalid setting; `attemptTimeout`
+    ///   must be at most `totalTimeout`.
     public static func standardHTTP(
         name: String = "http",
         concurrencyLimit: Int = 1_000,
@@ -44,6 +45,9 @@ extension ResiliencePipeline where Strategies == StandardHTTPStrategies {
             try ConfigurationError.require(
                 value <= .resilienceMaximum, setting, value, "at most \(Duration.resilienceMaximum)")
         }
+        // An attempt could never use time the whole call does not have; .NET's handler refuses it too.
+        try ConfigurationError.require(
+            attemptTimeout <= totalTimeout, "attemptTimeout", attemptTimeout, "at most totalTimeout (\(totalTimeout))")
         let breaker =
             try breakerConfiguration
             ?? CircuitBreakerConfiguration(

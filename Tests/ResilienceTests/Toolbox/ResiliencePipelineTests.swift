@@ -109,6 +109,23 @@ struct ResiliencePipelineTests {
         #expect(rejectedSetting { _ = try ResiliencePipeline.standardHTTP() } == nil)
     }
 
+    /// An attempt allowed longer than the whole call could never use its time, as .NET's
+    /// standard handler also refuses; an attempt allowed the whole call's time is accepted.
+    @Test func theStandardHTTPPresetRefusesAnAttemptTimeoutLongerThanTheTotal() {
+        #expect(
+            rejectedSetting {
+                _ = try ResiliencePipeline.standardHTTP(totalTimeout: .seconds(5), attemptTimeout: .seconds(10))
+            } == "attemptTimeout")
+        #expect(
+            rejectedSetting {
+                _ = try ResiliencePipeline.standardHTTP(totalTimeout: .seconds(10), attemptTimeout: .seconds(10))
+            } == nil)
+        let error = #expect(throws: ConfigurationError.self) {
+            _ = try ResiliencePipeline.standardHTTP(totalTimeout: .seconds(5), attemptTimeout: .seconds(10))
+        }
+        #expect(error.map { "\($0)".contains("totalTimeout") } == true, "the message says what the limit is")
+    }
+
     @Test func theStandardHTTPPresetHasTheDocumentedStagesInOrder() throws {
         let pipeline = try ResiliencePipeline.standardHTTP(name: "api")
         let stages = pipeline.strategies
