@@ -8,6 +8,9 @@
 /// ``LimiterRejectionError``, which says how many were queued. A queued caller
 /// whose task is cancelled leaves the queue at once with `CancellationError`.
 /// Every queued caller is answered: by a slot, its cancellation or its queue timeout.
+/// A caller that left the queue is forgotten soon after, even while others still
+/// wait behind a slot held for long: the queue's memory follows the callers waiting
+/// in it, not those that came and went.
 ///
 /// ```swift
 /// let uploads = try ConcurrencyLimiter(name: "uploads", limit: 4, queueLimit: 100, queueTimeout: .seconds(30))

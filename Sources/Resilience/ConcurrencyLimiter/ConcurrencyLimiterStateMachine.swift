@@ -19,6 +19,7 @@ struct ConcurrencyLimiterStateMachine: Sendable {
     let limit: Int
     let queueLimit: Int
     /// Tickets in arrival order; entries before `head`, and entries no longer in `waiting`, are gone.
+    /// Never more than twice the live tickets plus a constant (see ``compactIfNeeded()``).
     private var order: [UInt64] = []
     private var head = 0
     private var waiting: Set<UInt64> = []
@@ -68,19 +69,33 @@ struct ConcurrencyLimiterStateMachine: Sendable {
     /// Takes a queued caller out of the queue (cancelled, timed out); `false` when it was no longer there.
     mutating func removeFromQueue(_ ticket: UInt64) -> Bool {
         let removed = self.waiting.remove(ticket) != nil
-        if self.waiting.isEmpty {
-            self.order.removeAll(keepingCapacity: true)
-            self.head = 0
-        }
+        self.compactIfNeeded()
         return removed
     }
 
+    /// How many tickets ``order`` keeps, live or gone; for tests.
+    var ticketsKept: Int { self.order.count }
+
+    /// Drops the tickets that are gone once they outnumber the live ones by more than a few.
+    ///
+    /// A ticket whose caller left (cancelled, timed out) stays in ``order`` until the queue
+    /// drains past it, which a slot held for long never lets happen: without this, a queue
+    /// with one caller waiting behind a hung dependency would keep a ticket for every caller
+    /// that timed out meanwhile. Compacting once ``order`` holds more than twice the live
+    /// tickets plus a constant costs, amortized, O(1) per ticket that left: the entries it
+    /// walks are at most twice those gone since the last compaction. The live tickets keep
+    /// their order.
     private mutating func compactIfNeeded() {
-        if self.head == self.order.count {
+        if self.waiting.isEmpty {
             self.order.removeAll(keepingCapacity: true)
             self.head = 0
-        } else if self.head > 1_024, self.head * 2 > self.order.count {
-            self.order.removeFirst(self.head)
+        } else if self.order.count > 2 * self.waiting.count + 32 {
+            var kept = 0
+            for index in self.head..<self.order.count where self.waiting.contains(self.order[index]) {
+                self.order[kept] = self.order[index]
+                kept += 1
+            }
+            self.order.removeLast(self.order.count - kept)
             self.head = 0
         }
     }

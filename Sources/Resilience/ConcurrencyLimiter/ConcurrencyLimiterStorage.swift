@@ -129,6 +129,12 @@ final class ConcurrencyLimiterStorage: Sendable {
         }
     }
 
+    /// Whether a call holds a slot or a caller waits for one; lock-free, so that a registry
+    /// may ask under its own lock.
+    var isInUse: Bool {
+        self.word.load(ordering: .acquiring) != 0
+    }
+
     /// Slots in use and callers queued, read together under the lock.
     var counts: (inFlight: Int, queued: Int) {
         self.state.withLock { state in

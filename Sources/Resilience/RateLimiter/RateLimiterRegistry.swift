@@ -77,11 +77,7 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
     ) throws(ConfigurationError) -> BoundedRegistry<Key, RateLimiter> {
         try BoundedRegistry(
             maximumCount: maximumCount,
-            preparingSparing: {
-                // Read before the registry's lock: the re-base count first, then the clocks.
-                let reading = FullAllowanceReading(sharedClock: sharedClock)
-                return { !reading.isAtFullAllowance($0) }
-            },
+            preparingSparing: FullAllowanceReading.sparing(sharedClock: sharedClock) { !$0.isAtFullAllowance($1) },
             make: makeLimiter)
     }
 
@@ -143,6 +139,23 @@ struct FullAllowanceReading {
             self.systemBoot = nil
         #endif
         self.shared = sharedClock?.now()
+    }
+
+    /// A registry's test of which values to keep (see ``BoundedRegistry/Sparing``): it reads
+    /// the clocks before the registry's lock, and asks `keeps` under it with that reading.
+    /// Shared by ``RateLimiterRegistry`` and ``ResiliencePipelineRegistry``, whose rate limiter
+    /// stages it judges the same way.
+    ///
+    /// Optional, as the registry takes it: a function value returned by a call does not
+    /// convert to an optional `@Sendable` function type under Swift 6.3's checking.
+    static func sparing<Value: Sendable>(
+        sharedClock: ElapsedClock?, _ keeps: @escaping @Sendable (FullAllowanceReading, Value) -> Bool
+    ) -> (@Sendable () -> (Value) -> Bool)? {
+        {
+            // Read before the registry's lock: the re-base count first, then the clocks.
+            let reading = FullAllowanceReading(sharedClock: sharedClock)
+            return { keeps(reading, $0) }
+        }
     }
 
     /// Whether `limiter` would be back at its full allowance now, if nothing more were taken;

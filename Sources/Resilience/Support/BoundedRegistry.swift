@@ -239,18 +239,6 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
     /// - Parameters:
     ///   - maximumCount: The most values kept; in 1...10,000,000.
-    ///   - sparing: Which values the bound forgets last (a pipeline whose breaker is open);
-    ///     asked under the lock, so only the package's own code may be passed.
-    ///   - make: Makes the value for a key not held, outside the lock.
-    convenience init(
-        maximumCount: Int, sparing isSpared: @escaping @Sendable (Value) -> Bool,
-        make: @escaping @Sendable (Key) -> Value
-    ) throws(ConfigurationError) {
-        try self.init(maximumCount: maximumCount, preparingSparing: { isSpared }, make: make)
-    }
-
-    /// - Parameters:
-    ///   - maximumCount: The most values kept; in 1...10,000,000.
     ///   - sparing: Makes, before the lock, the test of which values the bound forgets last
     ///     (see ``Sparing``); `nil` to forget the least recently used of all.
     ///   - make: Makes the value for a key not held, outside the lock.

@@ -1,6 +1,7 @@
-import Resilience
 import ResilienceTesting
 import Testing
+
+@testable import Resilience
 
 @Suite("Concurrency limiter")
 struct ConcurrencyLimiterTests {
@@ -75,6 +76,32 @@ struct ConcurrencyLimiterTests {
         try await first.value
         #expect(ran.value == 0)
         #expect(limiter.inFlight == 0)
+    }
+
+    /// The slot held by a call that hangs, one caller waiting for it, and 200 callers queued
+    /// and cancelled one after another: the queue forgets each one that left instead of
+    /// keeping its ticket until the queue is empty, which it never is.
+    @Test func callersThatLeftAreForgottenWhileAnotherStillWaitsForAHeldSlot() async throws {
+        let events = EventCounter()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 2, observer: events, clock: TestClock())
+        let gate = Gate()
+        let holder = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        let waiter = Task { try await limiter.execute { 1 } }
+        await events.waitFor(.queued, count: 1)
+        for round in 0..<200 {
+            let leaver = Task { try await limiter.execute { 2 } }
+            await events.waitFor(.queued, count: round + 2)
+            leaver.cancel()
+            _ = await leaver.result
+        }
+        #expect(limiter.queued == 1)
+        let kept = limiter.storage.state.withLock { $0.machine.ticketsKept }
+        #expect(kept <= 64, "\(kept) tickets kept for one caller waiting")
+        gate.open()
+        try await holder.value
+        #expect(try await waiter.value == 1)
+        #expect(limiter.inFlight == 0 && limiter.queued == 0)
     }
 
     @Test func aCallerCancelledBeforeItQueuesIsAnsweredToo() async throws {

@@ -30,6 +30,65 @@ struct LimiterStateMachineTests {
         #expect(machine.mayAdmit(inFlight: 0))
     }
 
+    /// Callers waiting behind a slot held for long while 10,000 others queue and leave
+    /// (cancelled, timed out) between them: the tickets of those that left are dropped as
+    /// they go, never all kept until the queue drains, and the waiters keep their order.
+    @Test func theQueueForgetsTheTicketsOfCallersThatLeftWhileOthersStillWait() throws {
+        var machine = ConcurrencyLimiterStateMachine(limit: 1, queueLimit: 5)
+        var waiters: [UInt64] = []
+        var mostKeptPastBound = 0
+        for round in 0..<10_000 {
+            guard case .queued(let ticket) = machine.enqueue() else {
+                Issue.record("expected a place in the queue")
+                return
+            }
+            if round % 3_000 == 0 {
+                waiters.append(ticket)
+            } else {
+                let removed = machine.removeFromQueue(ticket)
+                #expect(removed)
+            }
+            mostKeptPastBound = max(mostKeptPastBound, machine.ticketsKept - 2 * machine.queuedCount)
+        }
+        #expect(mostKeptPastBound <= 64, "kept up to \(mostKeptPastBound) tickets past twice those waiting")
+        #expect(machine.queuedCount == waiters.count)
+        #expect(machine.ticketsKept <= 64, "\(machine.ticketsKept) tickets kept for \(waiters.count) callers waiting")
+        let served = (0..<waiters.count).compactMap { _ in machine.dequeue() }
+        #expect(served == waiters)
+        #expect(machine.dequeue() == nil)
+        #expect(machine.ticketsKept == 0)
+    }
+
+    /// Random arrivals, departures and hand-overs, checked against a plain array of the
+    /// callers waiting: however often the queue drops the tickets of those that left, it
+    /// serves the rest first come first served and never refuses one it has room for.
+    @Test func theQueueKeepsArrivalOrderAcrossEveryCompaction() {
+        var generator = SeededRandomNumberGenerator(seed: 12)
+        var machine = ConcurrencyLimiterStateMachine(limit: 1, queueLimit: 50)
+        var model: [UInt64] = []
+        for _ in 0..<50_000 {
+            switch Int.random(in: 0..<10, using: &generator) {
+            case 0..<5:
+                let admission = machine.enqueue()
+                if model.count < 50, case .queued(let ticket) = admission {
+                    model.append(ticket)
+                } else {
+                    #expect(model.count == 50 && admission == .rejected(queued: 50))
+                }
+            case 5..<9:
+                guard !model.isEmpty else { continue }
+                let index = Int.random(in: 0..<model.count, using: &generator)
+                let removed = machine.removeFromQueue(model.remove(at: index))
+                #expect(removed)
+            default:
+                #expect(machine.dequeue() == (model.isEmpty ? nil : model.removeFirst()))
+            }
+            #expect(machine.queuedCount == model.count)
+        }
+        while let ticket = machine.dequeue() { #expect(ticket == model.removeFirst()) }
+        #expect(model.isEmpty)
+    }
+
     @Test func aSlotGivenBackWhileSomeoneWaitsPassesToThemNotToANewcomer() async throws {
         let storage = ConcurrencyLimiterStorage(limit: 1, queueLimit: 1)
         #expect(storage.tryAdmit())

@@ -109,4 +109,69 @@ import Testing
         #expect(registry.existingPipeline(for: 1) != nil)
         #expect(registry.count == 3)
     }
+
+    /// A key's bulkhead of one slot, no queue: while a call for "a" holds the slot, other keys
+    /// coming and going at the bound must not hand "a" a fresh, empty limiter.
+    @Test func aPipelineWhoseBulkheadHoldsACallIsNotForgotten() async throws {
+        let registry = try ResiliencePipelineRegistry<String, ConcurrencyLimiter>(maximumCount: 2) { host in
+            ResiliencePipeline { try! ConcurrencyLimiter(name: host, limit: 1) }
+        }
+        let gate = Gate()
+        let running = HighWaterMark()
+        let first = Task {
+            try await registry.pipeline(for: "a").execute { () async throws -> Int in
+                running.enter()
+                await gate.wait()
+                running.leave()
+                return 1
+            }
+        }
+        await gate.waitForWaiters(count: 1)
+        for host in ["b", "c", "d"] {  // from "c" on, the bound lets one pipeline go each time
+            _ = try await registry.pipeline(for: host).execute { 2 }
+        }
+        let second = await Result {
+            try await registry.pipeline(for: "a").execute { () async throws -> Int in
+                running.enter()
+                running.leave()
+                return 3
+            }
+        }
+        gate.open()
+        _ = try await first.value
+        #expect(running.highest == 1, "two calls for host a ran at once through a limit of one")
+        #expect(throws: LimiterRejectionError.self) { try second.get() }
+        #expect(registry.count == 2)
+    }
+
+    /// Once its calls are done, a bulkhead holds nothing a fresh one lacks: its pipeline is
+    /// forgotten least recently used first again.
+    @Test func aPipelineWhoseBulkheadIsIdleAgainIsForgotten() async throws {
+        let registry = try ResiliencePipelineRegistry<String, ConcurrencyLimiter>(maximumCount: 1) { host in
+            ResiliencePipeline { try! ConcurrencyLimiter(name: host, limit: 1) }
+        }
+        _ = try await registry.pipeline(for: "a").execute { 1 }
+        _ = registry.pipeline(for: "b")
+        #expect(registry.existingPipeline(for: "a") == nil)
+        #expect(registry.existingPipeline(for: "b") != nil)
+    }
+
+    /// A key that spent its only permit for a minute is not handed a fresh, full rate limiter
+    /// because other keys pushed its pipeline out, as `RateLimiterRegistry` keeps such limiters.
+    @Test func aPipelineWhoseRateLimiterSpentItsPermitsIsNotForgotten() async throws {
+        let clock = TestClock()
+        let registry = try ResiliencePipelineRegistry<String, RateLimiter>(maximumCount: 2) { host in
+            ResiliencePipeline {
+                try! RateLimiter(
+                    .tokenBucket(capacity: 2, tokensPerPeriod: 2, period: .seconds(60)), name: host, clock: clock)
+            }
+        }
+        for _ in 0..<2 { _ = try await registry.pipeline(for: "a").execute { 1 } }  // a's permits for a minute
+        for host in ["b", "c", "d"] { _ = registry.pipeline(for: host) }  // from "c" on, one goes each time
+        let again = await Result { try await registry.pipeline(for: "a").execute { 3 } }
+        #expect(throws: LimiterRejectionError.self, "host a was admitted twice within one period") {
+            try again.get()
+        }
+        #expect(registry.count == 2)
+    }
 }
