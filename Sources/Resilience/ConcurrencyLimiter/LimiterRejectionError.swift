@@ -35,7 +35,8 @@ public struct LimiterRejectionError: RetryableError, RetryAfterProviding, Reques
     public let limiterName: String
     /// Why it refused.
     public let reason: Reason
-    /// How many callers were queued when it refused; `nil` for a limiter without a queue.
+    /// How many callers were queued when it refused: a ``ConcurrencyLimiter`` always reports
+    /// it (`0` for one without a queue); `nil` from a ``RateLimiter``, which queues no one.
     public let queued: Int?
     /// When a permit frees, where the limiter knows.
     public let retryAfter: Duration?
