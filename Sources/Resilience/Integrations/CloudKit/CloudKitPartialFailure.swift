@@ -29,6 +29,13 @@ import Foundation
 /// this under a policy, re-sending only the retryable items on each attempt.
 ///
 /// Which code is retryable follows ``CloudKitRetryClassifier``, passed to the initializer.
+///
+/// A partial failure whose per-item errors cannot be read (no `CKPartialErrors` entry, as in
+/// an error re-created from its domain and code, or items keyed by IDs of another type than
+/// yours) says that some items failed but not which: both sets are then empty, or hold none of
+/// your IDs. Take the whole batch as failed, some of it perhaps saved; send it again only if
+/// sending an item twice is harmless. ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)``
+/// does so.
 public struct CloudKitPartialFailure: CustomStringConvertible {
     /// The items worth sending again, by item ID, with their errors.
     public let retryableItems: [AnyHashable: any Error]
@@ -87,6 +94,11 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     /// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)``.
     public var isRetryable: Bool {
         self.failedItems.isEmpty && !self.retryableItems.isEmpty
+    }
+
+    /// Whether the partial failure reports on any of `items`, as its retryable or failed items.
+    func namesAny<ID: Hashable>(of items: [ID]) -> Bool {
+        items.contains { self.retryableItems[AnyHashable($0)] != nil || self.failedItems[AnyHashable($0)] != nil }
     }
 
     /// The IDs of the retryable items that are of type `ID`, in no particular order.

@@ -86,6 +86,16 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         }
     }
 
+    /// The first CloudKit classifier in `classifier`, itself or in a chain, or `nil`.
+    static func first(in classifier: any RetryClassifier) -> CloudKitRetryClassifier? {
+        if let cloudKit = classifier as? CloudKitRetryClassifier { return cloudKit }
+        guard let chain = classifier as? ChainedRetryClassifier else { return nil }
+        for link in chain.classifiers {
+            if let cloudKit = Self.first(in: link) { return cloudKit }
+        }
+        return nil
+    }
+
     /// Whether one item's error, from a partial failure, is worth retrying.
     public func isRetryable(itemError error: any Error) -> Bool {
         guard let code = CloudKitErrorCode(error), code != .partialFailure else { return false }

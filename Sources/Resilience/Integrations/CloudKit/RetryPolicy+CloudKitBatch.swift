@@ -12,6 +12,18 @@ extension RetryPolicy {
     /// ``Rulebook`` applies as everywhere: an item that failed with HTTP 429 ends
     /// the call, and so does a cancelled task.
     ///
+    /// An item whose response was lost (`serverResponseLost`) is sent again only when the
+    /// batch is idempotent: `idempotency` says so, or, when it is `nil`, the policy's
+    /// ``CloudKitRetryClassifier`` was made with `operationIsIdempotent: true` and no
+    /// enclosing call was declared not idempotent. Otherwise it fails for good.
+    ///
+    /// A partial failure that names none of the items sent (its per-item errors missing, as
+    /// in an error re-created from its domain and code, or keyed by IDs of another type)
+    /// fails the attempt as a whole: some items may have been saved, none is known to be.
+    /// The batch is sent again, whole, only when it is idempotent as above; otherwise the
+    /// call stops with ``RetryStopReason/partialFailure`` and each item it sent is among
+    /// ``CloudKitBatchResult/failedItems`` with that failure.
+    ///
     /// Once an attempt has reported on the items (a partial failure), the call
     /// returns a ``CloudKitBatchResult`` however it stops, so the items CloudKit saved
     /// are never lost to an error: cancelled during an attempt or during the wait
@@ -31,7 +43,8 @@ extension RetryPolicy {
     ///
     /// - Parameters:
     ///   - items: The IDs of the items to send, as CloudKit keys its per-item errors (`CKRecord.ID`, …).
-    ///   - idempotency: Whether sending an item twice is harmless; `nil` inherits or assumes so.
+    ///   - idempotency: Whether sending an item twice is harmless; `nil` inherits an enclosing call's
+    ///     declaration or the policy's classifier's, and for items whose response was lost assumes not.
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors.
     /// - Throws: Only when no attempt reported on the items: the error of the last attempt,
@@ -49,8 +62,16 @@ extension RetryPolicy {
         var lastErrors: [ID: any Error] = [:]
         var reportedOnItems = false
         var attempts = 0
+        // Items are judged with the call's reading of idempotency, which makes a lost response
+        // worth sending again or not.
+        let itemClassifier = CloudKitRetryClassifier(
+            operationIsIdempotent: self.batchIsIdempotent(declared: idempotency))
         let classifier = ChainedRetryClassifier([
             ClosureRetryClassifier { error, _ in
+                if error is CloudKitUnreadablePartialFailure {
+                    // It may have been partly saved: sent again whole only when that is harmless.
+                    return itemClassifier.operationIsIdempotent ? .retry : .doNotRetry(because: .partialFailure)
+                }
                 guard let retry = error as? CloudKitItemsToRetry else { return nil }
                 return retry.retryAfter.map { .retry(after: $0) } ?? .retry
             },
@@ -66,12 +87,18 @@ extension RetryPolicy {
             do {
                 try await operation(remaining)
             } catch {
-                guard let partial = CloudKitPartialFailure(error) else {
+                guard let partial = CloudKitPartialFailure(error, classifier: itemClassifier) else {
                     // The whole attempt failed: so did each item it sent.
                     if reportedOnItems { for id in remaining { lastErrors[id] = error } }
                     throw error
                 }
                 reportedOnItems = true
+                guard partial.namesAny(of: remaining) else {
+                    // Some items failed, but which is unknown: each item sent failed with the whole.
+                    lastErrors = [:]
+                    for id in remaining { lastErrors[id] = error }
+                    throw CloudKitUnreadablePartialFailure(partialFailure: error)
+                }
                 var retryable: [ID] = []
                 var itemErrors: [any Error] = []
                 var failedForGood: [any Error] = []
@@ -105,6 +132,17 @@ extension RetryPolicy {
         return CloudKitBatchResult(
             sentItems: items.filter { !failedIDs.contains($0) }, failedItems: failed, attempts: attempts,
             stopReason: outcome.stopReason)
+    }
+
+    /// Whether sending an item of a batch twice is harmless, as the call reads it: its own
+    /// declaration; else, unless an enclosing call declared it not idempotent, the policy's
+    /// ``CloudKitRetryClassifier``; else an enclosing declaration; else not.
+    private nonisolated func batchIsIdempotent(declared: Idempotency?) -> Bool {
+        if let declared { return declared.isIdempotent }
+        let enclosing = CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
+        if enclosing?.isIdempotent == false { return false }
+        return CloudKitRetryClassifier.first(in: self.classifier)?.operationIsIdempotent
+            ?? enclosing?.isIdempotent ?? false
     }
 
     /// The errors that make a partial failure an HTTP 429, for the rules to see: the items that
@@ -151,6 +189,18 @@ struct CloudKitItemsToRetry: Error, RetryAfterProviding, UnderlyingErrorProvidin
     var pushback: [any Error]
 
     var underlyingErrors: [any Error] { self.itemErrors + self.pushback }
+}
+
+/// A partial failure that names none of the items sent, as the failure of one batch attempt.
+///
+/// Its per-item errors are missing (no `CKPartialErrors` entry, as in an error an app re-created
+/// from its domain and code) or keyed by IDs of another kind: some items may have been saved,
+/// none is known to be. The attempt failed as a whole, and is sent again only when the batch is
+/// idempotent.
+struct CloudKitUnreadablePartialFailure: Error, UnderlyingErrorProviding {
+    var partialFailure: any Error
+
+    var underlyingErrors: [any Error] { [self.partialFailure] }
 }
 
 extension CloudKitBatchResult: Sendable where ID: Sendable {}

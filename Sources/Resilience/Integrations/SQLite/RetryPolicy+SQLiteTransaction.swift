@@ -11,6 +11,21 @@ extension RetryPolicy {
     /// transaction that hits `SQLITE_BUSY` halfway leaves nothing behind, and its
     /// rows are written once, by the attempt that commits.
     ///
+    /// The savepoint's name is read as SQLite reads an identifier: a bare word, or a name
+    /// quoted with `"…"` (`""` for a quote inside), `[…]` or `` `…` ``, spaces allowed;
+    /// `RELEASE` and `ROLLBACK TO` name it as written. Only a `;` may follow it. A
+    /// `SAVEPOINT` statement whose name cannot be read throws ``ConfigurationError``
+    /// before anything runs.
+    ///
+    /// A savepoint begun outside any transaction (`isInTransaction` read `false` before
+    /// the `SAVEPOINT`) opens one of its own, and is retried as a transaction is: its
+    /// `RELEASE` commits, and may be busy as a `COMMIT` is, so a failed attempt is undone
+    /// with `ROLLBACK`, which ends that transaction where `ROLLBACK TO` would not. Without
+    /// `isInTransaction` a `RELEASE` that fails after `ROLLBACK TO` is followed by
+    /// `ROLLBACK`; the attempt is then retried only when that `RELEASE` was busy or locked
+    /// (it was committing, so the savepoint was the outermost), and otherwise ends the call
+    /// with its own error, since a transaction of the caller's may be gone.
+    ///
     /// Only SQLite's busy and locked outcomes are retried unless `classifier` says
     /// otherwise: an error the work throws for its own reasons (a business rule, a
     /// constraint) ends the call at once. A rollback that fails ends the call with
@@ -39,6 +54,14 @@ extension RetryPolicy {
     /// a retry's `SAVEPOINT` would open a new transaction and its `RELEASE` would commit
     /// the nested work on its own.
     ///
+    /// Nor is a savepoint nested in the caller's transaction retried after
+    /// `SQLITE_BUSY_SNAPSHOT` (517): in WAL mode the caller's read snapshot is stale, and
+    /// every write in that transaction fails until it ends. The attempt is rolled back to
+    /// the savepoint and the call ends at once with ``SQLiteEnclosingTransactionStaleError``
+    /// (``RetryStopReason/notRetryable``); the caller's transaction stays open, for the
+    /// caller to roll back and run again. A `writeTransaction` running that transaction
+    /// does so on its own: ``SQLiteRetryClassifier`` retries the busy code inside the error.
+    ///
     /// Set the connection's busy timeout low (or zero) and let the policy do the
     /// waiting: its backoff has jitter, a deadline and cancellation, and does not
     /// hold a thread.
@@ -60,7 +83,8 @@ extension RetryPolicy {
     ///   - isInTransaction: Whether the connection is inside a transaction now
     ///     (`sqlite3_get_autocommit(db) == 0`), if you can tell; the rollback is then skipped when
     ///     SQLite already rolled the transaction back on its own, as it does on some errors, and a
-    ///     savepoint whose enclosing transaction SQLite rolled back is not retried.
+    ///     savepoint whose enclosing transaction SQLite rolled back, or whose snapshot is stale, is
+    ///     not retried; a savepoint outside any transaction is rolled back with `ROLLBACK`.
     ///   - executeSQL: Runs one SQL statement on the connection, throwing on failure (with an
     ///     ``SQLiteError``, or an error the classifier understands).
     ///   - operation: The transaction's work. It may run more than once, so it must have no
@@ -68,7 +92,9 @@ extension RetryPolicy {
     /// - Returns: The value of the attempt that committed.
     /// - Throws: The last attempt's error, unchanged; ``SQLiteRollbackError`` when rolling back
     ///   failed; ``SQLiteEnclosingTransactionLostError`` when SQLite rolled back the transaction a
-    ///   savepoint was nested in.
+    ///   savepoint was nested in; ``SQLiteEnclosingTransactionStaleError`` when that transaction's
+    ///   read snapshot is stale; ``ConfigurationError``, running nothing, when a `SAVEPOINT`
+    ///   statement's name cannot be read.
     public nonisolated(nonsending) func writeTransaction<Value>(
         beginStatement: String = "BEGIN IMMEDIATE",
         classifier: any RetryClassifier = SQLiteRetryClassifier(),
@@ -76,14 +102,19 @@ extension RetryPolicy {
         executeSQL: (String) async throws -> Void,
         operation: () async throws -> Value
     ) async throws -> Value {
-        let statements = SQLiteTransactionStatements(beginStatement: beginStatement)
+        let statements = try SQLiteTransactionStatements(beginStatement: beginStatement)
+        // Reads result codes as the call's classifier does, when it is SQLite's.
+        let codes = classifier as? SQLiteRetryClassifier ?? SQLiteRetryClassifier()
         // What each attempt knows about its own failure, for this call's decisions only.
         let report = AttemptReport()
         var options = CallOptions(idempotency: nil, classifier: classifier)
         options.attemptReport = report
         return try await self.run(isolation: #isolation, firstFailure: nil, options: options) { _ in
+            // Where a savepoint stands: inside the caller's transaction (`true`), opening its own
+            // (`false`: its RELEASE commits), or unknown (`nil`).
+            let savepointWasNested = statements.isSavepoint ? isInTransaction?() : nil
             // A savepoint inside the caller's transaction must not outlive that transaction.
-            let nestedInCallers = statements.isSavepoint && isInTransaction?() == true
+            let nestedInCallers = savepointWasNested == true
             let callersTransactionIsGone = { nestedInCallers && isInTransaction?() == false }
             do {
                 try await executeSQL(statements.begin)
@@ -109,11 +140,24 @@ extension RetryPolicy {
                     // SQLite ended the transaction on its own; nothing is proven about what it kept.
                     throw error
                 }
+                let undone: Bool
                 do {
-                    for statement in statements.rollback { try await executeSQL(statement) }
+                    undone = try await statements.rollBack(
+                        savepointWasNested: savepointWasNested, codes: codes, executeSQL: executeSQL)
                 } catch let rollbackError {
                     report.report(.mustNotRepeat)
                     throw SQLiteRollbackError(transactionError: error, rollbackError: rollbackError)
+                }
+                guard undone else {
+                    // Rolled back, but whether a transaction of the caller's went with it is unknown.
+                    report.report(.mustNotRepeat)
+                    throw error
+                }
+                if nestedInCallers, codes.resultCode(in: error) == .busySnapshot {
+                    // The caller's read snapshot is stale: every write in its transaction fails
+                    // until that transaction ends, so only the caller can retry, from its BEGIN.
+                    report.report(.mustNotRepeat)
+                    throw SQLiteEnclosingTransactionStaleError(savepointError: error)
                 }
                 // Rolled back: the attempt left nothing behind.
                 report.report(.noEffect)
@@ -127,23 +171,119 @@ extension RetryPolicy {
 struct SQLiteTransactionStatements: Sendable, Hashable {
     var begin: String
     var commit: String
+    /// Undoes a transaction, or a savepoint nested in a transaction the caller holds.
     var rollback: [String]
     /// Whether the statements run a savepoint rather than a transaction.
     var isSavepoint: Bool
 
-    init(beginStatement: String) {
+    /// Undoes a failed attempt that is still inside its transaction; returns whether the
+    /// attempt is proven to have left nothing behind and the caller's state as it was.
+    ///
+    /// A savepoint that opened its own transaction (`savepointWasNested` is `false`) is undone
+    /// with `ROLLBACK`: `ROLLBACK TO` would leave the transaction open, and its `RELEASE` is a
+    /// commit, which a reader's lock can make busy. When where the savepoint stood is unknown,
+    /// `ROLLBACK TO` and `RELEASE` run, and a `RELEASE` that fails is followed by `ROLLBACK`;
+    /// the attempt then counts as undone only when that `RELEASE` was busy or locked, which
+    /// proves it was committing, so the savepoint was the outermost.
+    nonisolated(nonsending) func rollBack(
+        savepointWasNested: Bool?,
+        codes: SQLiteRetryClassifier,
+        executeSQL: (String) async throws -> Void
+    ) async throws -> Bool {
+        guard self.isSavepoint, savepointWasNested != false else {
+            for statement in self.isSavepoint ? ["ROLLBACK"] : self.rollback { try await executeSQL(statement) }
+            return true
+        }
+        let (rollbackTo, release) = (self.rollback[0], self.rollback[1])
+        try await executeSQL(rollbackTo)
+        do {
+            try await executeSQL(release)
+            return true
+        } catch let releaseError where savepointWasNested == nil {
+            try await executeSQL("ROLLBACK")
+            return codes.resultCode(in: releaseError)?.isBusyOrLocked == true
+        }
+    }
+
+    /// Reads `beginStatement`; throws ``ConfigurationError`` for a `SAVEPOINT` whose name is
+    /// not one SQLite identifier.
+    init(beginStatement: String) throws {
         self.begin = beginStatement
-        let words = beginStatement.split(whereSeparator: { $0.isWhitespace || $0 == ";" })
-        if words.count >= 2, words[0].uppercased() == "SAVEPOINT" {
-            let name = String(words[1])
-            self.commit = "RELEASE \(name)"
-            // ROLLBACK TO leaves the savepoint on the stack; RELEASE pops it.
-            self.rollback = ["ROLLBACK TO \(name)", "RELEASE \(name)"]
-            self.isSavepoint = true
-        } else {
+        guard let name = try Self.savepointName(in: beginStatement) else {
             self.commit = "COMMIT"
             self.rollback = ["ROLLBACK"]
             self.isSavepoint = false
+            return
         }
+        self.commit = "RELEASE \(name)"
+        // ROLLBACK TO leaves the savepoint on the stack; RELEASE pops it.
+        self.rollback = ["ROLLBACK TO \(name)", "RELEASE \(name)"]
+        self.isSavepoint = true
+    }
+
+    /// The name after `SAVEPOINT`, spelled as written (quotes included), or `nil` when the
+    /// statement is not a `SAVEPOINT`.
+    ///
+    /// The name follows SQLite's identifier grammar: a bare word, or a name quoted with `"…"`
+    /// (`""` for a quote inside), `[…]` or `` `…` `` (a doubled backtick for one inside). Only
+    /// whitespace and one `;` may follow it.
+    static func savepointName(in statement: String) throws -> Substring? {
+        let text = Substring(statement)
+        var rest = text.drop(while: \.isWhitespace)
+        let keyword = rest.prefix(while: Self.isWordCharacter)
+        guard keyword.uppercased() == "SAVEPOINT" else { return nil }
+        rest = rest.dropFirst(keyword.count).drop(while: \.isWhitespace)
+        guard let name = Self.identifier(at: rest) else {
+            throw Self.malformed(statement)
+        }
+        var after = rest.dropFirst(name.count).drop(while: \.isWhitespace)
+        if after.first == ";" { after = after.dropFirst().drop(while: \.isWhitespace) }
+        guard after.isEmpty else {
+            throw Self.malformed(statement)
+        }
+        return name
+    }
+
+    /// The error for a `SAVEPOINT` statement whose name cannot be read.
+    private static func malformed(_ statement: String) -> ConfigurationError {
+        ConfigurationError(
+            setting: "beginStatement", value: statement,
+            accepted: #"SAVEPOINT followed by one name (a bare word, or quoted with "", [] or ``) and at most a ";""#)
+    }
+
+    /// The identifier `text` starts with, or `nil` when it starts with none.
+    private static func identifier(at text: Substring) -> Substring? {
+        guard let first = text.first else { return nil }
+        let closing: Character? =
+            switch first {
+            case "\"": "\""
+            case "`": "`"
+            case "[": "]"
+            default: nil
+            }
+        guard let closing else {
+            // A bare word, not starting with a digit or `$`.
+            guard Self.isWordCharacter(first), !first.isNumber, first != "$" else { return nil }
+            return text.prefix(while: Self.isWordCharacter)
+        }
+        // A quoted name: up to the closing character; in "…" and `…`, a doubled one stands for itself.
+        let doubles = closing != "]"
+        var index = text.index(after: text.startIndex)
+        while index < text.endIndex {
+            let next = text.index(after: index)
+            if text[index] == closing {
+                guard doubles, next < text.endIndex, text[next] == closing else { return text[..<next] }
+                index = text.index(after: next)
+            } else {
+                index = next
+            }
+        }
+        return nil
+    }
+
+    /// Whether `character` may be part of a bare SQLite identifier: a letter, a digit, `_`, `$`,
+    /// or any character outside ASCII.
+    private static func isWordCharacter(_ character: Character) -> Bool {
+        character.isLetter || character.isNumber || character == "_" || character == "$" || !character.isASCII
     }
 }

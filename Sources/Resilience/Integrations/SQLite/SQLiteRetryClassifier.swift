@@ -47,6 +47,12 @@ public struct SQLiteRetryClassifier: RetryClassifier {
         return SQLiteResultCode(rawValue: code).isBusyOrLocked ? .retry : .doNotRetry
     }
 
+    /// The result code `error` carries, or the outermost one in its chain, read as ``decision(for:context:)``
+    /// reads it; `nil` when there is none.
+    func resultCode(in error: any Error) -> SQLiteResultCode? {
+        (self.resultCode(error) ?? self.codeInChain(of: error)).map(SQLiteResultCode.init(rawValue:))
+    }
+
     /// The outermost result code below `error`, or `nil`; a rollback failure reads as a final code.
     private func codeInChain(of error: any Error) -> Int32? {
         // `SQLITE_ERROR`: final, whatever the rolled-back transaction failed with.

@@ -110,6 +110,126 @@ import Testing
     }
 }
 
+/// The batch helper, when a partial failure does not say which items failed, and when an item's
+/// response was lost.
+extension CloudKitPartialFailureTests {
+    private func policy(
+        maximumAttempts: Int = 3, classifier: (any RetryClassifier)? = nil
+    ) throws -> RetryPolicy {
+        guard let classifier else {
+            return try RetryPolicy(
+                maximumAttempts: maximumAttempts, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        }
+        return try RetryPolicy(
+            maximumAttempts: maximumAttempts, backoff: .constant(.zero), jitter: .none, classifier: classifier,
+            clock: TestClock())
+    }
+
+    /// A partial failure whose per-item errors cannot be read (no `CKPartialErrors` entry, as
+    /// when an app re-creates the error from its domain and code) says some items failed but
+    /// not which: no item may be reported as saved.
+    @Test func aPartialFailureWithoutReadableItemsDoesNotReportEveryItemSent() async throws {
+        let policy = try self.policy(maximumAttempts: 1)
+        let result = try await policy.retryingFailedItems(["A", "B"]) { _ in
+            throw cloudKitError(.partialFailure)
+        }
+        #expect(result.sentItems.isEmpty, "reported sent: \(result.sentItems), stop: \(result.stopReason)")
+        #expect(Set(result.failedItems.keys) == ["A", "B"])
+        #expect(result.failedItems.values.allSatisfy { CloudKitErrorCode($0) == .partialFailure })
+        #expect(result.stopReason == .partialFailure)
+    }
+
+    /// It may have been partly saved: a batch not declared idempotent is not sent again.
+    @Test func aPartialFailureWithoutReadableItemsIsNotSentAgainUnlessIdempotent() async throws {
+        let sent = Recorder<[String]>()
+        let result = try await self.policy().retryingFailedItems(["A", "B"]) { ids in
+            sent.record(ids)
+            throw cloudKitError(.partialFailure)
+        }
+        #expect(sent.values == [["A", "B"]])
+        #expect(result.attempts == 1)
+        #expect(result.stopReason == .partialFailure)
+    }
+
+    /// Sending an item of an idempotent batch twice is harmless: the whole batch is sent again.
+    @Test func aPartialFailureWithoutReadableItemsOfAnIdempotentBatchIsSentAgain() async throws {
+        let sent = Recorder<[String]>()
+        let result = try await self.policy().retryingFailedItems(["A", "B"], idempotency: .idempotent) { ids in
+            sent.record(ids)
+            if sent.values.count == 1 { throw cloudKitError(.partialFailure) }
+        }
+        #expect(sent.values == [["A", "B"], ["A", "B"]])
+        #expect(result.sentItems == ["A", "B"])
+        #expect(result.stopReason == .succeeded)
+    }
+
+    /// Per-item errors keyed by IDs of another kind (record names for `CKRecord.ID`s) name none
+    /// of the items sent: as unreadable as none at all.
+    @Test func aPartialFailureNamingNoneOfTheItemsSentIsNoReportOfSuccess() async throws {
+        let result = try await self.policy().retryingFailedItems([1, 2]) { _ in
+            throw cloudKitError(
+                .partialFailure, userInfo: [CloudKitErrorCode.partialErrorsKey: ["1": cloudKitError(.zoneBusy)]])
+        }
+        #expect(result.sentItems.isEmpty)
+        #expect(Set(result.failedItems.keys) == [1, 2])
+    }
+
+    /// The batch is declared idempotent and the policy's classifier says a lost response of an
+    /// idempotent operation is worth retrying: the item whose response was lost is sent again.
+    @Test func aLostResponseItemOfAnIdempotentBatchIsSentAgain() async throws {
+        let policy = try self.policy(classifier: CloudKitRetryClassifier(operationIsIdempotent: true))
+        let sent = Recorder<[String]>()
+        let result = try await policy.retryingFailedItems(["A", "B"], idempotency: .idempotent) { ids in
+            sent.record(ids)
+            if sent.values.count == 1 {
+                throw cloudKitError(
+                    .partialFailure,
+                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["B": cloudKitError(.serverResponseLost)]])
+            }
+        }
+        #expect(sent.values == [["A", "B"], ["B"]], "sent \(sent.values)")
+        #expect(result.failedItems.isEmpty, "failed: \(Array(result.failedItems.keys))")
+    }
+
+    /// Either word is enough: the call's declaration, or the policy's classifier's when the call says nothing.
+    @Test(arguments: [(Idempotency?.some(.idempotent), false), (nil, true)])
+    func aLostResponseItemIsSentAgainOnEitherWord(declared: Idempotency?, classifierSays: Bool) async throws {
+        let policy = try self.policy(classifier: CloudKitRetryClassifier(operationIsIdempotent: classifierSays))
+        let sent = Recorder<[String]>()
+        let result = try await policy.retryingFailedItems(["A", "B"], idempotency: declared) { ids in
+            sent.record(ids)
+            if sent.values.count == 1 {
+                throw cloudKitError(
+                    .partialFailure,
+                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["B": cloudKitError(.serverResponseLost)]])
+            }
+        }
+        #expect(sent.values == [["A", "B"], ["B"]], "sent \(sent.values)")
+        #expect(result.failedItems.isEmpty)
+    }
+
+    /// A batch declared not idempotent never sends a lost-response item again, whatever the
+    /// policy's classifier says; with no word either way, neither.
+    @Test(arguments: [(Idempotency?.some(.notIdempotent), true), (nil, false)])
+    func aLostResponseItemIsNotSentAgainWithoutAWordThatItMay(
+        declared: Idempotency?, classifierSays: Bool
+    ) async throws {
+        let policy = try self.policy(classifier: CloudKitRetryClassifier(operationIsIdempotent: classifierSays))
+        let sent = Recorder<[String]>()
+        let result = try await policy.retryingFailedItems(["A", "B"], idempotency: declared) { ids in
+            sent.record(ids)
+            if sent.values.count == 1 {
+                throw cloudKitError(
+                    .partialFailure,
+                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["B": cloudKitError(.serverResponseLost)]])
+            }
+        }
+        #expect(sent.values == [["A", "B"]], "sent \(sent.values)")
+        #expect(Array(result.failedItems.keys) == ["B"])
+        #expect(result.sentItems == ["A"])
+    }
+}
+
 /// An atomic record zone that rejects saves of conflicting records, as CloudKit does.
 private final class FakeZone {
     let conflicting: Set<String>
