@@ -14,6 +14,11 @@ extension ResiliencePipeline {
     /// fails the attempt with an `HTTPResponseError`, as
     /// `RetryPolicy.data(for:session:acceptableStatusCodes:allowsNonIdempotentRetries:)` does.
     ///
+    /// A request whose body is a stream (`httpBodyStream`) is not idempotent, whatever its
+    /// method (see `Idempotency.http(_:)`): the first send reads the stream to its end, so no
+    /// stage sends it again (a retry, a hedge) unless a failure proves it never left. The
+    /// stream is never read into memory; to have an upload retried, set `httpBody`.
+    ///
     /// - Parameters:
     ///   - request: The request to send.
     ///   - session: The session that sends it; `URLSession.shared` unless given.

@@ -35,6 +35,12 @@ public struct RetryRequestHeaders: Sendable, Hashable {
     /// `request` with the attempt number and the time left in the named headers, and
     /// its `timeoutInterval` cut to the time left.
     ///
+    /// On Linux, FoundationNetworking counts `timeoutInterval` in whole seconds, dropping
+    /// the fraction (Swift 6.3), so a cut to 0.9 s would time the request out at once.
+    /// There the cut is rounded up to whole seconds, never below one: the request may
+    /// then run up to that rounding (less than a second) past the deadline. The time
+    /// left sent in the header is exact either way.
+    ///
     /// - Parameters:
     ///   - request: The request to annotate.
     ///   - attempt: The attempt number, 1 for the first.
@@ -50,10 +56,20 @@ public struct RetryRequestHeaders: Sendable, Hashable {
                 let milliseconds = left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000
                 request.setValue(String(milliseconds), forHTTPHeaderField: name)
             }
-            let seconds = left.secondsValue
+            let seconds = Self.timeoutInterval(cutTo: left.secondsValue)
             if seconds > 0, seconds < request.timeoutInterval { request.timeoutInterval = seconds }
         }
         return request
+    }
+
+    /// The `timeoutInterval` that bounds a request to `seconds`: `seconds` itself, or on
+    /// FoundationNetworking (which drops the fraction) `seconds` rounded up to whole seconds.
+    static func timeoutInterval(cutTo seconds: Double) -> Double {
+        #if canImport(FoundationNetworking)
+            seconds > 0 ? seconds.rounded(.up) : seconds
+        #else
+            seconds
+        #endif
     }
 }
 
@@ -63,7 +79,17 @@ extension RetryPolicy {
     ///
     /// When a deadline applies (the policy's own, or an enclosing policy's), each
     /// attempt's `timeoutInterval` is also cut to the time left, so no attempt
-    /// outlives the deadline.
+    /// outlives the deadline. On Linux, where FoundationNetworking counts
+    /// `timeoutInterval` in whole seconds, the cut is rounded up to whole seconds (never
+    /// below one), so an attempt may run up to that rounding past the deadline rather
+    /// than time out at once (see ``RetryRequestHeaders/applied(to:attempt:timeLeft:)``).
+    ///
+    /// A request whose body is a stream (`httpBodyStream`) is sent again only after a
+    /// failure that proves it never left: the first send reads the stream to its end, and
+    /// a second would carry an empty body. Any other failure ends the call with its own
+    /// error (``RetryStopReason/notIdempotent``), even with `allowsNonIdempotentRetries`.
+    /// The stream is never read into memory; to have an upload retried, set `httpBody`,
+    /// or give each attempt a fresh stream inside `execute(idempotency:operation:)`.
     ///
     /// - Parameters:
     ///   - request: The request to send; its `httpMethod` decides what may be retried.
@@ -80,7 +106,7 @@ extension RetryPolicy {
         allowsNonIdempotentRetries: Bool = false,
         sending headers: RetryRequestHeaders
     ) async throws -> (data: Data, response: HTTPURLResponse) {
-        let idempotency: Idempotency = allowsNonIdempotentRetries ? .idempotent : .http(request)
+        let idempotency = Self.idempotency(of: request, allowsNonIdempotentRetries: allowsNonIdempotentRetries)
         var attempt = 0
         return try await self.run(
             isolation: #isolation, firstFailure: nil, options: .valueOnly(declaring: idempotency)

@@ -19,6 +19,13 @@ extension RetryPolicy {
     /// errors it throws carry the same fact, so a policy wrapped around this call
     /// does not re-send the request either.
     ///
+    /// A request whose body is a stream (`httpBodyStream`) is sent again only after a
+    /// failure that proves it never left: the first send reads the stream to its end, and
+    /// a second would carry an empty body. Any other failure ends the call with its own
+    /// error (``RetryStopReason/notIdempotent``), even with `allowsNonIdempotentRetries`.
+    /// The stream is never read into memory; to have an upload retried, set `httpBody`,
+    /// or give each attempt a fresh stream inside `execute(idempotency:operation:)`.
+    ///
     /// ```swift
     /// let policy = try RetryPolicy(maximumAttempts: 4)
     /// let (data, _) = try await policy.data(for: URLRequest(url: statusURL))
@@ -43,7 +50,7 @@ extension RetryPolicy {
         acceptableStatusCodes: Range<Int> = HTTPResponseValidation.defaultAcceptableStatusCodes,
         allowsNonIdempotentRetries: Bool = false
     ) async throws -> (data: Data, response: HTTPURLResponse) {
-        let idempotency: Idempotency = allowsNonIdempotentRetries ? .idempotent : .http(request)
+        let idempotency = Self.idempotency(of: request, allowsNonIdempotentRetries: allowsNonIdempotentRetries)
         return try await self.execute(idempotency: idempotency) {
             let data: Data
             let response: URLResponse
@@ -58,6 +65,13 @@ extension RetryPolicy {
                 data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
                 receivedAt: Date())
         }
+    }
+
+    /// The idempotency a helper declares for `request`: its own (``Idempotency/http(_:)``), or
+    /// idempotent when the caller allows non-idempotent retries, unless its body is a stream,
+    /// which no server's deduplication makes safe to send twice.
+    static func idempotency(of request: URLRequest, allowsNonIdempotentRetries: Bool) -> Idempotency {
+        allowsNonIdempotentRetries && request.httpBodyStream == nil ? .idempotent : .http(request)
     }
 
     /// `error` with `idempotency` recorded in its `userInfo`; still a `URLError` with the same code.

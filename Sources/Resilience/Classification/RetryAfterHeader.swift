@@ -16,9 +16,19 @@ public import Foundation
 /// dates, and trailing garbage are all rejected. Values that parse but are
 /// absurdly large, including numbers too large for 64 bits, are clamped to about
 /// 146 years; ``RetryPolicy`` then refuses them through its `maximumRetryAfter`.
-/// A duplicated header that a recipient joined into one value (`120, 120`) is a
-/// list, which this singleton field does not allow (RFC 9110, section 5.3): it
-/// is rejected too.
+/// Only the zone `GMT` is accepted in a date, as RFC 9110's grammar has it: a
+/// date ending in `UTC` or `+0000` is rejected like any other malformed value,
+/// and the policy's own backoff applies.
+///
+/// A `Retry-After` line sent twice (a proxy and the application both set it)
+/// arrives joined into one comma-separated value, as `URLSession` reports it:
+/// `120, 120`. The field allows one value only (RFC 9110, section 5.3), but
+/// dropping such a list would let a client come back at once to a server that
+/// asked it to stay away. So when every member of the list parses, the longest
+/// delay counts; when any member does not, the whole value is ignored. An
+/// HTTP date's own comma (`Sun, 06 Nov 1994 08:49:37 GMT`) does not split it, and
+/// empty members (`120, , 120`) are skipped, as RFC 9110 (section 5.6.1) asks of
+/// a list's recipient.
 ///
 /// ```swift
 /// RetryAfterHeader.delay(parsing: "120")                             // 120 seconds
@@ -55,7 +65,51 @@ public enum RetryAfterHeader {
     /// Field values are bytes on the wire and may hold any octet; this entry point
     /// takes them as they are, with no UTF-8 validation or repair. The fuzzer uses it.
     static func delay(utf8 value: some Collection<UInt8>, receivedAtSecondsSince1970 now: Double) -> Duration? {
-        var bytes = Array(value)[...]
+        let bytes = Array(value)[...]
+        guard bytes.contains(UInt8(ascii: ",")) else { return self.delay(member: bytes, now: now) }
+        // A list: every member must parse, and the longest delay counts.
+        var longest: Duration?
+        var rest = bytes
+        while let member = self.nextListMember(&rest, of: bytes) {
+            guard let delay = self.delay(member: member, now: now) else { return nil }
+            longest = Swift.max(longest ?? delay, delay)
+        }
+        return longest
+    }
+
+    /// The next non-empty member of a comma-separated list, removed from `list` (the rest
+    /// of `whole`), or `nil` when only empty members are left.
+    ///
+    /// A member that is a day name alone (`Sun`, `Sunday`) is the start of an
+    /// IMF-fixdate or RFC 850 date whose own comma the split went through: it takes the
+    /// next piece back, so `Sun, 06 Nov 1994 08:49:37 GMT` stays one member.
+    private static func nextListMember(_ list: inout Bytes, of whole: Bytes) -> Bytes? {
+        while !list.isEmpty {
+            var member = self.takePiece(&list)
+            self.trim(&member)
+            if member.isEmpty { continue }
+            if member.allSatisfy(self.isLetter), !list.isEmpty {
+                let start = member.startIndex
+                let date = self.takePiece(&list)
+                member = whole[start..<date.endIndex]
+                self.trim(&member)
+            }
+            return member
+        }
+        return nil
+    }
+
+    /// The bytes before the first comma of `list`, removing them and the comma from `list`.
+    private static func takePiece(_ list: inout Bytes) -> Bytes {
+        let end = list.firstIndex(of: UInt8(ascii: ",")) ?? list.endIndex
+        let piece = list[..<end]
+        list = end == list.endIndex ? list[end...] : list[list.index(after: end)...]
+        return piece
+    }
+
+    /// The delay one value (not a list) asks for.
+    private static func delay(member value: Bytes, now: Double) -> Duration? {
+        var bytes = value
         self.trim(&bytes)
         guard let first = bytes.first else { return nil }
         if self.isDigit(first) {
@@ -81,6 +135,11 @@ public enum RetryAfterHeader {
 
     private static func isDigit(_ byte: UInt8) -> Bool {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
     }
 
     /// `delay-seconds = 1*DIGIT`, saturating at `Int64.max` when it does not fit in 63 bits.
@@ -136,11 +195,17 @@ public enum RetryAfterHeader {
             scanner.consume(UInt8(ascii: " ")), let time = scanner.time(),
             scanner.consume(UInt8(ascii: " ")), scanner.consumeGMT(), scanner.isAtEnd
         else { return nil }
-        // RFC 9110: a two-digit year more than 50 years in the future means the
-        // most recent past year with the same last two digits.
-        let currentYear = self.year(ofSecondsSince1970: now)
+        // RFC 9110: a two-digit year that appears more than 50 years in the future
+        // means the most recent past year with the same last two digits. The whole
+        // instant is compared, not the year alone: the same date and time 50 years
+        // earlier is still after now exactly when the date is more than 50 years ahead.
+        // (Taken as days from civil without checking the day, so that 29 February of a
+        // leap year compares as 1 March of the year 50 years earlier, which has none.)
+        let (currentYear, reference) = self.year(ofSecondsSince1970: now)
         var year = (currentYear / 100) * 100 + shortYear
-        if year > currentYear + 50 { year -= 100 }
+        let secondOfDay = Double(time.hour * 3_600 + time.minute * 60 + time.second)
+        let fiftyYearsEarlier = Double(self.daysSince1970(year: year - 50, month: month, day: day)) * 86_400
+        if fiftyYearsEarlier + secondOfDay > reference { year -= 100 }
         return self.secondsSince1970(year: year, month: month, day: day, time: time)
     }
 
@@ -200,8 +265,10 @@ public enum RetryAfterHeader {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    private static func year(ofSecondsSince1970 seconds: Double) -> Int {
-        guard seconds.isFinite, abs(seconds) < 1e15 else { return 2000 }
+    /// The year of an instant, with the instant itself; for an instant too far off to
+    /// place (or not a number), the year 2000 and its first instant instead.
+    private static func year(ofSecondsSince1970 seconds: Double) -> (year: Int, reference: Double) {
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return (2000, 946_684_800) }
         let days = Int((seconds / 86_400).rounded(.down))
         // Hinnant's civil-from-days, year only.
         let z = days + 719_468
@@ -211,7 +278,7 @@ public enum RetryAfterHeader {
         let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
         let monthPrime = (5 * dayOfYear + 2) / 153
         let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
-        return yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), seconds)
     }
 }
 

@@ -34,7 +34,8 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// The failure needs the user to sign in again; retrying cannot help.
     public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
     /// The request is not idempotent and may have reached the server, so sending it
-    /// again could repeat its effect (see ``Idempotency``).
+    /// again could repeat its effect (see ``Idempotency``). A request whose body is a
+    /// stream, which the first send read to its end, stops with this reason too.
     public static let notIdempotent = RetryStopReason(rawValue: "notIdempotent")
     /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
     /// (see ``CloudKitPartialFailure``).

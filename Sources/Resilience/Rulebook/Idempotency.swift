@@ -72,6 +72,13 @@ public struct Idempotency: Sendable, Hashable, CustomStringConvertible {
         return Idempotency(isIdempotent: hasKey, method: method)
     }
 
+    /// Not idempotent, derived from a request with `method` that cannot be sent twice
+    /// whatever its method says: the `ResilienceURLSession` helpers' reading of a request
+    /// whose body is a stream, which the first send reads to its end.
+    package static func notIdempotent(method: String) -> Idempotency {
+        Idempotency(isIdempotent: false, method: method.uppercased())
+    }
+
     /// This reading, made stricter by `report` when `report` says the call may not run twice.
     ///
     /// A report never loosens a reading: a call declared not idempotent stays so whatever

@@ -27,13 +27,17 @@ struct HintSeamTests {
         #expect(ErrorHints.retryAfter(of: error) == .seconds(12))
     }
 
-    @Test func aDuplicatedRetryAfterJoinedIntoOneValueIsRejectedAsMalformed() {
+    @Test func aDuplicatedRetryAfterJoinedIntoOneValueAsksForTheLongestWait() {
         // A recipient that joins the two field lines of a singleton field gets a list,
-        // which RFC 9110 (section 5.3) does not allow for `Retry-After`.
-        #expect(RetryAfterHeader.delay(parsing: "120, 120") == nil)
-        #expect(RetryAfterHeader.delay(parsing: "120,60") == nil)
-        let joinedDates = "Sun, 06 Nov 2094 08:49:37 GMT, Sun, 06 Nov 2094 08:49:37 GMT"
-        #expect(RetryAfterHeader.delay(parsing: joinedDates) == nil)
-        #expect(HTTPResponseError(statusCode: 503, headers: ["Retry-After": "120, 120"]).retryAfter == nil)
+        // which RFC 9110 (section 5.3) does not allow for `Retry-After`; dropping it would
+        // let the client come back at once, so the longest wait of a well-formed list counts.
+        #expect(RetryAfterHeader.delay(parsing: "120, 120") == .seconds(120))
+        #expect(RetryAfterHeader.delay(parsing: "120,60") == .seconds(120))
+        let receivedAt = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        let joinedDates = "Sun, 06 Nov 1994 08:50:37 GMT, Sun, 06 Nov 1994 08:50:37 GMT"
+        #expect(RetryAfterHeader.delay(parsing: joinedDates, receivedAt: receivedAt) == .seconds(60))
+        #expect(HTTPResponseError(statusCode: 503, headers: ["Retry-After": "120, 120"]).retryAfter == .seconds(120))
+        // A list with a member that does not parse is still ignored.
+        #expect(HTTPResponseError(statusCode: 503, headers: ["Retry-After": "120, soon"]).retryAfter == nil)
     }
 }

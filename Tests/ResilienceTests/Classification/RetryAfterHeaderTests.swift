@@ -47,6 +47,53 @@ struct RetryAfterHeaderTests {
             RetryAfterHeader.date(parsing: "Sunday, 06-Nov-94 08:49:37 GMT", relativeTo: now) == Self.exampleInstant)
     }
 
+    /// RFC 9110, section 5.6.7: a two-digit year that appears more than 50 years in the
+    /// future is the most recent past year with those digits. Read in November 2023,
+    /// 31 December 2073 is 50 years and six weeks ahead, so "73" is 1973, although 2073
+    /// is only 50 years ahead by its year alone.
+    @Test func anRFC850DateMoreThanFiftyYearsAheadIsInThePast() throws {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
+        let value = "Sunday, 31-Dec-73 23:59:59 GMT"
+        #expect(RetryAfterHeader.delay(parsing: value, receivedAt: now) == .zero)
+        let date = try #require(RetryAfterHeader.date(parsing: value, relativeTo: now))
+        #expect(date == Date(timeIntervalSince1970: 126_230_399))  // 1973-12-31 23:59:59 UTC
+        // A date less than 50 years ahead stays in this century: 1 November 2073.
+        let soon = RetryAfterHeader.date(parsing: "Wednesday, 01-Nov-73 00:00:00 GMT", relativeTo: now)
+        #expect(soon == Date(timeIntervalSince1970: 3_276_720_000))
+    }
+
+    /// A `Retry-After` line sent twice arrives joined into a list (`120, 120`). When every
+    /// member parses, the longest delay counts; an HTTP date's own comma does not split it,
+    /// and empty members are skipped.
+    @Test(arguments: [
+        ("120, 120", 120),
+        ("30,120", 120),
+        ("120 ,\t30", 120),
+        ("120, , 120,", 120),
+        ("30, Sun, 06 Nov 1994 08:51:37 GMT", 120),
+        ("Sun, 06 Nov 1994 08:49:47 GMT, Sunday, 06-Nov-94 08:50:37 GMT", 60),
+        ("Sun Nov  6 08:50:07 1994, 5", 30),
+    ])
+    func aListOfValuesThatAllParseAsksForTheLongest(value: String, seconds: Int) {
+        let delay = RetryAfterHeader.delay(parsing: value, receivedAt: Self.exampleInstant)
+        #expect(delay == .seconds(seconds))
+    }
+
+    /// A list with any member that does not parse is ignored whole.
+    @Test(arguments: [
+        "120, soon",
+        "120, -1",
+        ",",
+        " , ,",
+        "120, Sun",
+        "Sun, 120",
+        "120, Sun, 06 Nov 1994 08:49:37 UTC",
+        "Sun, 06 Nov 1994 08:49:37 GMT Sun, 06 Nov 1994 08:49:37 GMT",
+    ])
+    func aListWithAMalformedMemberIsIgnored(value: String) {
+        #expect(RetryAfterHeader.delay(parsing: value, receivedAt: Self.exampleInstant) == nil)
+    }
+
     @Test func leapDayIsAcceptedOnlyInLeapYears() {
         #expect(RetryAfterHeader.date(parsing: "Thu, 29 Feb 2024 00:00:00 GMT") != nil)
         #expect(RetryAfterHeader.date(parsing: "Sat, 29 Feb 2025 00:00:00 GMT") == nil)
@@ -64,7 +111,8 @@ struct RetryAfterHeaderTests {
         "1e3",  // exponent notation
         "9999999999999999999999a",  // overflow-sized, then garbage
         "soon",  // garbage
-        "Sun, 06 Nov 1994 08:49:37 UTC",  // wrong zone
+        "Sun, 06 Nov 1994 08:49:37 UTC",  // wrong zone: only GMT is in the grammar
+        "Sun, 06 Nov 1994 08:49:37 +0000",  // a numeric zone, outside the grammar too
         "Sun, 6 Nov 1994 08:49:37 GMT",  // one-digit day in IMF-fixdate
         "Sun, 06 nov 1994 08:49:37 GMT",  // lower-case month
         "Sun, 31 Nov 1994 08:49:37 GMT",  // impossible day

@@ -471,7 +471,26 @@ struct RequestMetadataHeaderTests {
         let sent = headers.applied(to: request, attempt: 2, timeLeft: .milliseconds(2_500))
         #expect(sent.value(forHTTPHeaderField: "X-Attempt") == "2")
         #expect(sent.value(forHTTPHeaderField: "X-Time-Left-Ms") == "2500")
-        #expect(sent.timeoutInterval == 2.5)
+        #if canImport(FoundationNetworking)
+            // FoundationNetworking drops the fraction: the cut is rounded up to whole seconds.
+            #expect(sent.timeoutInterval == 3)
+        #else
+            #expect(sent.timeoutInterval == 2.5)
+        #endif
+    }
+
+    /// Less than a second left: FoundationNetworking would count 0.9 s as zero whole
+    /// seconds and time out at once, so there the cut is one second.
+    @Test func aSubSecondTimeLeftCutsTheTimeoutToNoLessThanASecondOnLinux() throws {
+        var request = URLRequest(url: URL(string: "https://example.com/items")!)
+        request.timeoutInterval = 60
+        let sent = RetryRequestHeaders(timeLeft: "T").applied(to: request, attempt: 1, timeLeft: .milliseconds(900))
+        #expect(sent.value(forHTTPHeaderField: "T") == "900")
+        #if canImport(FoundationNetworking)
+            #expect(sent.timeoutInterval == 1)
+        #else
+            #expect(sent.timeoutInterval == 0.9)
+        #endif
     }
 
     @Test func sendsNoTimeLeftWithoutADeadlineAndNothingUnnamed() throws {

@@ -48,6 +48,10 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     /// It travels with the error, so a policy wrapped around the call that threw it
     /// does not re-send a `POST` either.
     public let requestIdempotency: Idempotency?
+    /// How many body bytes ``bodyExcerpt`` was decoded from: the excerpt's own UTF-8 length
+    /// can differ, when the cut split a character and its bytes decoded to a replacement
+    /// character.
+    private let excerptByteCount: Int
 
     /// The status code, for ``HTTPStatusReporting``.
     public var httpStatusCode: Int? { self.statusCode }
@@ -76,7 +80,9 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
         self.url = url
         self.requestIdempotency = requestIdempotency
         self.bodyByteCount = body.count
-        self.bodyExcerpt = String(decoding: body.prefix(Swift.max(bodyExcerptLimit, 0)), as: UTF8.self)
+        let excerpt = body.prefix(Swift.max(bodyExcerptLimit, 0))
+        self.excerptByteCount = excerpt.count
+        self.bodyExcerpt = String(decoding: excerpt, as: UTF8.self)
         let requested = Self.headerValue(named: "Retry-After", in: headers).flatMap {
             RetryAfterHeader.delay(parsing: $0, receivedAt: receivedAt)
         }
@@ -99,7 +105,7 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
         if let retryAfter = self.retryAfter { text += " (retry after \(retryAfter))" }
         if !self.bodyExcerpt.isEmpty {
             text += ": \(self.bodyExcerpt)"
-            if self.bodyByteCount > self.bodyExcerpt.utf8.count { text += "…" }
+            if self.bodyByteCount > self.excerptByteCount { text += "…" }
         }
         return text
     }

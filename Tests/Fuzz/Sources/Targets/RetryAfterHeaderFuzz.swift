@@ -14,7 +14,8 @@ import Foundation
 ///   early as year 1);
 /// - the three views agree (the grammar is ASCII, so UTF-8 repair cannot change a verdict);
 /// - a value that parses as a date gives the delay from the receipt time to that date, clamped;
-/// - an all-digit value is its number of seconds, and one too large for 64 bits is the maximum.
+/// - an all-digit value is its number of seconds, and one too large for 64 bits is the maximum;
+/// - a value that parses, sent twice (two header lines joined by a comma), asks for the same delay.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRetryAfterHeader(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let raw = UnsafeBufferPointer(start: data, count: size)
@@ -33,6 +34,11 @@ public func fuzzRetryAfterHeader(_ data: UnsafePointer<UInt8>, _ size: Int) -> C
         require(fromString == fromSubstring, "substring disagrees: \(String(describing: fromSubstring))")
         if let delay = fromString {
             require(delay >= .zero && delay <= .resilienceMaximum, "delay \(delay) out of range")
+        }
+
+        if let delay = fromString {
+            let twice = RetryAfterHeader.delay(parsing: text + ", " + text, receivedAtSecondsSince1970: now)
+            require(twice == delay, "sent twice, asks for \(String(describing: twice)) instead of \(delay)")
         }
 
         let date = RetryAfterHeader.date(parsing: text, relativeTo: Date(timeIntervalSince1970: now))

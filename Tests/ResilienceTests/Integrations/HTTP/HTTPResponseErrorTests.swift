@@ -65,6 +65,19 @@ import Testing
         #expect(HTTPResponseError(statusCode: 500, body: body, bodyExcerptLimit: -1).bodyExcerpt.isEmpty)
     }
 
+    /// The cut at 1,024 bytes splits the two bytes of "é": the excerpt ends in a replacement
+    /// character, whose three UTF-8 bytes make the excerpt look as long as the body. It is
+    /// still marked as cut; a body that ends exactly at the limit is not.
+    @Test func aBodyCutInsideACharacterIsStillMarkedAsCut() {
+        let cut = HTTPResponseError(statusCode: 503, body: Data((String(repeating: "x", count: 1_023) + "é").utf8))
+        #expect(cut.bodyByteCount == 1_025)
+        #expect(cut.description.hasSuffix("…"), "description ends \(cut.description.suffix(3).debugDescription)")
+
+        let whole = HTTPResponseError(statusCode: 503, body: Data((String(repeating: "x", count: 1_022) + "é").utf8))
+        #expect(whole.bodyByteCount == 1_024)
+        #expect(whole.description.hasSuffix("é"))
+    }
+
     @Test func retryAfterHeaderNameIsCaseInsensitiveAndAcceptsHTTPDates() {
         let receivedAt = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
         let error = HTTPResponseError(

@@ -7,7 +7,7 @@ import Foundation
 /// The scripted Python server in `Fixtures/scripted_server.py`, started by a
 /// test on a free port of 127.0.0.1: it fails in the sequences a test asks for
 /// (fail N times, drop the connection, answer too slowly) and counts requests on
-/// its side, exposed at `/_count/KEY`.
+/// its side, exposed at `/_count/KEY`, with the bodies it received at `/_bodies/KEY`.
 final class ScriptedHTTPServer {
     /// The Python interpreter, if installed.
     static let python = LiveServerSupport.executable(
@@ -63,6 +63,14 @@ final class ScriptedHTTPServer {
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let count = Int(text) else { throw LiveServerError.failedToStart("bad count \(text.debugDescription)") }
         return count
+    }
+
+    /// The bodies of the requests the server has received for `key`, in order (one per
+    /// line on the wire, so a body must not hold a line break).
+    func bodies(for key: String) async throws -> [String] {
+        let (data, _) = try await self.session.data(for: LiveServerSupport.request(self.url("/_bodies/\(key)")))
+        return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .dropLast().map(String.init)
     }
 
     /// Stops the server (it exits when its standard input closes) and waits for it to exit.

@@ -310,3 +310,172 @@ struct UnreachableServerIntegrationTests {
         #expect(URLErrorCategory(code: error.code) == .requestNotSent)
     }
 }
+
+// MARK: - Duplicated hints, sub-second deadlines, body streams
+
+extension ScriptedServerIntegrationTests {
+    /// A proxy and the application both set `Retry-After: 120`: the response carries the
+    /// line twice, which `URLSession` joins into `120, 120`. The server asked for 120 s
+    /// either way, and the policy waits that long, not its own 1 s backoff.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func duplicatedRetryAfterLinesOnA503AreStillHonoured() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let clock = TestClock()
+        let policy = try RetryPolicy(
+            maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, maximumRetryAfter: .seconds(300),
+            clock: clock)
+
+        let request = LiveServerSupport.request(server.url("/fail/twice-said?times=1&retry_after=120&retry_after=120"))
+        let call = Task { try await policy.data(for: request, session: session) }
+        await clock.waitForSleepRequests(count: 1)
+        let waits = clock.sleepRequests
+        clock.advance(by: .seconds(120))
+        let (data, _) = try await call.value
+        #expect(waits == [.seconds(120)], "the policy came back after \(waits) instead of the 120 s asked")
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+    }
+
+    /// A 429 is never retried, but its hint is reported in the outcome; a `Retry-After`
+    /// line sent twice still is.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func aTooManyRequestsWithADuplicatedRetryAfterStillReportsTheHint() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        let request = LiveServerSupport.request(
+            server.url("/fail/throttled?status=429&retry_after=30&retry_after=30"))
+        let outcome = await policy.outcome {
+            let (data, response) = try await session.data(for: request)
+            return try HTTPResponseValidation.validate(data, response, for: request).data
+        }
+        #expect(outcome.stopReason == .tooManyRequests)
+        #expect(outcome.retryAfter == .seconds(30), "hint reported: \(String(describing: outcome.retryAfter))")
+        #expect(try await server.requestCount(for: "throttled") == 1)
+    }
+
+    /// 900 ms are left before the deadline: the attempt's `timeoutInterval` is cut to the
+    /// time left, which FoundationNetworking would count as zero whole seconds and time
+    /// out at once. The server answers in 200 ms, well within the time left.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func aSubSecondTimeLeftDoesNotMakeTheRequestTimeOutAtOnce() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try RetryPolicy(maximumAttempts: 1, deadline: .milliseconds(900), clock: TestClock())
+
+        let request = LiveServerSupport.request(server.url("/slow/quick?delay=0.2"), timeout: 5)
+        let headers = RetryRequestHeaders(timeLeft: "X-Time-Left-Ms")
+        let (data, _) = try await policy.data(for: request, session: session, sending: headers)
+        #expect(String(decoding: data, as: UTF8.self) == "slow\n")
+    }
+
+    /// The ways a policy sends a request.
+    enum PolicyHelper: CaseIterable, Sendable {
+        case plain
+        case allowingNonIdempotentRetries
+        case sendingHeaders
+
+        func data(_ policy: RetryPolicy, for request: URLRequest, session: URLSession) async throws -> Data {
+            switch self {
+            case .plain:
+                try await policy.data(for: request, session: session).data
+            case .allowingNonIdempotentRetries:
+                try await policy.data(for: request, session: session, allowsNonIdempotentRetries: true).data
+            case .sendingHeaders:
+                try await policy.data(
+                    for: request, session: session, sending: RetryRequestHeaders(attempt: "X-Attempt")
+                )
+                .data
+            }
+        }
+    }
+
+    /// A `PUT` is idempotent, but its body is a stream, which the first attempt read to
+    /// its end: sent again, the request would store an empty body and report success.
+    /// So it is sent once, and the 503 ends the call, whatever the caller allows.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"), arguments: PolicyHelper.allCases)
+    func aRequestWithABodyStreamIsNotSentAgainOnceItMayHaveBeenSent(helper: PolicyHelper) async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        var request = LiveServerSupport.request(server.url("/fail/stream?times=1&status=503"), method: "PUT")
+        request.httpBodyStream = InputStream(data: Data("amount=990".utf8))
+        let error = try await #require(throws: HTTPResponseError.self) {
+            try await helper.data(policy, for: request, session: session)
+        }
+        #expect(error.statusCode == 503)
+        #expect(error.requestIdempotency?.isIdempotent == false)
+        #expect(try await server.bodies(for: "stream") == ["amount=990"])
+        #expect(await policy.statistics.stopReasons[.notIdempotent] == 1)
+    }
+
+    /// What lets the rules send a body stream again after a failure that proves the request
+    /// never left: a refused connection leaves the stream unread, so the next send carries
+    /// the whole body.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func aBodyStreamIsStillWholeAfterARefusedConnection() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 1)
+
+        var request = LiveServerSupport.request(server.url("/fail/refused-first?times=0"), method: "PUT")
+        request.httpBodyStream = InputStream(data: Data("amount=990".utf8))
+        let refusal = try await LiveServerSupport.withRefusingLoopbackPort { port in
+            var refused = request
+            refused.url = URL(string: "http://127.0.0.1:\(port)/orders")
+            return try await #require(throws: URLError.self) { try await policy.data(for: refused, session: session) }
+        }
+        #expect(URLErrorCategory(code: refusal.code) == .requestNotSent)
+        _ = try await policy.data(for: request, session: session)
+        #expect(try await server.bodies(for: "refused-first") == ["amount=990"])
+    }
+
+    /// The same through a pipeline: its retry stage does not send the stream again either.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func aPipelineDoesNotSendABodyStreamAgainOnceItMayHaveBeenSent() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+        let pipeline = ResiliencePipeline { policy }
+
+        var request = LiveServerSupport.request(server.url("/fail/piped?times=1&status=503"), method: "PUT")
+        request.httpBodyStream = InputStream(data: Data("amount=990".utf8))
+        let error = try await #require(throws: HTTPResponseError.self) {
+            try await pipeline.data(for: request, session: session)
+        }
+        #expect(error.statusCode == 503)
+        #expect(try await server.bodies(for: "piped") == ["amount=990"])
+        #expect(await policy.statistics.stopReasons[.notIdempotent] == 1)
+    }
+
+    /// A body sent as `httpBody` can be sent again: a `PUT` answered 503 is retried with
+    /// the same body, and succeeds.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
+    func aRequestWithABodyInMemoryIsSentAgainWithTheSameBody() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3)
+
+        var request = LiveServerSupport.request(server.url("/fail/kept?times=1&status=503"), method: "PUT")
+        request.httpBody = Data("amount=990".utf8)
+        let (data, _) = try await policy.data(for: request, session: session)
+        #expect(String(decoding: data, as: UTF8.self) == "ok\n")
+        #expect(try await server.bodies(for: "kept") == ["amount=990", "amount=990"])
+    }
+}

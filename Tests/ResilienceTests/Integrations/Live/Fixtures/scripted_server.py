@@ -6,10 +6,12 @@ It binds 127.0.0.1 on a free port, prints the port on its first line of
 standard output, and serves until it is terminated or its standard input
 closes (so it never outlives the test process that started it).
 
-Paths (GET or POST; KEY is any name the test picks, counted separately):
+Paths (GET, POST or PUT; KEY is any name the test picks, counted separately):
   /fail/KEY?times=N&status=S&retry_after=R
       the first N requests answer status S (default 503), with a Retry-After
-      header when R is given; later requests answer 200 "ok".
+      header when R is given (one header line per retry_after given, so
+      retry_after=120&retry_after=120 sends the line twice); later requests
+      answer 200 "ok".
   /drop/KEY?times=N
       the first N requests (default: all) are read and then the connection is
       closed without any response; later requests answer 200 "ok".
@@ -29,6 +31,9 @@ Paths (GET or POST; KEY is any name the test picks, counted separately):
       "KEY.refused".
   /_count/KEY
       the number of requests received so far for KEY, as plain text; not counted.
+  /_bodies/KEY
+      the bodies of the requests received so far for KEY, in order, each on its
+      own line (a body sent with Content-Length or chunked); not counted.
 
 Responses use HTTP/1.0 and close the connection, so a client never reuses one.
 """
@@ -43,14 +48,16 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 counts = {}
+bodies = {}  # KEY -> the bodies of its requests, in order
 counts_lock = threading.Lock()
 tokens = {}  # KEY -> the access token /token/KEY issued last
 
 
-def record(key):
-    """Counts one request for key and returns its number, 1 for the first."""
+def record(key, body=b""):
+    """Counts one request for key, with its body, and returns its number, 1 for the first."""
     with counts_lock:
         counts[key] = counts.get(key, 0) + 1
+        bodies.setdefault(key, []).append(body.decode("latin-1"))
         return counts[key]
 
 
@@ -58,22 +65,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
 
     def do_GET(self):
-        self.handle_request()
+        self.handle_request(b"")
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
-        self.handle_request()
+        self.handle_request(self.read_body())
 
-    def handle_request(self):
+    def do_PUT(self):
+        self.handle_request(self.read_body())
+
+    def read_body(self):
+        """The request's body, sent with Content-Length or chunked (as a body stream is)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def handle_request(self, body):
         url = urlsplit(self.path)
         parts = url.path.strip("/").split("/", 1)
         if len(parts) != 2:
             self.answer(404, "unknown path\n")
             return
         behaviour, key = parts
-        query = {name: values[-1] for name, values in parse_qs(url.query).items()}
+        lists = parse_qs(url.query)
+        query = {name: values[-1] for name, values in lists.items()}
 
         if behaviour == "_count":
             with counts_lock:
@@ -81,18 +103,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.answer(200, f"{count}\n")
             return
 
+        if behaviour == "_bodies":
+            with counts_lock:
+                received = list(bodies.get(key, []))
+            self.answer(200, "".join(f"{body}\n" for body in received))
+            return
+
         if behaviour in ("token", "protected"):
             self.handle_credentials(behaviour, key, query)
             return
 
-        number = record(key)
+        number = record(key, body)
         times = int(query.get("times", "1000000"))
         if behaviour == "fail":
             if number <= times:
                 status = int(query.get("status", "503"))
-                headers = {}
-                if "retry_after" in query:
-                    headers["Retry-After"] = query["retry_after"]
+                headers = [("Retry-After", value) for value in lists.get("retry_after", [])]
                 self.answer(status, f"scripted failure {number}\n", headers)
             else:
                 self.answer(200, "ok\n")
@@ -134,13 +160,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.answer(200, f"ok {presented}\n")
         else:
             record(f"{key}.refused")
-            self.answer(401, "stale token\n", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+            self.answer(401, "stale token\n", [("WWW-Authenticate", 'Bearer error="invalid_token"')])
 
     def answer(self, status, body, headers=None):
         data = body.encode()
         try:
             self.send_response(status)
-            for name, value in (headers or {}).items():
+            for name, value in headers or []:
                 self.send_header(name, value)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(data)))
