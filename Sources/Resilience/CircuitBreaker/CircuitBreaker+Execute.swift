@@ -183,7 +183,10 @@ extension CircuitBreaker {
     }
 
     /// Counts a success the inlined check could not settle; lock-free while closed with
-    /// nothing to reset, under a slow-call rule or a time window too.
+    /// nothing to reset, under a slow-call rule or a time window too. A time window's bucket
+    /// is published for this only while no success could meet the trip rule (the machine's
+    /// ``CircuitBreakerStateMachine/lockFreeSuccessBucket``); otherwise the success takes the
+    /// lock, where the rule is judged.
     @usableFromInline
     func recordSuccessSlowly(for permit: CircuitBreakerPermit) {
         // Whether the success is counted at a time, and the reading it is counted at when the

@@ -114,7 +114,13 @@ struct CircuitBreakerSlidingWindow: Sendable {
     /// The calls and failures in the window as seen at `now`.
     func totals(at now: Duration) -> (calls: Int, failures: Int) {
         guard self.isTimeBased else { return (self.filledSlots, self.failuresInRing) }
-        let current = self.epoch(of: now)
+        return self.totals(throughBucketOf: self.epoch(of: now))
+    }
+
+    /// The calls and failures a time window holds as seen at any time within the bucket of
+    /// `current`: that bucket's and those of the slices before it still in the window.
+    func totals(throughBucketOf current: Int128) -> (calls: Int, failures: Int) {
+        guard self.isTimeBased else { return (self.filledSlots, self.failuresInRing) }
         let oldest = current - Int128(self.buckets.count)
         var calls = 0
         var failures = 0

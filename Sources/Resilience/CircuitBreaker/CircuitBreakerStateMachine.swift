@@ -137,9 +137,37 @@ package struct CircuitBreakerStateMachine: Sendable {
 
     /// The time window's current bucket, while closed: the span a success may be counted
     /// in without the lock, and the bucket's epoch; `nil` otherwise.
+    ///
+    /// A success counted without the lock is never judged against the trip rule, so the
+    /// bucket is offered only while no run of successes in it can meet the rule
+    /// (``successesCanMeetTripRule(inBucketOf:)``): with a run of failures to reset, or with
+    /// failures that a success could bring up to `minimumCalls` at a rate still at the
+    /// threshold, every success takes the lock and is judged there. The steady state, a
+    /// window with no failures or one past `minimumCalls` and under the threshold, stays
+    /// lock-free.
     package var lockFreeSuccessBucket: (start: Duration, end: Duration, epoch: Int128)? {
-        guard self.phase == .closed, self.consecutiveFailures == 0 else { return nil }
-        return self.window?.currentBucket
+        guard self.phase == .closed, self.consecutiveFailures == 0, let bucket = self.window?.currentBucket,
+            !self.successesCanMeetTripRule(inBucketOf: bucket.epoch)
+        else { return nil }
+        return bucket
+    }
+
+    /// Whether one or more successes counted in the bucket of `epoch`, and nothing else,
+    /// could meet the trip rule.
+    ///
+    /// Successes add calls and no failure, so of every count they could bring the window to,
+    /// the rate is highest at the least one the rule looks at: one more call than the window
+    /// holds, or `minimumCalls` if that is more. The rate there, worked out as the rule works
+    /// it out (the quotient only falls as the calls grow), decides. A window with no failures
+    /// never meets a threshold above zero, and one holding `minimumCalls` calls under the
+    /// threshold only falls further below it. A slow success is not a success here: it
+    /// counts as a failure, and never without the lock.
+    private func successesCanMeetTripRule(inBucketOf epoch: Int128) -> Bool {
+        guard case .failureRate(let threshold, let minimumCalls, _) = self.configuration.tripRule.kind,
+            let totals = self.window?.totals(throughBucketOf: epoch)
+        else { return false }
+        let calls = Swift.max(totals.calls &+ 1, minimumCalls)
+        return Double(totals.failures) / Double(calls) >= threshold
     }
 
     /// Counts `count` closed-state successes that finished within the bucket of `epoch`,

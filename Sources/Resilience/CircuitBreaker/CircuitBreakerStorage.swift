@@ -20,6 +20,18 @@ public import Synchronization
 /// before anything reads it, then publishes afresh (a new tag), so a success
 /// counted against an old publication fails its exchange and tries again.
 ///
+/// A success counted without the lock is never judged against the trip rule, so the
+/// bucket is published only while no run of successes counted in it could meet the rule
+/// (``CircuitBreakerStateMachine/lockFreeSuccessBucket``), decided under the lock from the
+/// window as it stands after the hand-over. The tag ties each such success to that
+/// decision: it is counted only against the publication it read, and a locked update
+/// (a failure, a success that had to take the lock) first takes the count, so the
+/// successes counted before it are in the window it judges, and one that comes after finds
+/// the next publication, decided with that update's call in the window, or none and takes
+/// the lock. So whatever the interleaving, every call that can meet the rule is judged
+/// when it is counted: the breaker opens on the call that meets the rule, in the order the
+/// calls were counted, never later.
+///
 /// Every time published for the lock-free paths (the open time's end, the latest time
 /// seen, the bucket's span) is a reading of the clock: the machine's time less its
 /// offset (``CircuitBreakerStateMachine/offset``), so the lock-free paths compare their
@@ -203,6 +215,12 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
             if exchanged { return true }
             pending = original
         }
+    }
+
+    /// The successes counted without the lock since the bucket was last published, not yet
+    /// handed to the window; for tests.
+    var pendingSuccessCount: Int {
+        Int(self.pendingSuccesses.load(ordering: .acquiring) & Self.countMask)
     }
 
     /// The published ``CircuitBreakerStateMachine/fastPathWord``, read without the lock.

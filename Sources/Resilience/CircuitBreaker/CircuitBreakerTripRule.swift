@@ -16,7 +16,9 @@
 /// The consecutive rule is the cheapest: a success while nothing has failed
 /// costs two atomic loads and no lock. A failure-rate rule records every call:
 /// a count window under the breaker's lock; a time window reads the clock once
-/// per call and counts a success in its current bucket without the lock.
+/// per call and counts a success in its current bucket without the lock, unless
+/// that success could meet the rule (failures that a success could bring up to
+/// `minimumCalls` at the threshold), when it takes the lock to be judged.
 public struct CircuitBreakerTripRule: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Sendable, Hashable {
         case consecutiveFailures(Int)

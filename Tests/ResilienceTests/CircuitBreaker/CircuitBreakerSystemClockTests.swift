@@ -90,6 +90,21 @@ final class SimulatedSystemClocks: Sendable {
         #expect(breaker.state == .open, "10 of 20 calls failed")
     }
 
+    /// On the system clock a success is placed in its bucket by a cheap bound, without the
+    /// lock; one that completes `minimumCalls` at a rate at the threshold is judged all the same.
+    @Test func aSuccessThatCompletesMinimumCallsOpensTheBreaker() async throws {
+        let clocks = SimulatedSystemClocks()
+        let breaker = try Self.breaker(
+            on: clocks, tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .time(.seconds(60), buckets: 6))
+        )
+        clocks.advance(by: .milliseconds(500))
+        await breaker.fail()
+        await breaker.fail()
+        _ = try await breaker.execute { 1 }
+        _ = try await breaker.execute { 1 }
+        #expect(breaker.state == .open, "2 of 4 calls failed")
+    }
+
     @Test func aStepOfTheWallClockNeitherLosesNorMisplacesSuccesses() async throws {
         let clocks = SimulatedSystemClocks()
         let breaker = try Self.breaker(on: clocks, tripRule: Self.windowRule)
