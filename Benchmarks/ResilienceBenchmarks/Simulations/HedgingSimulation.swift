@@ -14,8 +14,8 @@ import ResilienceTesting
 /// The hedged row wraps each request in
 /// `Hedging(delay: .percentile(95, ofLast: 1_000, initial: .milliseconds(50)), maximumHedges: 1)`
 /// on the simulation clock: the hedge starts at the 95th percentile of the recent
-/// winning latencies, as the hedging article suggests, so about one call in twenty
-/// hedges. The delay, the latency it records, its deadline watcher and the attempt
+/// calls' latencies (each from the call's start to its first success), as the hedging
+/// article suggests, so about one call in twenty hedges. The delay, the latency it records, its deadline watcher and the attempt
 /// tasks are the library's own. Load counts every attempt that reached the server,
 /// the cancelled loser included.
 struct HedgingSimulation {

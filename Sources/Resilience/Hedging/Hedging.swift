@@ -13,8 +13,33 @@ import Synchronization
 /// Hedging repeats the call, so it runs only for calls the ``Rulebook`` says may
 /// run twice: a call declared ``Idempotency/notIdempotent`` (here or by an
 /// enclosing call) runs once, unhedged. A failure the rules end (HTTP 429)
-/// starts no more hedges. With a ``RetryBudget``, each hedge spends from it
-/// like a retry, and no hedge starts while the budget is spent.
+/// starts no more hedges.
+///
+/// With a ``RetryBudget``, each hedge spends a token from it like a retry, no hedge
+/// starts while the budget is spent, and each call that succeeds gives back the
+/// budget's ``RetryBudget/tokenRatio``, once, as a ``RetryPolicy``'s success does. An
+/// attempt that replaces one the library's own gates refused before it ran (a full
+/// ``ConcurrencyLimiter``, a ``RateLimiter`` out of permits, an ``AdaptiveThrottle``,
+/// an open ``CircuitBreaker``) or a request that never left an offline device costs
+/// no token, as retrying it would not: nothing reached the dependency. The budget must
+/// still allow a retry, as a policy's must, and the replacement still counts against
+/// ``maximumHedges``, which bounds a call whose limiter keeps refusing. It starts at
+/// once, as any replacement does, unless the refusal carries a retry-after hint (a rate
+/// limiter's says when its next permit comes), which holds it back as below: a
+/// replacement that waited out the hedge delay instead would turn hedging into a queue
+/// in front of a bulkhead that chose to refuse.
+///
+/// A percentile delay (``HedgingDelay/percentile(_:ofLast:initial:)``) learns from
+/// each successful call the time from its start to its first success. For a call no
+/// hedge overtook, that is its first attempt's latency. For a call a hedge won, it is
+/// the delay plus the hedge's own time: less than the first attempt would have taken,
+/// and more than the delay, so a call's recorded time exceeds the delay exactly when
+/// its first attempt did, and the percentile still estimates how long one attempt
+/// takes. Recording the winning hedge's own, shorter time instead would pull the delay
+/// down with each hedged call, and hedge more calls: at the 95th percentile, with
+/// attempts drawn alike and a late attempt far later than a hedge, the delay would
+/// settle near the 78th percentile and hedge about one call in five. A reading across
+/// which the clock went back is left out.
 ///
 /// A failed attempt's retry-after hint (a `Retry-After` header, say) holds the
 /// call's next attempt back until the hint has passed on the strategy's clock,
@@ -79,12 +104,13 @@ public final class Hedging: Sendable {
     /// - Parameters:
     ///   - delay: When to start another attempt.
     ///   - maximumHedges: The most extra attempts per call; in 1...10.
-    ///   - budget: A budget each hedge spends from, shared with retry policies if you like.
+    ///   - budget: A budget each hedge spends from, and each successful call gives back to,
+    ///     shared with retry policies if you like.
     ///   - name: The name reported in events.
     ///   - observer: Receives a ``StrategyEvent/Kind/hedged`` event for each attempt started
     ///     while another of the call still runs. An attempt that replaces one that failed,
-    ///     with none running, counts against `maximumHedges` and spends from `budget` too,
-    ///     but is not reported as a hedge.
+    ///     with none running, counts against `maximumHedges` and spends from `budget` as a
+    ///     retry of that failure would, but is not reported as a hedge.
     ///   - clock: The clock delays and latencies are measured on.
     /// - Throws: ``ConfigurationError`` naming `maximumHedges` when out of range.
     public init(
@@ -147,7 +173,7 @@ public final class Hedging: Sendable {
         case .success(let timed)?:
             // The first attempt returned before it first suspended: it won alone, with
             // nothing to watch, no hedge to arm, no loser to cancel and no entry in the table.
-            self.record(timed.latency)
+            self.recordSuccess(timed.latency)
             return timed.value
         case .failure?:
             self.open(start.id)  // failed at once: the call goes on, and hears of its hedges there
@@ -156,6 +182,7 @@ public final class Hedging: Sendable {
         }
         call.timer = self.armTimer(at: started + start.delay, for: start.id)
         call.timerDue = started + start.delay
+        call.started = started
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
             await self.run(&call, start, handedOver: early, operation: operation)
         } onCancel: {
@@ -226,7 +253,7 @@ public final class Hedging: Sendable {
             switch result {
             case .success(let timed):
                 call.winner = index
-                self.record(timed.latency)
+                self.recordSuccess(timed.latency)
                 return .success(timed.value)
             case .failure(let error):
                 call.running -= 1
@@ -244,7 +271,10 @@ public final class Hedging: Sendable {
                     if let quiet {
                         self.moveTimer(&call, to: quiet, for: start.id)  // not at once: when the hint has passed
                     } else {
-                        guard self.spendHedge() else { return .failure(call.ending) }
+                        // Replacing a failed attempt costs a token as retrying it would.
+                        guard self.spendHedge(charging: call.failures.lastCostsToken) else {
+                            return .failure(call.ending)
+                        }
                         call.hedgesLeft -= 1
                         await self.startNext(&call, start, operation: operation)
                     }
@@ -287,7 +317,9 @@ public final class Hedging: Sendable {
             self.moveTimer(&call, to: quiet, for: start.id)
             return
         }
-        guard self.spendHedge() else { return }
+        // A hedge beside a running attempt costs a token; a replacement costs what retrying
+        // the failure it replaces would.
+        guard self.spendHedge(charging: call.running > 0 || call.failures.lastCostsToken) else { return }
         call.hedgesLeft -= 1
         if call.running > 0 { self.reportHedge() }
         await self.startNext(&call, start, operation: operation)
@@ -332,19 +364,22 @@ public final class Hedging: Sendable {
         let index = call.count
         let (scope, signal) = self.attemptScope(start.scope)
         let task = await self.startAttempt(
-            on: operation.isolation, scope: scope, index: index, of: start.id, signal: signal, operation: operation)
+            on: operation.isolation, scope: scope, index: index, of: start.id, at: call.started, signal: signal,
+            operation: operation)
         call.add(HedgedAttempt(task: task, signal: signal))
     }
 
     /// Starts attempt `index` of the call `id` as a task on the operation's own actor,
     /// so that a main-actor operation starts on the main actor without a hop; the
-    /// task hands its outcome to the call when it ends.
+    /// task hands its outcome to the call when it ends, with its latency counted from
+    /// `started`, the call's start.
     @inlinable
     func startAttempt<Value: Sendable>(
         on isolation: isolated (any Actor)?,
         scope: CallScope,
         index: Int,
         of id: UInt64,
+        at started: Duration,
         signal: HedgedAttemptSignal,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) -> Task<Timed<Value>, any Error> {
@@ -352,7 +387,7 @@ public final class Hedging: Sendable {
         // task-local values; bound here, synchronously, because an `async` binding's
         // closure would leave the caller's actor and come back.
         CallScope.handedDown.withValue(scope) {
-            self.attemptTask(on: isolation, index: index, of: id, signal: signal, operation: operation)
+            self.attemptTask(on: isolation, index: index, of: id, at: started, signal: signal, operation: operation)
         }
     }
 
@@ -362,13 +397,14 @@ public final class Hedging: Sendable {
         on isolation: isolated (any Actor)?,
         index: Int,
         of id: UInt64,
+        at started: Duration,
         signal: HedgedAttemptSignal,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) -> Task<Timed<Value>, any Error> {
         Task { [self] () async throws -> Timed<Value> in
             _ = isolation  // captured, so the task starts on the operation's actor
             return try await self.attempt(
-                index, of: id, at: self.now(), signal: signal, handOver: nil, operation: operation)
+                index, of: id, at: started, signal: signal, handOver: nil, operation: operation)
         }
     }
 
@@ -607,10 +643,13 @@ public final class Hedging: Sendable {
         self.watcher.now()
     }
 
-    /// Records a winning attempt's latency.
+    /// Records a call's success, once: the time from the call's start to its winning
+    /// attempt's answer, for the percentile delay, and the tokens a success gives back
+    /// to the budget, as a ``RetryPolicy``'s success does.
     @usableFromInline
-    func record(_ latency: Duration) {
+    func recordSuccess(_ latency: Duration) {
         self.state.withLock { $0.record(latency) }
+        self.budget?.recordSuccess()
     }
 
     /// Takes in the failure of an attempt of the call `start`: keeps it in `failures` as the
@@ -627,6 +666,7 @@ public final class Hedging: Sendable {
     @usableFromInline
     func note(_ error: any Error, of start: HedgedCallStart, into failures: inout HedgedFailures) -> Bool {
         let analysis = FailureAnalysis(error)
+        failures.lastCostsToken = Rulebook.costsRetryToken(analysis)
         let ruled = Rulebook.stopReason(for: analysis, idempotency: start.declared) != nil
         let hint = Swift.max(analysis.retryAfter ?? .zero, .zero)
         if failures.ending == nil || !failures.endingIsRuled && (ruled || hint >= failures.endingHint) {
@@ -668,11 +708,15 @@ public final class Hedging: Sendable {
     }
 
     /// Takes a hedge from the budget; `false` when the budget is spent.
+    ///
+    /// Without `charging` (a replacement of an attempt the library's own gates refused, see
+    /// ``Rulebook/costsRetryToken(_:)``) the budget must still allow a retry, as a
+    /// ``RetryPolicy``'s does, but loses no token.
     @usableFromInline
-    func spendHedge() -> Bool {
+    func spendHedge(charging: Bool) -> Bool {
         guard let budget = self.budget else { return true }
         guard budget.allowsRetry else { return false }
-        budget.recordFailure()
+        if charging { budget.recordFailure() }
         return true
     }
 }
@@ -742,6 +786,8 @@ struct HedgedCall<Value: Sendable> {
     @usableFromInline var timer: UInt64?
     /// When ``timer`` is due, on the strategy's clock; read only while ``timer`` is set.
     @usableFromInline var timerDue: Duration?
+    /// When the call started, on the strategy's clock: every attempt's latency counts from it.
+    @usableFromInline var started = Duration.zero
     /// The failures of the call's attempts: the one it ends with, and the quiet servers asked for.
     @usableFromInline var failures = HedgedFailures()
     @usableFromInline var winner: Int?
@@ -814,6 +860,9 @@ struct HedgedFailures {
     /// The time on the strategy's clock before which no attempt starts: the end of the
     /// latest-ending retry-after hint of a failed attempt.
     @usableFromInline var quietUntil: Duration?
+    /// Whether replacing the last failed attempt costs a budget token: not when the
+    /// library's own gates refused it before it ran (``Rulebook/costsRetryToken(_:)``).
+    @usableFromInline var lastCostsToken = true
 
     /// The failure the call ends with; read only once an attempt failed.
     @inlinable
@@ -859,10 +908,12 @@ struct HedgedWaiter<Value: Sendable>: HedgedCallWaiter {
     }
 }
 
-/// An attempt's value and how long it took.
+/// An attempt's value and when it came, counted from the call's start.
 @usableFromInline
 struct Timed<Value: Sendable>: Sendable {
     @usableFromInline var value: Value
+    /// The time from the call's start to this answer on the strategy's clock; negative
+    /// when the clock went back meanwhile (the percentile leaves such a reading out).
     @usableFromInline var latency: Duration
 
     @inlinable

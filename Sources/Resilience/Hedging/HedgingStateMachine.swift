@@ -18,9 +18,13 @@ struct HedgingStateMachine: Sendable {
         }
     }
 
-    /// Records a successful attempt's latency.
+    /// Records a successful call's latency: the time from its start to its first success.
+    ///
+    /// A negative reading (the clock went back during the call) is left out: it says
+    /// nothing about how long the call took, and enough of them would pull the delay
+    /// below zero, or, read as zero, down to zero, hedging every call at once.
     mutating func record(_ latency: Duration) {
-        guard case .percentile(let percentile, let sampleCount, _) = self.delay.kind else { return }
+        guard case .percentile(let percentile, let sampleCount, _) = self.delay.kind, latency >= .zero else { return }
         if self.samples.count < sampleCount {
             self.samples.append(latency)
         } else {

@@ -47,12 +47,29 @@ extension RateLimiter: ResilienceStrategy {
 extension Hedging: ResilienceStrategy {
     /// Runs `operation`, hedged, as ``execute(idempotency:operation:)`` does.
     ///
-    /// The operation is copied into each attempt's task.
+    /// The operation is copied into each attempt's task, isolated to the caller's actor:
+    /// each attempt starts there, and the stages inside it run there too, so from the
+    /// main actor no stage leaves it.
     @inlinable
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {
-        try await self.execute { try await operation.run() }
+        try await self.run(operation, on: #isolation)
+    }
+
+    /// Runs the rest of a pipeline, hedged, with every attempt isolated to `isolation`, the
+    /// stage's caller's: a closure made in a `nonisolated(nonsending)` function is isolated to
+    /// no actor, so its attempts would start on the global executor; one made here, capturing
+    /// `isolation`, is isolated to it.
+    @inlinable
+    func run<Operation: PipelineOperation>(
+        _ operation: Operation,
+        on isolation: isolated (any Actor)?
+    ) async throws -> Operation.Value {
+        try await self.execute {
+            _ = isolation  // captured, so each attempt starts on the caller's actor
+            return try await operation.run()
+        }
     }
 }
 

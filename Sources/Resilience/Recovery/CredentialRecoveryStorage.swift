@@ -150,7 +150,7 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 // One request was sent and failed: each budget of the calls that shared it pays
                 // once, as for a failed attempt, unless it never left the device.
                 let analysis = FailureAnalysis(error)
-                if !analysis.isRefusedBeforeRunning, Rulebook.countsAsFailure(analysis) != false {
+                if Rulebook.costsRetryToken(analysis) {
                     for budget in budgets { budget.recordFailure() }
                 }
             }

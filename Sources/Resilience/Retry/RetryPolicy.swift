@@ -779,7 +779,7 @@ public final actor RetryPolicy {
 
         // A breaker's or a limiter's rejection, or a request that never left an offline
         // device, put no load on the dependency, so it costs no token.
-        if !analysis.isRefusedBeforeRunning, Rulebook.countsAsFailure(analysis) != false {
+        if Rulebook.costsRetryToken(analysis) {
             self.budget?.recordFailure()
         }
         if call.countedAttempts >= self.maximumAttempts { return .stop(.exhausted) }

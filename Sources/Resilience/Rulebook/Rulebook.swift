@@ -73,6 +73,17 @@ public enum Rulebook {
         }
     }
 
+    /// Whether retrying a failure costs a ``RetryBudget`` token: a failure that put no load
+    /// on the dependency costs none, as the budget promises. That is a refusal by one of the
+    /// library's own gates before the call ran (a limiter's, an adaptive throttle's, an open
+    /// breaker's), and every failure the rules never count (``countsAsFailure(_:)``).
+    ///
+    /// A ``RetryPolicy`` charges its retries by it, ``Hedging`` the attempts that replace a
+    /// failed one, and a shared credential refresh its failure to each budget.
+    static func costsRetryToken(_ analysis: FailureAnalysis) -> Bool {
+        !analysis.isRefusedBeforeRunning && Self.countsAsFailure(analysis) != false
+    }
+
     /// The idempotency a call is judged by.
     ///
     /// The call's own reading comes first: its declaration, then the enclosing call's,
