@@ -9,11 +9,7 @@ struct RefreshDeadlineTests {
 
     @Test func aCallStopsAtItsDeadlineWhileTheRefreshHangs() async throws {
         let clock = TestClock()
-        let gate = Gate()
-        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
-            await gate.wait()
-            return "new"
-        }
+        let (recovery, gate) = Self.recoveryWithAHungRefresh(clock: clock)
         let policy = try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, deadline: .seconds(10),
             clock: clock, generator: SeededRandomNumberGenerator(seed: 1))
@@ -33,11 +29,7 @@ struct RefreshDeadlineTests {
 
     @Test func anEnclosingCallsDeadlineBoundsTheWaitToo() async throws {
         let clock = TestClock()
-        let gate = Gate()
-        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
-            await gate.wait()
-            return "new"
-        }
+        let (recovery, gate) = Self.recoveryWithAHungRefresh(clock: clock)
         let outer = try RetryPolicy(
             maximumAttempts: 1, deadline: .seconds(5), clock: clock, generator: SeededRandomNumberGenerator(seed: 1))
         let inner = try RetryPolicy(
@@ -57,6 +49,16 @@ struct RefreshDeadlineTests {
         gate.open()
     }
 
+    /// A recovery whose refresh answers `"new"` once the gate opens.
+    static func recoveryWithAHungRefresh(clock: TestClock) -> (CredentialRecovery<String>, Gate) {
+        let gate = Gate()
+        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
+            await gate.wait()
+            return "new"
+        }
+        return (recovery, gate)
+    }
+
     /// Whether a timer sleeps on the clock while the call waits for the refresh. Without one the
     /// call would wait for the hung refresh for ever: the test's time limit ends the wait, and
     /// the refresh is let go so that the call ends too.
@@ -72,11 +74,7 @@ struct RefreshDeadlineTests {
 
     @Test func aCallWithoutADeadlineWaitsForTheRefresh() async throws {
         let clock = TestClock()
-        let gate = Gate()
-        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
-            await gate.wait()
-            return "new"
-        }
+        let (recovery, gate) = Self.recoveryWithAHungRefresh(clock: clock)
         let policy = try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock,
             generator: SeededRandomNumberGenerator(seed: 1))

@@ -14,6 +14,22 @@ struct BackoffAfterRecoveryTests {
             clock: clock)
     }
 
+    /// A call whose request is refused with a 401 until it carries `"new"`, and whose first
+    /// attempt with it fails for now.
+    static func callFailingOnceWithTheNewToken(
+        _ recovery: CredentialRecovery<String>, clock: TestClock
+    ) async throws -> RetryOutcome<String> {
+        let attempts = Counter()
+        let policy = try Self.makePolicy(clock)
+        return await advancingThroughEachWait(clock) {
+            await policy.outcome(recovering: recovery) { token -> String in
+                guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
+                if attempts.increment() == 1 { throw TransientError() }
+                return "profile"
+            }
+        }
+    }
+
     @Test func theFirstBackoffAfterAWaitForTheNetworkIsTheSchedulesFirstDelay() async throws {
         let clock = TestClock()
         let network = TestConnectivityMonitor(.offline)
@@ -44,15 +60,7 @@ struct BackoffAfterRecoveryTests {
     @Test func theFirstBackoffAfterARecoveredCredentialIsTheSchedulesFirstDelay() async throws {
         let clock = TestClock()
         let recovery = CredentialRecovery(credential: "old", clock: clock) { _ in "new" }
-        let attempts = Counter()
-        let policy = try Self.makePolicy(clock)
-        let outcome = await advancingThroughEachWait(clock) {
-            await policy.outcome(recovering: recovery) { token -> String in
-                guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
-                if attempts.increment() == 1 { throw TransientError() }
-                return "profile"
-            }
-        }
+        let outcome = try await Self.callFailingOnceWithTheNewToken(recovery, clock: clock)
         #expect(try outcome.get() == "profile")
         #expect(clock.sleepRequests == [.seconds(1)], "the refused attempt spent no attempt")
     }
@@ -64,15 +72,7 @@ struct BackoffAfterRecoveryTests {
             if refreshes.increment() == 1 { throw HTTPResponseError(statusCode: 503) }
             return "new"
         }
-        let attempts = Counter()
-        let policy = try Self.makePolicy(clock)
-        let outcome = await advancingThroughEachWait(clock) {
-            await policy.outcome(recovering: recovery) { token -> String in
-                guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
-                if attempts.increment() == 1 { throw TransientError() }
-                return "profile"
-            }
-        }
+        let outcome = try await Self.callFailingOnceWithTheNewToken(recovery, clock: clock)
         #expect(try outcome.get() == "profile")
         // The refresh retry took the first step and an attempt; the operation's retry the second.
         #expect(clock.sleepRequests == [.seconds(1), .seconds(2)])
