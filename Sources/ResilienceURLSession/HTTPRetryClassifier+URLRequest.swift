@@ -10,6 +10,10 @@ public import Resilience
 extension HTTPRetryClassifier {
     /// Creates a classifier for `request`'s method (GET when it has none) and its `Idempotency-Key`.
     ///
+    /// A request whose body is a stream (`httpBodyStream`) is declared not idempotent, whatever
+    /// its method and `allowsNonIdempotentRetries`: a stream is read once, and a request sent
+    /// again with it would carry an empty body (see ``Idempotency/http(_:)``).
+    ///
     /// - Parameters:
     ///   - request: The request the policy will send.
     ///   - allowsNonIdempotentRetries: Take every request as idempotent. Set it only when the
@@ -18,6 +22,7 @@ extension HTTPRetryClassifier {
         let idempotency = Idempotency.http(request)
         self.init(
             method: idempotency.method ?? "GET",
-            allowsNonIdempotentRetries: allowsNonIdempotentRetries || idempotency.isIdempotent)
+            allowsNonIdempotentRetries: allowsNonIdempotentRetries || idempotency.isIdempotent,
+            bodyIsReadOnce: request.httpBodyStream != nil)
     }
 }

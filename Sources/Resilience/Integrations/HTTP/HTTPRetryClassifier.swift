@@ -46,6 +46,9 @@ public struct HTTPRetryClassifier: RetryClassifier {
     public let method: String?
     /// Whether requests are taken as idempotent whatever their method (the server deduplicates them).
     public let allowsNonIdempotentRetries: Bool
+    /// Whether the request's body can be read only once (a stream), so that it is not
+    /// idempotent whatever its method or ``allowsNonIdempotentRetries``.
+    let bodyIsReadOnce: Bool
 
     /// Creates a classifier for requests with `method`.
     ///
@@ -55,8 +58,14 @@ public struct HTTPRetryClassifier: RetryClassifier {
     ///   - allowsNonIdempotentRetries: Take every request as idempotent. Set it only when the
     ///     server deduplicates, for example by an `Idempotency-Key` header.
     public init(method: String? = nil, allowsNonIdempotentRetries: Bool = false) {
+        self.init(method: method, allowsNonIdempotentRetries: allowsNonIdempotentRetries, bodyIsReadOnce: false)
+    }
+
+    /// Creates a classifier for requests with `method`, whose body may be readable only once.
+    package init(method: String?, allowsNonIdempotentRetries: Bool, bodyIsReadOnce: Bool) {
         self.method = method?.uppercased()
         self.allowsNonIdempotentRetries = allowsNonIdempotentRetries
+        self.bodyIsReadOnce = bodyIsReadOnce
     }
 
     /// Whether `method` is idempotent, compared case-insensitively.
@@ -66,6 +75,7 @@ public struct HTTPRetryClassifier: RetryClassifier {
 
     /// The idempotency of the method this classifier was made for, if any.
     public var declaredIdempotency: Idempotency? {
+        if self.bodyIsReadOnce { return self.method.map { .notIdempotent(method: $0) } ?? .notIdempotent }
         if self.allowsNonIdempotentRetries { return .idempotent }
         return self.method.map { Idempotency.http(method: $0) }
     }

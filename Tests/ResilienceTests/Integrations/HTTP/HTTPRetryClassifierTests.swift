@@ -117,6 +117,39 @@ import Testing
         #expect(HTTPRetryClassifier(request: request).declaredIdempotency?.isIdempotent == true)
     }
 
+    /// A stream is read once: a policy that sends the request in its own closure, with this
+    /// classifier, does not send it again after a failure that may have reached the server,
+    /// whatever the method or `allowsNonIdempotentRetries`; the same request with its body in
+    /// memory is retried.
+    @Test(arguments: [false, true])
+    func aRequestWithABodyStreamIsDeclaredNotIdempotent(allowsNonIdempotentRetries: Bool) async throws {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:1/orders/42")!)
+        request.httpMethod = "PUT"
+        request.httpBody = Data("amount=990".utf8)
+        let inMemory = HTTPRetryClassifier(request: request, allowsNonIdempotentRetries: allowsNonIdempotentRetries)
+        request.httpBodyStream = InputStream(data: Data("amount=990".utf8))
+        let streamed = HTTPRetryClassifier(request: request, allowsNonIdempotentRetries: allowsNonIdempotentRetries)
+        #expect(streamed.declaredIdempotency?.isIdempotent == false)
+        #expect(streamed.declaredIdempotency?.method == "PUT")
+        #expect(inMemory.declaredIdempotency?.isIdempotent == true)
+
+        func sends(_ classifier: HTTPRetryClassifier) async throws -> (Int, RetryStopReason) {
+            let policy = try RetryPolicy(
+                maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, classifier: classifier)
+            let sent = Counter()
+            let outcome = await policy.outcome { () async throws -> Int in
+                _ = sent.increment()
+                throw URLError(.timedOut)
+            }
+            return (sent.value, outcome.stopReason)
+        }
+        let (streamedSends, streamedStop) = try await sends(streamed)
+        #expect(streamedSends == 1, "a timed-out request may have read the stream")
+        #expect(streamedStop == .notIdempotent)
+        let (inMemorySends, _) = try await sends(inMemory)
+        #expect(inMemorySends == 3)
+    }
+
     @Test func urlAuthenticationFailuresStopWithAuthenticationRequired() {
         let decision = self.decision(HTTPRetryClassifier(), URLError(.userAuthenticationRequired))
         #expect(decision == .doNotRetry(because: .authenticationRequired))
