@@ -332,6 +332,42 @@ struct LateOperationErrorTests {
         #expect(FailureAnalysis(error).isOffline)
     }
 
+    /// The same under a `POST`: the request never left the offline device, so the outer policy
+    /// sends it again once the network is back, instead of stopping as if it might have
+    /// reached the server.
+    @Test func aNotIdempotentCallCutShortWhileAnInnerPolicyWaitedForTheNetworkIsSentAgain() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let sent = Counter()
+        let ended = Counter()
+        let call = Task {
+            let outcome = await outer.outcome(attemptTimeout: .seconds(10), idempotency: .notIdempotent) {
+                () async throws -> Int in
+                try await inner.execute(waitingFor: wait) { () throws -> Int in
+                    sent.increment()
+                    guard network.connectivity.isOnline else { throw URLError(.notConnectedToInternet) }
+                    return 7
+                }
+            }
+            ended.increment()
+            return outcome
+        }
+        await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
+        clock.advance(by: .seconds(10))
+        network.set(.online)
+        // The outer policy either stops now or waits its backoff before sending again.
+        while ended.value == 0, clock.sleepRequests.count < 3 { await Task.yield() }
+        if clock.sleepRequests.count >= 3 { clock.advance(by: clock.sleepRequests[2]) }
+        let outcome = await call.value
+        #expect(outcome.stopReason == .succeeded)
+        #expect(try outcome.get() == 7)
+        #expect(sent.value == 2, "one offline attempt that never left, then the one that succeeded")
+    }
+
     /// An inner policy that waits for a credential refresh, cut short by the outer policy's time
     /// limit, ends with the credential failure, which the limit keeps.
     @Test func aCredentialFailureTheInnerPolicyWaitedOnReachesTheOuterPolicy() async throws {
@@ -404,6 +440,37 @@ struct LateOperationErrorMeaningTests {
         }
         for error in Self.limits(keeping: URLError(.notConnectedToInternet)) {
             #expect(FailureAnalysis(error).isOffline)
+        }
+    }
+
+    /// A late offline failure that proves its request never left makes the time-out's request
+    /// one that never left too; a late failure that only proves it was not sent (a limiter's
+    /// refusal) does not, nor does an offline one that may have been sent.
+    @Test func aLateOfflineFailureThatNeverLeftSaysSoForTheTimeOut() {
+        let offline = URLError(.notConnectedToInternet)
+        let nested = TimeoutError(timeoutName: "inner", timeout: .seconds(1), operationError: offline)
+        for error in Self.limits(keeping: offline) + Self.limits(keeping: nested) {
+            let analysis = FailureAnalysis(error)
+            #expect(analysis.delivery == .notSent)
+            #expect(analysis.interruption == .timeLimit, "still a time-out")
+            #expect(Rulebook.countsAsFailure(analysis) == true, "a breaker still counts it")
+            #expect(Rulebook.stopReason(for: analysis, idempotency: .notIdempotent) == nil)
+        }
+        let lates: [any Error] = [
+            LimiterRejectionError(limiterName: "l", reason: .queueFull),
+            // Offline, but another request the failure reports may have been sent.
+            NSError(
+                domain: "SDK", code: 1,
+                userInfo: [
+                    NSUnderlyingErrorKey: URLError(.notConnectedToInternet),
+                    "NSMultipleUnderlyingErrorsKey": [URLError(.networkConnectionLost)],
+                ]),
+            TimeoutError(timeoutName: "inner", timeout: .seconds(1)),
+        ]
+        for late in lates {
+            for error in Self.limits(keeping: late) {
+                #expect(FailureAnalysis(error).delivery == .mayHaveBeenSent, "\(late)")
+            }
         }
     }
 
