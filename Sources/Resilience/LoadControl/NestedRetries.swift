@@ -210,10 +210,20 @@ enum NestedRetryLedger {
         self.calls.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
-    /// A key for the current task, 0 outside any; equal for one task, and (but for a hash
-    /// collision) different for two tasks alive at the same time.
+    /// A key for the current task, 0 outside any: the same for one task, different for two
+    /// tasks alive at the same time.
+    ///
+    /// It is the task's address, the one word an `UnsafeCurrentTask` holds: every library time
+    /// limit and hedged attempt reads it on its success path (`TimeLimitSignal.host`), where the
+    /// hash its `Hashable` conformance computes cost about 12 ns more a call. Should the type
+    /// ever hold more than a word, the key is that hash, which two live tasks share only by a
+    /// 64-bit collision.
     static var currentTask: Int {
-        withUnsafeCurrentTask { $0?.hashValue ?? 0 }
+        withUnsafeCurrentTask { task in
+            guard let task else { return 0 }
+            guard MemoryLayout<UnsafeCurrentTask>.size == MemoryLayout<Int>.size else { return task.hashValue }
+            return unsafeBitCast(task, to: Int.self)
+        }
     }
 
     /// Records that `writer` stopped on `error` with `word` (or passed on an inner policy's word
