@@ -32,36 +32,52 @@ public import Synchronization
 ///
 /// ## What is detected, exactly
 ///
-/// The fact travels with the error value. A policy that retried a failure to
-/// exhaustion ends its call with the operation's error unchanged (a
-/// ``CircuitBreakerOpenError`` excepted: one thread throws one box for equal
-/// rejections, so the policy ends with an equal error in a box of its own), and
-/// that error is the same value, the same heap box, all the way up: through a rethrow, a
-/// `catch` that throws `error` again, a `Result`, a child task, a task group or
-/// an `async let` (the machinery of ``RetryPolicy/execute(attemptTimeout:idempotency:operation:)``).
-/// The policy remembers that value, without keeping it alive, and a policy whose
-/// attempt fails with that very value stops. So:
+/// The fact travels with the error value, addressed to the call it is for. A policy
+/// that retried a failure to exhaustion ends its call with the operation's error
+/// unchanged (a ``CircuitBreakerOpenError`` excepted: one thread throws one box for
+/// equal rejections, so the policy ends with an equal error in a box of its own), and
+/// that error is the same value, the same heap box, all the way up: through a rethrow,
+/// a `catch` that throws `error` again, a `Result`, a child task, a task group or an
+/// `async let` (the machinery of ``RetryPolicy/execute(attemptTimeout:idempotency:operation:)``).
+/// The policy remembers that value, without keeping it alive, together with the
+/// call it was nested in; that call, when its attempt fails with that very value,
+/// stops. So:
 ///
-/// - Detected: the inner policy's error reaching the outer one as thrown, in the
-///   same task or across child tasks, however many layers deep, while anything
-///   still holds it.
+/// - Detected: the inner policy's error reaching the outer one as thrown, however
+///   many layers deep, while anything still holds it, when the inner policy ran
+///   inside the outer call: in the outer call's own task; in the tasks the library
+///   starts for an attempt (an attempt timeout, a ``Timeout``, a ``Hedging`` call) and
+///   in tasks started within those; and, when the outer call hands something down to
+///   the calls nested in it (a ``RetryPolicy/deadline``, a declared ``Idempotency``,
+///   a classifier that declares its calls not idempotent), in any task that inherits
+///   its task-local values.
 /// - Not detected, by design: an error the code between the layers replaces,
 ///   wraps or rebuilds (`throw SDKError.network(underlying: error)`, `catch let e
 ///   as MyError { throw e }` on a concrete type, which boxes it anew). That is a
 ///   new failure, and the outer policy judges it with its classifier as usual.
 ///   Rethrow the error you caught, or throw it as `any Error`, to keep the fact.
+/// - Not detected either: a policy in a task the operation itself starts (`async let`,
+///   a task group, `Task {}`) inside a plain outer call, one that hands nothing down.
+///   Such a call installs nothing on its success path for that task to inherit (it
+///   would cost every call more than the rest of the policy), so the outer policy judges
+///   the failure itself. Declare the outer call's idempotency
+///   (`execute(idempotency: .idempotent)`) to have it detected there. A detached task
+///   inherits nothing and is part of no call.
 /// - Never confused: two policies called one after the other, each failing with
-///   an error that merely looks the same; a record whose error is gone (its memory
-///   reused by a new error); many tasks failing at once. No record is ever dropped
-///   while its error lives, and none outlives it.
+///   an error that merely looks the same; unrelated calls that hold the very same
+///   error value (several callers awaiting one in-flight request); a record whose
+///   error is gone (its memory reused by a new error); many tasks failing at once.
+///   A record is taken only by the call it is addressed to, once: a layer further
+///   out sees it only when that call passes it on. No record is ever dropped while
+///   its error lives, and none outlives it.
 /// - Shared error values: some libraries throw one stored value again and again
 ///   (a `static let` error). A record is taken only if it was written after the
 ///   taker's attempt began, so a stored error that some policy exhausted earlier
-///   never stops a later call. Errs towards sending less in one case: another call
-///   exhausting the same stored value, or stopping on it because its request was not
-///   idempotent, while this attempt runs (a swallowed failure of a call made inside
-///   the attempt included); the policy then stops after one attempt, as for a
-///   nested one. A policy never takes its own record.
+///   never stops a later call. Errs towards sending less in one case: a policy
+///   nested in this attempt exhausting the same stored value, or stopping on it
+///   because its request was not idempotent, in a call whose failure the attempt
+///   swallowed; the policy then stops after one attempt, as for a nested one. A
+///   policy never takes its own record.
 public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
     /// Whether this layer retries what a layer below already retried to exhaustion.
     public let retriesExhaustedFailures: Bool
@@ -86,9 +102,13 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// attempt runs. Instead the word is keyed by the identity of the error value: an
 /// `any Error` is one reference to a heap box, and a rethrow, a `Result`, a child
 /// task or a task group hands on the same box. A policy that exhausts its attempts
-/// records the box here, holding it weakly; the policy around it, on its failure
-/// path, finds the box it caught and stops, if the record was written after its
-/// attempt began (`mark`, one relaxed load per attempt, is all the success path pays).
+/// records the box here, holding it weakly, addressed to the call it is nested in
+/// (``Address``); that call, on its failure path, finds the box it caught and stops,
+/// if the record is addressed to it and was written after its attempt began (`mark`,
+/// one relaxed load per attempt, is all the success path pays). The address is worked
+/// out on the failure paths: the writer's when it stops, the taker's when it fails.
+/// Unrelated calls may hold the very same box (callers awaiting one shared task), so
+/// the box alone does not say whose word it is.
 ///
 /// A record lives exactly as long as its error: it is found only while the weak
 /// reference still answers with the very box (so a new error allocated where a
@@ -115,6 +135,57 @@ enum NestedRetryLedger {
         var writers: [ObjectIdentifier]
         /// What the innermost writer's stop said about the failure.
         var word: Word
+        /// The call the word is for: the one the last writer was nested in.
+        var address: Address
+        /// Whether that call took the word; it is not taken twice, so a layer further out
+        /// sees it only if the call passes it on (writing it again).
+        var isTaken = false
+    }
+
+    /// Where in the call tree the policy that wrote a record sat: the call its word is for.
+    ///
+    /// The word is for the nearest enclosing call of a ``RetryPolicy``. A call that hands a
+    /// scope down (a deadline, a declared idempotency) puts its number there
+    /// (`CallScope.retryCall`), and every policy nested in it, in any task that inherits the
+    /// scope, names that number. A plain call installs nothing, so that its success path reads
+    /// no task-local; a policy nested in it names the same enclosing number it sees, and
+    /// the tasks it runs in: its own, and each task from which one of the library's
+    /// time limits or hedged calls enclosing it started the attempt's task
+    /// (`TimeLimitSignal.host`). The plain call takes the word only if it runs in one of
+    /// those tasks: everything its task runs during its attempt is nested in it.
+    struct Address {
+        /// The number of the nearest enclosing call that handed a scope down, or 0 for none.
+        var call: UInt64
+        /// The writer's own task and the tasks the library started its enclosing attempts from.
+        var tasks: [Int]
+
+        /// The address of a policy stopping now, nested in the call numbered `call`.
+        static func here(in call: UInt64) -> Address {
+            let scope = CallScope.current
+            var tasks = [NestedRetryLedger.currentTask]
+            for chain in [scope.timeLimits, scope.supersessions] {
+                var signal = chain
+                while let current = signal {
+                    if !tasks.contains(current.host) { tasks.append(current.host) }
+                    signal = current.enclosing
+                }
+            }
+            return Address(call: call, tasks: tasks)
+        }
+    }
+
+    /// A call about to take a record: the number it sees in its scope, its task, and whether
+    /// the number is its own (a call that hands a scope down) rather than an enclosing call's.
+    struct Taker {
+        var policy: ObjectIdentifier
+        var call: UInt64
+        var task: Int
+        var ownsCall: Bool
+
+        /// Whether a record at `address` is word for this call.
+        func isAddressed(by address: Address) -> Bool {
+            address.call == self.call && (self.ownsCall || address.tasks.contains(self.task))
+        }
     }
 
     /// What a policy that stopped leaves word of.
@@ -135,14 +206,40 @@ enum NestedRetryLedger {
 
     private static let records = Lock(Records())
 
-    /// Records that `writer` stopped on `error` with `word` (or passed on an inner policy's word for it).
+    /// Counts the calls that hand a scope down, for their numbers (`CallScope.retryCall`).
+    private static let calls = Atomic<UInt64>(0)
+
+    /// A new number for a call that hands a scope down; never 0.
+    static func newCall() -> UInt64 {
+        self.calls.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    /// A key for the current task, 0 outside any: the same for one task, different for two
+    /// tasks alive at the same time.
+    ///
+    /// It is the task's address, the one word an `UnsafeCurrentTask` holds: every library time
+    /// limit and hedged attempt reads it on its success path (`TimeLimitSignal.host`), where the
+    /// hash its `Hashable` conformance computes cost about 12 ns more a call. Should the type
+    /// ever hold more than a word, the key is that hash, which two live tasks share only by a
+    /// 64-bit collision.
+    static var currentTask: Int {
+        withUnsafeCurrentTask { task in
+            guard let task else { return 0 }
+            guard MemoryLayout<UnsafeCurrentTask>.size == MemoryLayout<Int>.size else { return task.hashValue }
+            return unsafeBitCast(task, to: Int.self)
+        }
+    }
+
+    /// Records that `writer` stopped on `error` with `word` (or passed on an inner policy's word
+    /// for it), for the call at `address`.
     ///
     /// - Parameters:
     ///   - writer: The policy that stopped, or `nil` for a call that declared itself not
     ///     idempotent without a policy of its own (``recordFailure(_:ofCallDeclaring:)``).
     ///   - inner: The writers of the record this policy took, if it stopped because of one.
     static func record(
-        _ word: Word, for error: any Error, by writer: RetryPolicy?, passingOn inner: [ObjectIdentifier]
+        _ word: Word, for error: any Error, by writer: RetryPolicy?, passingOn inner: [ObjectIdentifier],
+        to address: Address
     ) {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
@@ -153,11 +250,14 @@ enum NestedRetryLedger {
                 // Another policy already recorded this error: keep every writer it named.
                 records.byError[key]?.writers = existing.writers + writers.filter { !existing.writers.contains($0) }
                 records.byError[key]?.sequence = sequence
+                records.byError[key]?.address = address
+                records.byError[key]?.isTaken = false
                 // "Not idempotent" is never weakened to "exhausted" by a later writer.
                 if word == .notIdempotent { records.byError[key]?.word = .notIdempotent }
                 return
             }
-            records.byError[key] = Record(error: box, sequence: sequence, writers: writers, word: word)
+            records.byError[key] = Record(
+                error: box, sequence: sequence, writers: writers, word: word, address: address)
             if records.byError.count >= records.sweepThreshold {
                 records.byError = records.byError.filter { $0.value.error != nil }
                 records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
@@ -181,14 +281,18 @@ enum NestedRetryLedger {
         guard let idempotency, !idempotency.isIdempotent, !Task.isCancelled,
             Rulebook.stopReason(for: FailureAnalysis(error), idempotency: idempotency) == .notIdempotent
         else { return }
-        self.record(.notIdempotent, for: error, by: nil, passingOn: [])
+        // Word for the call around this one: the scope here is the enclosing call's.
+        self.record(
+            .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
     }
 
-    /// The word and writers of the record another policy left for this very `error`, or `nil` for none.
+    /// The word and writers of the record a policy nested in `taker` left for this very
+    /// `error`, or `nil` for none; the record is then taken.
     ///
-    /// A record `taker` is part of is not taken (see ``Record/writers``).
+    /// A record `taker` is part of is not taken (see ``Record/writers``), nor one addressed
+    /// to another call (see ``Address``).
     static func take(
-        _ error: any Error, by taker: ObjectIdentifier, writtenAfter mark: UInt64
+        _ error: any Error, by taker: Taker, writtenAfter mark: UInt64
     ) -> (word: Word, writers: [ObjectIdentifier])? {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
@@ -199,8 +303,10 @@ enum NestedRetryLedger {
                 return nil
             }
             // Written before the taker's attempt began: word about an earlier call, not this one.
-            guard record.sequence > mark else { return nil }
-            return record.writers.contains(taker) ? nil : (record.word, record.writers)
+            guard record.sequence > mark, !record.isTaken, taker.isAddressed(by: record.address) else { return nil }
+            guard !record.writers.contains(taker.policy) else { return nil }
+            records.byError[key]?.isTaken = true
+            return (record.word, record.writers)
         }
     }
 

@@ -1,11 +1,14 @@
 extension RetryPolicy {
-    /// The scope a call that started at `start` hands down to the calls nested in it, or `nil`
-    /// when it has nothing to hand down that the enclosing scope does not already say.
+    /// The scope `call` hands down to the calls nested in it, or `nil` when it has nothing
+    /// to hand down that the enclosing scope does not already say.
     ///
-    /// The enclosing scope is read once, and only by a call with something to hand down.
+    /// The enclosing scope is read once, and only by a call with something to hand down. A
+    /// call that hands a scope down numbers itself in it, for the word of the policies nested
+    /// in it (see `NestedRetryLedger.Address`).
     @usableFromInline
-    nonisolated func scopeToHandDown(_ options: CallOptions, start: Duration) -> CallScope? {
+    nonisolated func scopeToHandDown(_ options: CallOptions, call: inout Call) -> CallScope? {
         guard self.handsDownScope || options.idempotency != nil else { return nil }
+        let start = call.start
         var scope = CallScope.current
         var changed = false
         if let declared = options.idempotency {
@@ -24,7 +27,11 @@ extension RetryPolicy {
         {
             changed = true
         }
-        return changed ? scope : nil
+        guard changed else { return nil }
+        call.state.enclosingRetryCall = scope.retryCall
+        scope.retryCall = NestedRetryLedger.newCall()
+        call.state.retryCall = scope.retryCall
+        return scope
     }
 
     /// The time left before this call's deadline or an enclosing call's, whichever is sooner; `nil` for none.
@@ -49,13 +56,12 @@ extension RetryPolicy {
         after error: any Error, analysis: FailureAnalysis, call: inout CallState
     ) -> RetryStopReason? {
         if analysis.isThrottleRejection { return .throttled }
-        guard
-            let (word, writers) = NestedRetryLedger.take(
-                error, by: ObjectIdentifier(self), writtenAfter: call.ledgerMark)
-        else {
+        let taker = NestedRetryLedger.Taker(
+            policy: ObjectIdentifier(self), call: CallScope.current.retryCall, task: NestedRetryLedger.currentTask,
+            ownsCall: call.retryCall != 0)
+        guard let (word, writers) = NestedRetryLedger.take(error, by: taker, writtenAfter: call.ledgerMark) else {
             guard let late = LateOperationError.of(error),
-                let (word, writers) = NestedRetryLedger.take(
-                    late, by: ObjectIdentifier(self), writtenAfter: call.ledgerMark),
+                let (word, writers) = NestedRetryLedger.take(late, by: taker, writtenAfter: call.ledgerMark),
                 word == .notIdempotent
             else { return nil }
             call.innerWriters = writers
@@ -94,7 +100,10 @@ extension RetryPolicy {
             // shared box, leave no word rather than word other calls would find.
             guard !NestedRetryLedger.isSameBox(ending, error) else { return error }
         }
-        NestedRetryLedger.record(word, for: ending, by: self, passingOn: call.innerWriters)
+        // The word is for the nearest enclosing call: not this call's own number, if it has one.
+        let enclosing = call.retryCall != 0 ? call.enclosingRetryCall : CallScope.current.retryCall
+        NestedRetryLedger.record(
+            word, for: ending, by: self, passingOn: call.innerWriters, to: .here(in: enclosing))
         return ending
     }
 

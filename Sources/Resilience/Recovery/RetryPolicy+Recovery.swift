@@ -113,7 +113,7 @@ extension RetryPolicy {
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
                 case .failed(let failure, let hintLeft):
-                    if Task.isCancelled { return .stopWithError(.cancelled, CancellationError()) }
+                    if Task.isCancelled { return .stopWithError(.cancelled, Self.cancellationEnding(lastError: error)) }
                     // The refresh's own failure, read by the same analysis: only one that refused
                     // the session sends the person to sign in.
                     let refusal = FailureAnalysis(failure)
@@ -145,7 +145,7 @@ extension RetryPolicy {
             case .stop(let reason):
                 return .stop(reason)
             case .cancelled:
-                return .stopWithError(.cancelled, CancellationError())
+                return .stopWithError(.cancelled, Self.cancellationEnding(lastError: error))
             }
         }
         return nil
@@ -245,14 +245,14 @@ extension RetryPolicy {
             switch await self.waitForNetwork(connectivity, start: start) {
             case .connected: break
             case .stop(let reason): return .stopWithError(reason, failure)
-            case .cancelled: return .stopWithError(.cancelled, CancellationError())
+            case .cancelled: return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
             }
             let rest = Swift.max((hintLeft ?? .zero) - (self.clock.now() - failedAt), .zero)
             if rest > .zero, let left = self.timeLeft(start: start), rest >= left {
                 return .stopWithError(.deadlineExceeded, failure)
             }
             self.noteRefreshRetry(after: failure, analysis, delay: rest, call: &call)
-            return await self.sleep(rest)
+            return await self.sleep(rest, after: failure)
         }
         if call.countedAttempts >= self.maximumAttempts {
             return .stopWithError(RefreshFailure.stopReason(for: analysis), failure)
@@ -265,7 +265,7 @@ extension RetryPolicy {
         call.previousDelay = jittered
         call.refreshRetries += 1
         self.noteRefreshRetry(after: failure, analysis, delay: delay, call: &call)
-        return await self.sleep(delay)
+        return await self.sleep(delay, after: failure)
     }
 
     /// Counts a refresh retry as one of the call's retries and reports it to the observer.
@@ -279,14 +279,15 @@ extension RetryPolicy {
                 retryAfter: analysis.retryAfter))
     }
 
-    /// Sleeps `delay` on the policy's clock before a refresh retry: `nil` to go on, or how the call ends.
-    private nonisolated func sleep(_ delay: Duration) async -> Plan? {
+    /// Sleeps `delay` on the policy's clock before a refresh retry after the refresh's
+    /// `failure`: `nil` to go on, or how the call ends.
+    private nonisolated func sleep(_ delay: Duration, after failure: any Error) async -> Plan? {
         do {
             try await self.clock.sleepUntil(self.clock.now() + delay)
         } catch {
-            return .stopWithError(.cancelled, CancellationError())
+            return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
         }
-        return Task.isCancelled ? .stopWithError(.cancelled, CancellationError()) : nil
+        return Task.isCancelled ? .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure)) : nil
     }
 
     /// Schedules an attempt that does not count against ``maximumAttempts``, now that the

@@ -37,7 +37,9 @@
 /// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
 ///    pass the ``deadline`` (or an enclosing policy's), or an empty ``budget`` each stop the call.
 /// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
-///    tries again; cancellation during the wait ends the call at once.
+///    tries again; cancellation during the wait ends the call at once (with
+///    `CancellationError`, or with the failure it waited on when an enclosing time
+///    limit of the library's cancelled it, so that the layers above learn what it said).
 ///
 /// The error that ends a call is the operation's own, unchanged, so `catch`
 /// clauses for your error types keep working (a failed credential recovery ends
@@ -252,7 +254,8 @@ public final actor RetryPolicy {
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged (a ``CircuitBreakerOpenError``
     ///   retried to exhaustion comes as an equal error in a box of its own), or `CancellationError` when
-    ///   the task was cancelled while waiting to retry.
+    ///   the task was cancelled while waiting to retry (the last attempt's error when one of the
+    ///   library's time limits enclosing the call cancelled it, so that the limit keeps it).
     @inlinable
     public nonisolated(nonsending) func execute<Value>(
         operation: () async throws -> Value
@@ -502,7 +505,7 @@ public final actor RetryPolicy {
     ) async -> RetryOutcome<Value> {
         var call = self.begin(firstFailure: firstFailure, options: options)
         // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
-        if let scope = self.scopeToHandDown(options, start: call.start) {
+        if let scope = self.scopeToHandDown(options, call: &call) {
             return await CallScope.handedDown.withValue(
                 scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
                 isolation: isolation)
@@ -570,7 +573,7 @@ public final actor RetryPolicy {
         // nor once the deadline passed.
         if call.state.attempts > 0 {
             if Task.isCancelled {
-                return .stop(CancellationError(), .cancelled)
+                return .stop(Self.cancellationEnding(lastError: call.state.lastError), .cancelled)
             }
             if let remaining = self.timeLeft(start: call.start), remaining <= .zero,
                 let lastError = call.state.lastError
@@ -630,10 +633,29 @@ public final actor RetryPolicy {
             do {
                 try await self.clock.sleepUntil(self.clock.now() + delay)
             } catch {
-                return await self.finish(isolation: isolation, call, .failure(CancellationError()), .cancelled)
+                let ending = Self.cancellationEnding(lastError: call.state.lastError)
+                return await self.finish(isolation: isolation, call, .failure(ending), .cancelled)
             }
             return nil
         }
+    }
+
+    /// The error a call ends with when its task is cancelled before a retry, or while it
+    /// waits for a credential or the network, after `lastError`.
+    ///
+    /// When one of the library's time limits enclosing the call cancelled it (an enclosing
+    /// policy's `attemptTimeout`, a ``Timeout``), or a hedging race it lost, the call ends
+    /// with `lastError`, the failure it was waiting to retry: the limit keeps it as its late
+    /// error (see `LateOperationError`), so what it says (a retry-after hint, a 429, a
+    /// request that may not run twice, an offline device) reaches the layers above, which
+    /// would otherwise see a bare cancellation and send again too soon. When the caller
+    /// cancelled it, the call ends with `CancellationError`, as before.
+    ///
+    /// The library's signals tell the two apart, explicitly: `Task.isCancelled` is true in both.
+    nonisolated static func cancellationEnding(lastError: (any Error)?) -> any Error {
+        guard let lastError else { return CancellationError() }
+        let scope = CallScope.current
+        return scope.timeLimitFired || scope.supersededFired ? lastError : CancellationError()
     }
 
     /// What the caller declared about one call.
@@ -675,6 +697,12 @@ public final actor RetryPolicy {
         var refreshRetries = 0
         /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
         var innerWriters: [ObjectIdentifier] = []
+        /// This call's number in the scope it hands down, or 0 when it hands none down
+        /// (see `NestedRetryLedger.Address`).
+        var retryCall: UInt64 = 0
+        /// The number of the nearest enclosing call that hands a scope down, when this call
+        /// numbers itself: the call its own word is for.
+        var enclosingRetryCall: UInt64 = 0
 
         /// The attempts that count against ``maximumAttempts``: the operation's, less those that
         /// do not count, plus the refresh retries.

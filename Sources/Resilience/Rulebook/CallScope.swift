@@ -35,6 +35,10 @@ struct CallScope: Sendable {
     var supersessions: TimeLimitSignal?
     /// The deadline of the outermost enclosing call that set one; it bounds nested policies.
     var deadline: InheritedDeadline?
+    /// The number of the nearest enclosing ``RetryPolicy`` call that hands a scope down, or 0
+    /// for none: the nested-retry ledger addresses an inner policy's word to it (see
+    /// `NestedRetryLedger.Address`).
+    var retryCall: UInt64 = 0
 
     @TaskLocal static var current = CallScope()
 
@@ -144,9 +148,14 @@ final class TimeLimitSignal: Sendable {
     private let enclosesNotIdempotent = Atomic<Bool>(false)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
+    /// The task that set the limit (or started the hedged call), from which the attempt's own
+    /// task was started: the nested-retry ledger's address of a policy nested in the attempt
+    /// names it (see `NestedRetryLedger.Address`).
+    let host: Int
 
     init(enclosing: TimeLimitSignal? = nil) {
         self.enclosing = enclosing
+        self.host = NestedRetryLedger.currentTask
     }
 
     /// Records that the time limit, not the caller, is about to cancel the attempt, whatever its state.

@@ -16,7 +16,11 @@ import Foundation
 /// included). Four facts are read from it as if it were in the chain: ``requestIdempotency``,
 /// ``isTooManyRequests``, ``retryAfter`` and ``isOffline``. The rest stays the
 /// time-out's: its ``interruption``, its ``delivery``, and what a classifier reads
-/// (``httpStatus`` among them).
+/// (``httpStatus`` among them). One exception to the delivery: a late offline failure
+/// that proves its request never left (as a retry policy nested in the attempt ends
+/// with when the limit cuts short its wait for the network) makes the time-out's
+/// ``delivery`` ``RequestDelivery/notSent`` too, so a call that may not run twice is
+/// sent again; it is still a time-out for everything else.
 ///
 /// ```swift
 /// let analysis = FailureAnalysis(error)
@@ -123,7 +127,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             self.interruption = nil
         }
         if self.interruption == .timeLimit {
-            self.delivery = .mayHaveBeenSent
+            self.delivery = reader.lateNeverLeft ? .notSent : .mayHaveBeenSent
         } else if reader.sawMaybeSent {
             self.delivery = .mayHaveBeenSent
         } else if reader.sawAnswered {
@@ -176,6 +180,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         var ruling: DefaultRetryClassifier.Ruling?
         /// How many time limits' late errors this reader is nested in (see ``readLate(_:)``).
         var lateDepth = 0
+        /// Whether a late error read says the device was offline and its request never left.
+        var lateNeverLeft = false
 
         static let limiterRejection = ObjectIdentifier(LimiterRejectionError.self)
         static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
@@ -273,7 +279,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         ///
         /// Only those: the failure stays a time-out (its interruption, its delivery, what a
         /// classifier reads: status, URL error, ruling), so a breaker counts it and a limiter's
-        /// late refusal does not pass it off as a request never sent. Nested limits are read
+        /// late refusal does not pass it off as a request never sent. The one exception: an
+        /// offline failure that proves its request never left is noted (``lateNeverLeft``), and
+        /// the time-out's delivery is then ``RequestDelivery/notSent``. Nested limits are read
         /// the same way, to ``ErrorChain/maximumDepth`` of them.
         mutating func readLate(_ late: any Error) {
             guard self.lateDepth < ErrorChain.maximumDepth else { return }
@@ -289,6 +297,14 @@ public struct FailureAnalysis: Sendable, Hashable {
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
             if reader.isOffline { self.isOffline = true }
+            // An offline failure that proves its request never left (a retry policy cut short
+            // while it waited for the network, say) says so for the attempt the limit ended too;
+            // a nested limit's error, when its own late error did.
+            let neverLeft =
+                reader.sawTimeLimit
+                ? reader.lateNeverLeft
+                : reader.sawNotSent && !reader.sawMaybeSent && !reader.sawAnswered && !reader.sawRefused
+            if reader.isOffline && neverLeft { self.lateNeverLeft = true }
         }
 
         /// Notes whether the library's own limiter or breaker refused the call, from the type

@@ -80,12 +80,15 @@ import Testing
         let unrelated = try RetryPolicy(maximumAttempts: 2, clock: clock)
         let mark = NestedRetryLedger.mark
         let ending = inner.noteStop(.exhausted, error: thrown, call: .init(attempts: 2))
+        // A call in this task, where the inner policy ran: the word is addressed to it.
+        let taker = NestedRetryLedger.Taker(
+            policy: ObjectIdentifier(unrelated), call: 0, task: NestedRetryLedger.currentTask, ownsCall: false)
         #expect(try #require(ending as? CircuitBreakerOpenError) == shared.error)
         #expect(
-            NestedRetryLedger.take(thrown, by: ObjectIdentifier(unrelated), writtenAfter: mark) == nil,
+            NestedRetryLedger.take(thrown, by: taker, writtenAfter: mark) == nil,
             "the shared box carries no word")
         #expect(
-            NestedRetryLedger.take(ending, by: ObjectIdentifier(unrelated), writtenAfter: mark)?.writers
+            NestedRetryLedger.take(ending, by: taker, writtenAfter: mark)?.writers
                 == [ObjectIdentifier(inner)])
     }
 

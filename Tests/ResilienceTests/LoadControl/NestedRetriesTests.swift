@@ -325,6 +325,100 @@ struct NestedRetriesTests {
         #expect(outcome.stopReason == .retriedByInnerPolicy)
     }
 
+    /// Two unrelated calls await one in-flight request (request coalescing: several callers
+    /// awaiting one `Task`), so both get the very same error value. Call A, through a lone
+    /// policy, retries it to exhaustion while call B's attempt, through another policy with
+    /// nothing nested in it, holds that error: A's word is not for B, which retries fully.
+    @Test func anUnrelatedPolicyDoesNotTakeALonePolicysWordAboutASharedError() async throws {
+        let clock = TestClock()
+        let shared = Task<Int, any Error> { throw TransientError(id: 1) }
+        _ = await shared.result  // the shared request has failed
+
+        let policyA = try RetryPolicy(
+            name: "A", maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let policyB = try RetryPolicy(
+            name: "B", maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let attemptsB = Counter()
+
+        let callB = Task {
+            await policyB.outcome { () async throws -> Int in
+                let attempt = attemptsB.increment()
+                do {
+                    return try await shared.value
+                } catch {
+                    // Only the first attempt is slow to hand its failure back (a log write, say).
+                    if attempt == 1 { try? await clock.sleep(for: .seconds(1)) }
+                    throw error
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 1)  // B's first attempt has the shared error in hand
+
+        let outcomeA = await policyA.outcome { try await shared.value }
+        #expect(outcomeA.stopReason == .exhausted)
+
+        clock.advance(by: .seconds(1))
+        let outcomeB = await callB.value
+        #expect(outcomeB.stopReason == .exhausted)
+        #expect(attemptsB.value == 3)
+    }
+
+    /// The same with a `POST`: a lone policy that stops on the shared error because its request
+    /// may not run twice does not stop an unrelated idempotent call, plain or declared.
+    @Test(arguments: [false, true])
+    func anUnrelatedPolicysNotIdempotentWordDoesNotStopAnIdempotentCall(declared: Bool) async throws {
+        let clock = TestClock()
+        let shared = Task<Int, any Error> { throw TransientError(id: 2) }
+        _ = await shared.result
+
+        let policyA = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let policyB = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let attemptsB = Counter()
+        let operationB: () async throws -> Int = {
+            let attempt = attemptsB.increment()
+            do {
+                return try await shared.value
+            } catch {
+                if attempt == 1 { try? await clock.sleep(for: .seconds(1)) }
+                throw error
+            }
+        }
+        let callB = Task {
+            declared
+                ? await policyB.outcome(idempotency: .idempotent, operation: operationB)
+                : await policyB.outcome(operation: operationB)
+        }
+        await clock.waitForSleepers(count: 1)
+
+        let outcomeA = await policyA.outcome(idempotency: .notIdempotent) { try await shared.value }
+        #expect(outcomeA.stopReason == .notIdempotent)
+
+        clock.advance(by: .seconds(1))
+        let outcomeB = await callB.value
+        #expect(outcomeB.stopReason == .exhausted)
+        #expect(attemptsB.value == 3)
+    }
+
+    /// A call that hands a scope down (here, its declared idempotency) numbers itself in it,
+    /// so it takes the word of a policy nested in it in a child task of its own making.
+    @Test func aDeclaredCallTakesTheWordOfAPolicyInAChildTaskOfItsAttempt() async throws {
+        let clock = TestClock()
+        let inner = try self.policy(clock: clock)
+        let outer = try self.policy(clock: clock)
+        let attempts = Counter()
+        let outcome = await driveThroughEveryWait(clock) {
+            await outer.outcome(idempotency: .idempotent) {
+                async let child: Void = inner.execute {
+                    attempts.increment()
+                    throw ServerDown(test: #function)
+                }
+                try await child
+            }
+        }
+        #expect(attempts.value == 3)
+        #expect(outcome.stopReason == .retriedByInnerPolicy)
+    }
+
     @Test func recordsDoNotOutliveTheirErrors() async throws {
         let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: TestClock())
         for index in 0..<5_000 {

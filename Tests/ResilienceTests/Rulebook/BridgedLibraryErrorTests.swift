@@ -145,7 +145,10 @@ struct BridgedLibraryErrorTests {
         #expect(analysis.isOffline == original.isOffline, "\(shape): \(limit)")
         #expect(analysis.requestIdempotency == original.requestIdempotency, "\(shape): \(limit)")
         #expect(analysis.interruption == .timeLimit, "\(shape): \(limit)")
-        #expect(analysis.delivery == .mayHaveBeenSent, "\(shape): \(limit)")
+        // A time-out's own delivery, unless its late failure is an offline one that never left.
+        #expect(analysis.delivery == original.delivery, "\(shape): \(limit)")
+        #expect(
+            analysis.delivery == (original.isOffline ? .notSent : .mayHaveBeenSent), "\(shape): \(limit)")
         #expect(analysis.httpStatus == nil, "\(shape): a time-out's status is its own")
         #expect(!analysis.isLocalRejection, "\(shape): \(limit)")
         #expect(Rulebook.countsAsFailure(analysis) == true, "\(shape): a breaker counts it")

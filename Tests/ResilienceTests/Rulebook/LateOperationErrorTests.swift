@@ -224,6 +224,10 @@ struct LateOperationErrorTests {
     /// An SDK that runs its own retry policy in a task the limit does not cancel: the inner
     /// policy stops because its request is a `POST`, and its error (which says nothing of the
     /// request) reaches the attempt after the limit fired. The inner policy's word counts.
+    ///
+    /// The SDK's task is an unstructured one started in the attempt: it inherits the attempt's
+    /// scope, so the inner policy is part of the call, but not its cancellation. (A detached
+    /// task inherits neither and is part of no call: see `NestedRetries`.)
     @Test(arguments: [Limit.policyAttemptTimeout, .timeoutStrategy])
     func aLateInnerNotIdempotentStopCounts(_ limit: Limit) async throws {
         let clock = TestClock()
@@ -232,8 +236,8 @@ struct LateOperationErrorTests {
         let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
         let outcome = try await Self.endFirstAttemptAtItsLimit(limit, clock: clock, gate: gate) {
             let first = sent.increment() == 1
-            // Detached: it inherits neither the attempt's cancellation nor its scope.
-            let sdk = Task<Int, any Error>.detached {
+            // Unstructured: it inherits the attempt's scope, not its cancellation.
+            let sdk = Task<Int, any Error> {
                 try await inner.execute(idempotency: .notIdempotent) { () async throws -> Int in
                     if first { await gate.wait() }
                     throw URLError(.networkConnectionLost)
@@ -247,6 +251,168 @@ struct LateOperationErrorTests {
         }
         #expect(sent.value == 1, "sent \(sent.value) times")
         #expect(outcome.stopReason == .notIdempotent)
+    }
+
+    // MARK: - An inner policy's wait, cut short by the outer policy's time limit
+
+    /// The server answered 503 with `Retry-After: 30`, and the inner policy waits the 30 s. The
+    /// outer policy's attempt time limit (10 s) fires during that wait: the inner call ends with
+    /// the failure it waited on, which the limit keeps, so the outer policy waits out the hint
+    /// instead of re-sending after its own 1 s backoff, 11 s after the server asked for 30 s.
+    @Test func aHintTheInnerPolicyWasWaitingOnIsHonouredByTheOuterPolicy() async throws {
+        let clock = TestClock()
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let calls = Recorder<Duration>()
+
+        let call = Task {
+            await outer.outcome(attemptTimeout: .seconds(10)) { () async throws -> Int in
+                try await inner.execute { () throws -> Int in
+                    calls.record(clock.now.offset)
+                    if calls.values.count == 1 { throw StatusError(status: 503, hint: .seconds(30)) }
+                    return 7
+                }
+            }
+        }
+        await clock.waitForSleepRequests(count: 2)  // the outer time limit and the inner 30 s wait
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(10))  // the outer time limit fires during the inner wait
+        await clock.waitForSleepRequests(count: 3)  // the outer policy's wait before its retry
+        let outerWait = clock.sleepRequests[2]
+        clock.advance(by: outerWait)  // exactly the outer policy's wait: the retry goes out now
+        let outcome = await call.value
+
+        #expect(try outcome.get() == 7)
+        #expect(outerWait >= .seconds(20), "the outer policy waited \(outerWait) before re-sending")
+        #expect(calls.values.count == 2)
+        #expect(calls.values.last.map { $0 >= .seconds(30) } == true, "re-sent at \(calls.values)")
+    }
+
+    /// The same under a `Timeout` strategy inside the outer policy's attempt: its error keeps
+    /// the inner policy's failure, hint included.
+    @Test func aTimeoutStrategyKeepsTheFailureAnInnerPolicyWaitedOn() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(10), clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let call = Task {
+            try await timeout.execute { () async throws -> Int in
+                try await inner.execute { () throws -> Int in throw StatusError(status: 503, hint: .seconds(30)) }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the time limit and the inner 30 s wait
+        clock.advance(by: .seconds(10))
+        let error = try #require(await call.result.error)
+        let limit = try #require(error as? TimeoutError)
+        #expect(limit.operationError.map { $0 as? StatusError } == StatusError(status: 503, hint: .seconds(30)))
+        #expect(FailureAnalysis(error).retryAfter == .seconds(30))
+    }
+
+    /// An inner policy that waits for the network after an offline failure, cut short by the
+    /// outer policy's time limit, ends with the offline failure: the limit's error says the
+    /// device is offline, as the failure did.
+    @Test func anOfflineFailureTheInnerPolicyWaitedOnReachesTheOuterPolicy() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let outer = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let call = Task {
+            await outer.outcome(attemptTimeout: .seconds(10)) { () async throws -> Int in
+                try await inner.execute(waitingFor: wait) { () throws -> Int in throw URLError(.notConnectedToInternet)
+                }
+            }
+        }
+        await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
+        clock.advance(by: .seconds(10))
+        let outcome = await call.value
+        let error = try #require(outcome.result.error)
+        let limit = try #require(error as? AttemptTimeoutError)
+        #expect((limit.operationError as? URLError)?.code == .notConnectedToInternet)
+        #expect(FailureAnalysis(error).isOffline)
+    }
+
+    /// The same under a `POST`: the request never left the offline device, so the outer policy
+    /// sends it again once the network is back, instead of stopping as if it might have
+    /// reached the server.
+    @Test func aNotIdempotentCallCutShortWhileAnInnerPolicyWaitedForTheNetworkIsSentAgain() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let sent = Counter()
+        let ended = Counter()
+        let call = Task {
+            let outcome = await outer.outcome(attemptTimeout: .seconds(10), idempotency: .notIdempotent) {
+                () async throws -> Int in
+                try await inner.execute(waitingFor: wait) { () throws -> Int in
+                    sent.increment()
+                    guard network.connectivity.isOnline else { throw URLError(.notConnectedToInternet) }
+                    return 7
+                }
+            }
+            ended.increment()
+            return outcome
+        }
+        await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
+        clock.advance(by: .seconds(10))
+        network.set(.online)
+        // The outer policy either stops now or waits its backoff before sending again.
+        while ended.value == 0, clock.sleepRequests.count < 3 { await Task.yield() }
+        if clock.sleepRequests.count >= 3 { clock.advance(by: clock.sleepRequests[2]) }
+        let outcome = await call.value
+        #expect(outcome.stopReason == .succeeded)
+        #expect(try outcome.get() == 7)
+        #expect(sent.value == 2, "one offline attempt that never left, then the one that succeeded")
+    }
+
+    /// An inner policy that waits for a credential refresh, cut short by the outer policy's time
+    /// limit, ends with the credential failure, which the limit keeps.
+    @Test func aCredentialFailureTheInnerPolicyWaitedOnReachesTheOuterPolicy() async throws {
+        let clock = TestClock()
+        let gate = Gate()
+        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
+            await gate.wait()
+            return "new"
+        }
+        let outer = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let call = Task {
+            await outer.outcome(attemptTimeout: .seconds(10)) {
+                try await inner.execute(recovering: recovery, operation: RefreshedTokenAPI.operation)
+            }
+        }
+        await recovery.waitForWaitingCalls(count: 1)
+        await clock.waitForSleepers(count: 1)  // the time limit
+        clock.advance(by: .seconds(10))
+        let outcome = await call.value
+        gate.open()
+        let limit = try #require(outcome.result.error as? AttemptTimeoutError)
+        #expect((limit.operationError as? HTTPResponseError)?.statusCode == 401)
+    }
+
+    /// The caller's own cancellation, not a limit of the library's, still ends an inner
+    /// policy's wait with `CancellationError`, inside an outer time limit or not.
+    @Test(arguments: [false, true])
+    func theCallersCancellationDuringAnInnerWaitStillEndsWithCancellation(underALimit: Bool) async throws {
+        let clock = TestClock()
+        let outer = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let operation: @Sendable () async throws -> Int = {
+            try await inner.execute { () throws -> Int in throw StatusError(status: 503, hint: .seconds(30)) }
+        }
+        let call = Task {
+            underALimit
+                ? await outer.outcome(attemptTimeout: .seconds(60), operation: operation)
+                : await outer.outcome(operation: operation)
+        }
+        await clock.waitForSleepers(count: underALimit ? 2 : 1)
+        call.cancel()
+        let outcome = await call.value
+        #expect(outcome.result.error is CancellationError, "ended with \(String(describing: outcome.result.error))")
+        #expect(outcome.stopReason == .cancelled)
     }
 }
 
@@ -274,6 +440,37 @@ struct LateOperationErrorMeaningTests {
         }
         for error in Self.limits(keeping: URLError(.notConnectedToInternet)) {
             #expect(FailureAnalysis(error).isOffline)
+        }
+    }
+
+    /// A late offline failure that proves its request never left makes the time-out's request
+    /// one that never left too; a late failure that only proves it was not sent (a limiter's
+    /// refusal) does not, nor does an offline one that may have been sent.
+    @Test func aLateOfflineFailureThatNeverLeftSaysSoForTheTimeOut() {
+        let offline = URLError(.notConnectedToInternet)
+        let nested = TimeoutError(timeoutName: "inner", timeout: .seconds(1), operationError: offline)
+        for error in Self.limits(keeping: offline) + Self.limits(keeping: nested) {
+            let analysis = FailureAnalysis(error)
+            #expect(analysis.delivery == .notSent)
+            #expect(analysis.interruption == .timeLimit, "still a time-out")
+            #expect(Rulebook.countsAsFailure(analysis) == true, "a breaker still counts it")
+            #expect(Rulebook.stopReason(for: analysis, idempotency: .notIdempotent) == nil)
+        }
+        let lates: [any Error] = [
+            LimiterRejectionError(limiterName: "l", reason: .queueFull),
+            // Offline, but another request the failure reports may have been sent.
+            NSError(
+                domain: "SDK", code: 1,
+                userInfo: [
+                    NSUnderlyingErrorKey: URLError(.notConnectedToInternet),
+                    "NSMultipleUnderlyingErrorsKey": [URLError(.networkConnectionLost)],
+                ]),
+            TimeoutError(timeoutName: "inner", timeout: .seconds(1)),
+        ]
+        for late in lates {
+            for error in Self.limits(keeping: late) {
+                #expect(FailureAnalysis(error).delivery == .mayHaveBeenSent, "\(late)")
+            }
         }
     }
 
