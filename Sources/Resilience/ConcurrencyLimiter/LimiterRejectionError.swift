@@ -1,4 +1,6 @@
-/// The error a ``ConcurrencyLimiter`` or ``RateLimiter`` refuses a call with.
+/// The error a ``ConcurrencyLimiter`` or ``RateLimiter`` refuses a call with, and a
+/// ``RetryPolicy`` a time-limited attempt that an enclosing call's deadline left no time
+/// to start (``Reason/noTimeLeft``).
 ///
 /// The operation never ran, so the request provably never left
 /// (``RequestDelivery/notSent``): a retry policy may try it again even when it is
@@ -26,6 +28,9 @@ public struct LimiterRejectionError: RetryableError, RetryAfterProviding, Reques
         public static let queueTimedOut = Reason(rawValue: "queueTimedOut")
         /// No permit was free, and none would free within the time the caller may wait.
         public static let noPermit = Reason(rawValue: "noPermit")
+        /// An enclosing call's deadline had already passed, so a time-limited attempt
+        /// (``RetryPolicy/execute(attemptTimeout:idempotency:operation:)``) could not start.
+        public static let noTimeLeft = Reason(rawValue: "noTimeLeft")
 
         /// The identifier.
         public var description: String { self.rawValue }

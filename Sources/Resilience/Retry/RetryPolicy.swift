@@ -382,8 +382,9 @@ public final actor RetryPolicy {
     ///     call's declaration, or takes the classifier's, or assumes idempotent.
     ///   - operation: The work to attempt, in a child task, in the caller's isolation.
     /// When an enclosing call's deadline has already passed, no attempt starts: the call
-    /// fails with an ``AttemptTimeoutError`` whose ``AttemptTimeoutError/timeout`` is zero,
-    /// and its outcome's stop reason is ``RetryStopReason/deadlineExceeded``.
+    /// fails with a ``LimiterRejectionError`` whose reason is
+    /// ``LimiterRejectionError/Reason/noTimeLeft`` (nothing was sent, so a breaker around it
+    /// counts nothing), and its outcome's stop reason is ``RetryStopReason/deadlineExceeded``.
     ///
     /// - Throws: The error of the last attempt, unchanged; ``ConfigurationError`` without
     ///   running the operation when `attemptTimeout` is not greater than zero.
@@ -408,7 +409,7 @@ public final actor RetryPolicy {
             return RetryOutcome(
                 result: .failure(error), attempts: 0, stopReason: .notRetryable, retryAfter: nil, elapsed: .zero)
         }
-        let clock = self.clock
+        let (clock, name) = (self.clock, self.name)
         let timeout = attemptTimeout.clampedToResilienceRange
         let declared =
             idempotency ?? CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
@@ -416,7 +417,7 @@ public final actor RetryPolicy {
             let limit = deadline.timeLeft().map { Swift.min($0, timeout) } ?? timeout
             // An enclosing deadline that has already passed leaves no time: the attempt does
             // not start, and the call stops at that deadline.
-            guard limit > .zero else { throw AttemptTimeoutError(timeout: .zero, requestIdempotency: declared) }
+            guard limit > .zero else { throw LimiterRejectionError(limiterName: name, reason: .noTimeLeft) }
             return try await Self.withTimeLimit(limit, idempotency: declared, clock: clock, operation: operation)
         }
     }
