@@ -27,9 +27,12 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
 
     private struct State {
         var machine: CredentialRecoveryStateMachine<Credential, Waiter>
-        /// The retry budgets of the calls that waited for the running refresh, and the
+        /// The retry budgets of the calls that wait for the running refresh, each with the
+        /// number of such calls (a call that leaves before the answer takes its count back), and the
         /// generation it started from: a failed refresh costs each of them one token.
-        var budgets: (generation: UInt64, byIdentity: [ObjectIdentifier: RetryBudget]) = (0, [:])
+        var budgets: (generation: UInt64, byIdentity: [ObjectIdentifier: (budget: RetryBudget, calls: Int)]) = (0, [:])
+        /// The budget of each parked call that has one, by the call's waiter ID.
+        var budgetOfWaiter: [UInt64: ObjectIdentifier] = [:]
         /// Tests waiting for a number of parked calls.
         var countWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -93,8 +96,15 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                     case .resume: break
                     case .park, .parkAndRefresh:
                         let generation = state.machine.current.generation
-                        if state.budgets.generation != generation { state.budgets = (generation, [:]) }
-                        if let budget { state.budgets.byIdentity[ObjectIdentifier(budget)] = budget }
+                        if state.budgets.generation != generation {
+                            state.budgets = (generation, [:])
+                            state.budgetOfWaiter = [:]
+                        }
+                        if let budget {
+                            let key = ObjectIdentifier(budget)
+                            state.budgets.byIdentity[key, default: (budget, 0)].calls += 1
+                            state.budgetOfWaiter[id] = key
+                        }
                     }
                     return (action, state.machine.failedRound, state.satisfiedWatchers(), state.machine.takeLetGo())
                 }
@@ -109,7 +119,17 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 }
             }
         } onCancel: {
-            let waiter = self.state.withLock { $0.machine.cancel(id: id) }
+            let waiter = self.state.withLock { state in
+                let waiter = state.machine.cancel(id: id)
+                // A call that leaves before the answer (cancelled, or at its deadline) is not
+                // charged for the refresh, unless another waiting call shares its budget.
+                if waiter != nil, let key = state.budgetOfWaiter.removeValue(forKey: id),
+                    let entry = state.budgets.byIdentity[key]
+                {
+                    state.budgets.byIdentity[key] = entry.calls > 1 ? (entry.budget, entry.calls - 1) : nil
+                }
+                return waiter
+            }
             waiter?.resume(returning: Answer(.failure(CancellationError()), failed: nil))
         }
         // A cancellation that came after the call was resumed another way left a note; drop it.
@@ -139,8 +159,9 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                     from: generation, with: outcome, remembering: memory)
                 var budgets: [RetryBudget] = []
                 if state.budgets.generation == generation {
-                    budgets = Array(state.budgets.byIdentity.values)
+                    budgets = state.budgets.byIdentity.values.map(\.budget)
                     state.budgets.byIdentity = [:]
+                    state.budgetOfWaiter = [:]
                 }
                 return (
                     waiters, Answer(result, failed: state.machine.failedRound), budgets, state.machine.takeLetGo()

@@ -143,3 +143,63 @@ struct RefreshChargeSharedBudgetTests {
         #expect(unpaid == 0, "in \(unpaid) of 20 runs the budgeted policy retried a failed refresh it never paid for")
     }
 }
+
+/// A call that stops waiting for a shared refresh before its answer (at its deadline, or
+/// cancelled) is not charged for the refresh when it fails later, unless a call still waiting
+/// shares its budget.
+@Suite(.timeLimit(.minutes(1)))
+struct RefreshChargeDepartureTests {
+    enum Departure: String, CaseIterable, CustomTestStringConvertible {
+        case deadline, cancellation
+        var testDescription: String { self.rawValue }
+    }
+
+    /// The tokens a failed refresh cost the budget of a call that left before its answer;
+    /// `sharerStays` keeps a second call with the same budget waiting until the answer.
+    static func tokensCharged(leavingBy departure: Departure, sharerStays: Bool) async throws -> Double {
+        let clock = TestClock()
+        let gate = Gate()
+        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
+            await gate.wait()
+            throw HTTPResponseError(statusCode: 503)
+        }
+        let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)
+        let leaver = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none,
+            deadline: departure == .deadline ? .seconds(5) : nil, budget: budget, clock: clock,
+            generator: SeededRandomNumberGenerator(seed: 1))
+        // The other waiting call keeps the refresh's answer coming; it has the same budget or none.
+        let stayer = try RetryPolicy(
+            maximumAttempts: 1, backoff: .constant(.seconds(1)), jitter: .none, budget: sharerStays ? budget : nil,
+            clock: clock, generator: SeededRandomNumberGenerator(seed: 2))
+        let leaving = Task { await leaver.outcome(recovering: recovery, operation: RefreshedTokenAPI.operation) }
+        await recovery.waitForWaitingCalls(count: 1)
+        let staying = Task { await stayer.outcome(recovering: recovery, operation: RefreshedTokenAPI.operation) }
+        await recovery.waitForWaitingCalls(count: 2)
+        switch departure {
+        case .deadline:
+            await clock.waitForSleepers(count: 1)
+            clock.advance(by: .seconds(5))
+        case .cancellation:
+            leaving.cancel()
+        }
+        let left = await leaving.value
+        #expect(left.stopReason == (departure == .deadline ? .deadlineExceeded : .cancelled))
+        let tokensWhenItLeft = budget.tokens
+        gate.open()
+        _ = await staying.value
+        return tokensWhenItLeft - budget.tokens
+    }
+
+    @Test(arguments: Departure.allCases)
+    func aCallThatLeftBeforeTheAnswerIsNotChargedForTheRefresh(departure: Departure) async throws {
+        let charged = try await Self.tokensCharged(leavingBy: departure, sharerStays: false)
+        #expect(charged == 0, "the budget of a call that left paid \(charged) for a refresh that failed after it left")
+    }
+
+    @Test(arguments: Departure.allCases)
+    func aBudgetStillWaitingThroughAnotherCallPaysOnce(departure: Departure) async throws {
+        let charged = try await Self.tokensCharged(leavingBy: departure, sharerStays: true)
+        #expect(charged == 1)
+    }
+}
