@@ -16,7 +16,11 @@ import Synchronization
 /// failures a ``CircuitBreaker`` never counts (``Rulebook/countsAsFailure(_:)``).
 ///
 /// Share one budget among everything that calls the same dependency: pass it to
-/// one ``RetryPolicy`` used everywhere, or to several policies.
+/// one ``RetryPolicy`` used everywhere, or to several policies. Give it to one layer
+/// of a nesting, though: layers nested in one another (a policy around a ``Hedging``,
+/// a policy around a policy) that share a budget each give back a success and each
+/// pay for a failure they retry, so one call counts twice. A layer learns nothing of
+/// the budgets of the layers around it; that keeps a success free of any lookup.
 ///
 /// ```swift
 /// let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)
