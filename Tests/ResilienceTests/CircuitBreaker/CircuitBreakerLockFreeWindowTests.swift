@@ -14,6 +14,16 @@ import Testing
             clock: clock)
     }
 
+    /// A breaker that opens when half of at least four calls in the last minute failed.
+    static func halfOfFourCallsBreaker(
+        slowCallRule: CircuitBreakerSlowCallRule? = nil, observer: RecordingBreakerObserver? = nil, clock: TestClock
+    ) throws -> CircuitBreaker {
+        try CircuitBreaker(
+            name: "rate",
+            tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .time(.seconds(60), buckets: 6)),
+            slowCallRule: slowCallRule, observer: observer, clock: clock)
+    }
+
     @Test func successesCountedWithoutTheLockReachTheWindowAndTheTripRule() async throws {
         let clock = TestClock()
         let breaker = try Self.breaker(clock: clock)
@@ -60,10 +70,7 @@ import Testing
     @Test func aSuccessThatCompletesMinimumCallsOpensATimeWindowBreaker() async throws {
         let clock = TestClock()
         let observer = RecordingBreakerObserver()
-        let breaker = try CircuitBreaker(
-            name: "rate",
-            tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .time(.seconds(60), buckets: 6)),
-            observer: observer, clock: clock)
+        let breaker = try Self.halfOfFourCallsBreaker(observer: observer, clock: clock)
         await breaker.fail()
         await breaker.fail()
         _ = try await breaker.execute { 1 }
@@ -89,10 +96,7 @@ import Testing
     /// it is judged too.
     @Test func aFastSuccessThatCompletesMinimumCallsOpensABreakerWithASlowCallRule() async throws {
         let clock = TestClock()
-        let breaker = try CircuitBreaker(
-            name: "rate",
-            tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .time(.seconds(60), buckets: 6)),
-            slowCallRule: .slowerThan(.seconds(2)), clock: clock)
+        let breaker = try Self.halfOfFourCallsBreaker(slowCallRule: .slowerThan(.seconds(2)), clock: clock)
         await breaker.fail()
         _ = try await breaker.execute { () async -> Int in
             clock.advance(by: .seconds(3))  // slow: a failure
@@ -108,10 +112,7 @@ import Testing
     /// success there only lowers the rate.
     @Test func successesThatCannotMeetTheRuleAreCountedWithoutTheLock() async throws {
         let clock = TestClock()
-        let breaker = try CircuitBreaker(
-            name: "rate",
-            tripRule: .failureRate(threshold: 0.5, minimumCalls: 4, window: .time(.seconds(60), buckets: 6)),
-            clock: clock)
+        let breaker = try Self.halfOfFourCallsBreaker(clock: clock)
         await breaker.fail()
         _ = try await breaker.execute { 1 }  // takes the lock: a run of failures to reset
         for _ in 0..<6 { _ = try await breaker.execute { 1 } }

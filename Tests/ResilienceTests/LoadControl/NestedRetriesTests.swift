@@ -325,6 +325,30 @@ struct NestedRetriesTests {
         #expect(outcome.stopReason == .retriedByInnerPolicy)
     }
 
+    /// Starts a call through `policy`, declared `idempotency` when given, whose every attempt
+    /// fails with `shared`'s error; only the first is slow to hand its failure back (a log
+    /// write, say: one second on `clock`). Returns once that first attempt has the error in hand.
+    private static func startCallSlowToHandBackItsFirstFailure(
+        through policy: RetryPolicy, idempotency: Idempotency?, of shared: Task<Int, any Error>, clock: TestClock,
+        attempts: Counter
+    ) async -> Task<RetryOutcome<Int>, Never> {
+        let operation: () async throws -> Int = {
+            let attempt = attempts.increment()
+            do {
+                return try await shared.value
+            } catch {
+                if attempt == 1 { try? await clock.sleep(for: .seconds(1)) }
+                throw error
+            }
+        }
+        let call = Task {
+            guard let idempotency else { return await policy.outcome(operation: operation) }
+            return await policy.outcome(idempotency: idempotency, operation: operation)
+        }
+        await clock.waitForSleepers(count: 1)
+        return call
+    }
+
     /// Two unrelated calls await one in-flight request (request coalescing: several callers
     /// awaiting one `Task`), so both get the very same error value. Call A, through a lone
     /// policy, retries it to exhaustion while call B's attempt, through another policy with
@@ -340,19 +364,8 @@ struct NestedRetriesTests {
             name: "B", maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
         let attemptsB = Counter()
 
-        let callB = Task {
-            await policyB.outcome { () async throws -> Int in
-                let attempt = attemptsB.increment()
-                do {
-                    return try await shared.value
-                } catch {
-                    // Only the first attempt is slow to hand its failure back (a log write, say).
-                    if attempt == 1 { try? await clock.sleep(for: .seconds(1)) }
-                    throw error
-                }
-            }
-        }
-        await clock.waitForSleepers(count: 1)  // B's first attempt has the shared error in hand
+        let callB = await Self.startCallSlowToHandBackItsFirstFailure(
+            through: policyB, idempotency: nil, of: shared, clock: clock, attempts: attemptsB)
 
         let outcomeA = await policyA.outcome { try await shared.value }
         #expect(outcomeA.stopReason == .exhausted)
@@ -374,21 +387,8 @@ struct NestedRetriesTests {
         let policyA = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
         let policyB = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
         let attemptsB = Counter()
-        let operationB: () async throws -> Int = {
-            let attempt = attemptsB.increment()
-            do {
-                return try await shared.value
-            } catch {
-                if attempt == 1 { try? await clock.sleep(for: .seconds(1)) }
-                throw error
-            }
-        }
-        let callB = Task {
-            declared
-                ? await policyB.outcome(idempotency: .idempotent, operation: operationB)
-                : await policyB.outcome(operation: operationB)
-        }
-        await clock.waitForSleepers(count: 1)
+        let callB = await Self.startCallSlowToHandBackItsFirstFailure(
+            through: policyB, idempotency: declared ? .idempotent : nil, of: shared, clock: clock, attempts: attemptsB)
 
         let outcomeA = await policyA.outcome(idempotency: .notIdempotent) { try await shared.value }
         #expect(outcomeA.stopReason == .notIdempotent)

@@ -41,17 +41,7 @@ struct HedgingAccountingTests {
         let clock = TestClock()
         let hedging = try Hedging(delay: .percentile(50, ofLast: 10, initial: .seconds(1)), clock: clock)
         for _ in 0..<10 {
-            let attempts = Counter()
-            let call = Task {
-                try await hedging.execute { () async throws -> String in
-                    if attempts.increment() == 1 {
-                        try await clock.sleep(for: .seconds(10))
-                        return "first"
-                    }
-                    clock.advance(by: .milliseconds(100))  // the hedge takes 100 ms to answer
-                    return "hedge"
-                }
-            }
+            let call = startCallWonByItsHedge(hedging, clock: clock, hedgeTakes: .milliseconds(100))
             await clock.waitForSleepers(count: 2)  // the first attempt, and the hedge's timer
             clock.advance(by: .seconds(1))
             #expect(try await call.value == "hedge")
@@ -68,16 +58,7 @@ struct HedgingAccountingTests {
         let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 2, budget: budget, clock: clock)
         _ = try await hedging.execute { 1 }  // won by the first attempt, before it suspended
         #expect(budget.tokens == 8)
-        let attempts = Counter()
-        let call = Task {
-            try await hedging.execute { () async throws -> String in
-                if attempts.increment() == 1 {
-                    try await clock.sleep(for: .seconds(10))
-                    return "first"
-                }
-                return "hedge"
-            }
-        }
+        let call = startCallWonByItsHedge(hedging, clock: clock)
         await clock.waitForSleepers(count: 2)
         clock.advance(by: .seconds(1))
         #expect(try await call.value == "hedge")
@@ -92,16 +73,7 @@ struct HedgingAccountingTests {
         let budget = try RetryBudget(maximumTokens: 2, tokenRatio: 1)
         let hedging = try Hedging(delay: .fixed(.seconds(1)), budget: budget, clock: clock)
         for _ in 0..<3 {
-            let attempts = Counter()
-            let call = Task {
-                try await hedging.execute { () async throws -> String in
-                    if attempts.increment() == 1 {
-                        try await clock.sleep(for: .seconds(10))
-                        return "first"
-                    }
-                    return "hedge"
-                }
-            }
+            let call = startCallWonByItsHedge(hedging, clock: clock)
             await clock.waitForSleepers(count: 2)
             clock.advance(by: .seconds(1))
             #expect(try await call.value == "hedge")

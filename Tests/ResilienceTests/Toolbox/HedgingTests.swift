@@ -22,15 +22,7 @@ struct HedgingTests {
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
         let attempts = Counter()
-        let call = Task {
-            try await hedging.execute { () async throws -> String in
-                if attempts.increment() == 1 {
-                    try await clock.sleep(for: .seconds(10))
-                    return "first"
-                }
-                return "hedge"
-            }
-        }
+        let call = startCallWonByItsHedge(hedging, clock: clock, attempts: attempts)
         await clock.waitForSleepers(count: 2)  // the first attempt and the hedge timer
         clock.advance(by: .seconds(1))
         #expect(try await call.value == "hedge")

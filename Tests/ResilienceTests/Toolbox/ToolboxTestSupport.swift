@@ -134,3 +134,21 @@ final class EventCounter: StrategyObserver {
         }
     }
 }
+
+/// Starts a call through `hedging` that its first hedge wins: the first attempt waits ten
+/// seconds on `clock` and would answer "first"; every later attempt moves `clock` on by
+/// `hedgeTakes`, when given, and answers "hedge". The test still drives the clock.
+func startCallWonByItsHedge(
+    _ hedging: Hedging, clock: TestClock, hedgeTakes: Duration? = nil, attempts: Counter = Counter()
+) -> Task<String, any Error> {
+    Task {
+        try await hedging.execute { () async throws -> String in
+            if attempts.increment() == 1 {
+                try await clock.sleep(for: .seconds(10))
+                return "first"
+            }
+            if let hedgeTakes { clock.advance(by: hedgeTakes) }
+            return "hedge"
+        }
+    }
+}

@@ -125,6 +125,25 @@ extension CloudKitPartialFailureTests {
             clock: TestClock())
     }
 
+    /// Sends items A and B through a policy whose classifier says `classifierSays` of a lost
+    /// response: the first batch comes back with B's response lost, and every later one is saved.
+    /// Returns the recorder of the batches sent, in order, and the result.
+    private func sendAAndBLosingBsFirstResponse(
+        idempotency: Idempotency?, classifierSays: Bool
+    ) async throws -> (sent: Recorder<[String]>, result: CloudKitBatchResult<String>) {
+        let policy = try self.policy(classifier: CloudKitRetryClassifier(operationIsIdempotent: classifierSays))
+        let sent = Recorder<[String]>()
+        let result = try await policy.retryingFailedItems(["A", "B"], idempotency: idempotency) { ids in
+            sent.record(ids)
+            if sent.values.count == 1 {
+                throw cloudKitError(
+                    .partialFailure,
+                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["B": cloudKitError(.serverResponseLost)]])
+            }
+        }
+        return (sent, result)
+    }
+
     /// A partial failure whose per-item errors cannot be read (no `CKPartialErrors` entry, as
     /// when an app re-creates the error from its domain and code) says some items failed but
     /// not which: no item may be reported as saved.
@@ -177,16 +196,8 @@ extension CloudKitPartialFailureTests {
     /// The batch is declared idempotent and the policy's classifier says a lost response of an
     /// idempotent operation is worth retrying: the item whose response was lost is sent again.
     @Test func aLostResponseItemOfAnIdempotentBatchIsSentAgain() async throws {
-        let policy = try self.policy(classifier: CloudKitRetryClassifier(operationIsIdempotent: true))
-        let sent = Recorder<[String]>()
-        let result = try await policy.retryingFailedItems(["A", "B"], idempotency: .idempotent) { ids in
-            sent.record(ids)
-            if sent.values.count == 1 {
-                throw cloudKitError(
-                    .partialFailure,
-                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["B": cloudKitError(.serverResponseLost)]])
-            }
-        }
+        let (sent, result) = try await self.sendAAndBLosingBsFirstResponse(
+            idempotency: .idempotent, classifierSays: true)
         #expect(sent.values == [["A", "B"], ["B"]], "sent \(sent.values)")
         #expect(result.failedItems.isEmpty, "failed: \(Array(result.failedItems.keys))")
     }
@@ -194,16 +205,8 @@ extension CloudKitPartialFailureTests {
     /// Either word is enough: the call's declaration, or the policy's classifier's when the call says nothing.
     @Test(arguments: [(Idempotency?.some(.idempotent), false), (nil, true)])
     func aLostResponseItemIsSentAgainOnEitherWord(declared: Idempotency?, classifierSays: Bool) async throws {
-        let policy = try self.policy(classifier: CloudKitRetryClassifier(operationIsIdempotent: classifierSays))
-        let sent = Recorder<[String]>()
-        let result = try await policy.retryingFailedItems(["A", "B"], idempotency: declared) { ids in
-            sent.record(ids)
-            if sent.values.count == 1 {
-                throw cloudKitError(
-                    .partialFailure,
-                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["B": cloudKitError(.serverResponseLost)]])
-            }
-        }
+        let (sent, result) = try await self.sendAAndBLosingBsFirstResponse(
+            idempotency: declared, classifierSays: classifierSays)
         #expect(sent.values == [["A", "B"], ["B"]], "sent \(sent.values)")
         #expect(result.failedItems.isEmpty)
     }
@@ -214,16 +217,8 @@ extension CloudKitPartialFailureTests {
     func aLostResponseItemIsNotSentAgainWithoutAWordThatItMay(
         declared: Idempotency?, classifierSays: Bool
     ) async throws {
-        let policy = try self.policy(classifier: CloudKitRetryClassifier(operationIsIdempotent: classifierSays))
-        let sent = Recorder<[String]>()
-        let result = try await policy.retryingFailedItems(["A", "B"], idempotency: declared) { ids in
-            sent.record(ids)
-            if sent.values.count == 1 {
-                throw cloudKitError(
-                    .partialFailure,
-                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["B": cloudKitError(.serverResponseLost)]])
-            }
-        }
+        let (sent, result) = try await self.sendAAndBLosingBsFirstResponse(
+            idempotency: declared, classifierSays: classifierSays)
         #expect(sent.values == [["A", "B"]], "sent \(sent.values)")
         #expect(Array(result.failedItems.keys) == ["B"])
         #expect(result.sentItems == ["A"])
