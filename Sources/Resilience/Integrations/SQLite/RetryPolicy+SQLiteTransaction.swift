@@ -11,11 +11,12 @@ extension RetryPolicy {
     /// transaction that hits `SQLITE_BUSY` halfway leaves nothing behind, and its
     /// rows are written once, by the attempt that commits.
     ///
-    /// The savepoint's name is read as SQLite reads an identifier: a bare word, or a name
-    /// quoted with `"…"` (`""` for a quote inside), `[…]` or `` `…` ``, spaces allowed;
-    /// `RELEASE` and `ROLLBACK TO` name it as written. Only a `;` may follow it. A
-    /// `SAVEPOINT` statement whose name cannot be read throws ``ConfigurationError``
-    /// before anything runs.
+    /// The statement is read as SQLite reads it: whitespace and comments (`--` to the end of
+    /// the line, `/* … */`) may stand before `SAVEPOINT` (in any case), around the name, and
+    /// after it. The savepoint's name is a bare word, or a name quoted with `"…"`, `'…'` or
+    /// `` `…` `` (the quote doubled for one inside) or with `[…]`, spaces allowed; `RELEASE`
+    /// and `ROLLBACK TO` name it as written. Only one `;` may follow it. A `SAVEPOINT`
+    /// statement whose name cannot be read throws ``ConfigurationError`` before anything runs.
     ///
     /// A savepoint begun outside any transaction (`isInTransaction` read `false` before
     /// the `SAVEPOINT`) opens one of its own, and is retried as a transaction is: its
@@ -224,49 +225,91 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
     /// The name after `SAVEPOINT`, spelled as written (quotes included), or `nil` when the
     /// statement is not a `SAVEPOINT`.
     ///
-    /// The name follows SQLite's identifier grammar: a bare word, or a name quoted with `"…"`
-    /// (`""` for a quote inside), `[…]` or `` `…` `` (a doubled backtick for one inside). Only
-    /// whitespace and one `;` may follow it.
+    /// The statement is read as SQLite's tokenizer reads it: whitespace and comments (`--` to the
+    /// end of the line, `/* … */` to its `*/` or the end of the text) may stand before the
+    /// keyword, between it and the name, and after the name, around one optional `;`. The name
+    /// follows SQLite's grammar: a bare word, or a name quoted with `"…"`, `'…'` or `` `…` `` (the
+    /// quote doubled for one inside), or with `[…]`.
     static func savepointName(in statement: String) throws -> Substring? {
-        let text = Substring(statement)
-        var rest = text.drop(while: \.isWhitespace)
+        var rest = Self.droppingSpace(Substring(statement).unicodeScalars)
         let keyword = rest.prefix(while: Self.isWordCharacter)
-        guard keyword.uppercased() == "SAVEPOINT" else { return nil }
-        rest = rest.dropFirst(keyword.count).drop(while: \.isWhitespace)
+        guard keyword.allSatisfy(\.isASCII), Substring(keyword).uppercased() == "SAVEPOINT" else { return nil }
+        rest = Self.droppingSpace(rest.dropFirst(keyword.count))
         guard let name = Self.identifier(at: rest) else {
             throw Self.malformed(statement)
         }
-        var after = rest.dropFirst(name.count).drop(while: \.isWhitespace)
-        if after.first == ";" { after = after.dropFirst().drop(while: \.isWhitespace) }
+        var after = Self.droppingSpace(rest.dropFirst(name.count))
+        if after.first == ";" {
+            // After a statement it ran, `sqlite3_exec` skips whitespace (vertical tab included) before
+            // reading on.
+            after = Self.droppingSpace(after.dropFirst().drop(while: Self.isSpace))
+        }
         guard after.isEmpty else {
             throw Self.malformed(statement)
         }
-        return name
+        return Substring(name)
     }
 
     /// The error for a `SAVEPOINT` statement whose name cannot be read.
     private static func malformed(_ statement: String) -> ConfigurationError {
         ConfigurationError(
             setting: "beginStatement", value: statement,
-            accepted: #"SAVEPOINT followed by one name (a bare word, or quoted with "", [] or ``) and at most a ";""#)
+            accepted:
+                #"SAVEPOINT followed by one name (a bare word, or quoted with "", '', [] or ``) and at most a ";", with whitespace and comments between"#
+        )
+    }
+
+    /// `text` without the whitespace and comments it starts with, skipped as SQLite's tokenizer
+    /// skips them: space, tab, line feed, form feed and carriage return (a vertical tab only after
+    /// one of those); `--` up to the end of the line; `/*` with at least one character after it,
+    /// up to the `*/` that closes it or the end of the text.
+    private static func droppingSpace(_ text: Substring.UnicodeScalarView) -> Substring.UnicodeScalarView {
+        var rest = text
+        while let first = rest.first {
+            let second = rest.dropFirst().first
+            switch first {
+            case " ", "\t", "\n", "\u{0C}", "\r":
+                // A vertical tab counts as whitespace only inside a run another whitespace character starts.
+                rest = rest.drop(while: Self.isSpace)
+            case "-" where second == "-":
+                rest = rest.drop { $0 != "\n" }
+            case "/" where second == "*" && rest.dropFirst(2).first != nil:
+                let body = rest.dropFirst(2)
+                // Unclosed, the comment runs to the end of the text.
+                rest = body[body.endIndex...]
+                var index = body.startIndex
+                while index < body.endIndex {
+                    let next = body.index(after: index)
+                    if body[index] == "*", next < body.endIndex, body[next] == "/" {
+                        rest = body[body.index(after: next)...]
+                        break
+                    }
+                    index = next
+                }
+            default:
+                return rest
+            }
+        }
+        return rest
     }
 
     /// The identifier `text` starts with, or `nil` when it starts with none.
-    private static func identifier(at text: Substring) -> Substring? {
+    private static func identifier(at text: Substring.UnicodeScalarView) -> Substring.UnicodeScalarView? {
         guard let first = text.first else { return nil }
-        let closing: Character? =
+        let closing: Unicode.Scalar? =
             switch first {
             case "\"": "\""
+            case "'": "'"
             case "`": "`"
             case "[": "]"
             default: nil
             }
         guard let closing else {
             // A bare word, not starting with a digit or `$`.
-            guard Self.isWordCharacter(first), !first.isNumber, first != "$" else { return nil }
+            guard Self.isWordCharacter(first), !("0"..."9").contains(first), first != "$" else { return nil }
             return text.prefix(while: Self.isWordCharacter)
         }
-        // A quoted name: up to the closing character; in "…" and `…`, a doubled one stands for itself.
+        // A quoted name: up to the closing character; in "…", '…' and `…`, a doubled one stands for itself.
         let doubles = closing != "]"
         var index = text.index(after: text.startIndex)
         while index < text.endIndex {
@@ -281,9 +324,21 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
         return nil
     }
 
-    /// Whether `character` may be part of a bare SQLite identifier: a letter, a digit, `_`, `$`,
-    /// or any character outside ASCII.
-    private static func isWordCharacter(_ character: Character) -> Bool {
-        character.isLetter || character.isNumber || character == "_" || character == "$" || !character.isASCII
+    /// Whether SQLite's tokenizer takes `scalar` for whitespace inside a run of it: space, tab,
+    /// line feed, vertical tab, form feed or carriage return.
+    private static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case " ", "\t", "\n", "\u{0B}", "\u{0C}", "\r": true
+        default: false
+        }
+    }
+
+    /// Whether `scalar` may be part of a bare SQLite identifier: an ASCII letter or digit, `_`,
+    /// `$`, or any character outside ASCII.
+    private static func isWordCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9", "_", "$": true
+        default: !scalar.isASCII
+        }
     }
 }

@@ -314,3 +314,207 @@ extension SQLiteIntegrationTests {
         #expect(try connection.strings("SELECT name FROM items") == ["tea"])
     }
 }
+
+/// Savepoint statements spelled as SQLite accepts them: string-literal names, comments before
+/// the keyword and after the name, and a seeded mix of spellings, each checked against the real
+/// libsqlite3 first.
+extension SQLiteIntegrationTests {
+    /// Runs `beginStatement` through `writeTransaction` as a savepoint nested in a transaction the
+    /// caller holds (after the caller's own row), its first attempt busy; then commits the caller's
+    /// transaction if it is still open. Returns the call's error, whether the caller's transaction
+    /// was still open, the rows committed, and the statements the call ran.
+    static func runNestedSavepoint(_ beginStatement: String) async throws -> (
+        failure: (any Error)?, callerStillOpen: Bool, rows: [String], statements: [String]
+    ) {
+        let connection = try SQLiteConnection(path: ":memory:")
+        try connection.execute("CREATE TABLE items (name TEXT NOT NULL)")
+        try connection.execute("BEGIN")
+        try connection.execute("INSERT INTO items (name) VALUES ('before')")
+        let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let attempts = Counter()
+        let statements = Recorder<String>()
+        var failure: (any Error)?
+        do {
+            try await policy.writeTransaction(
+                beginStatement: beginStatement,
+                isInTransaction: { connection.isInTransaction },
+                executeSQL: {
+                    statements.record($0)
+                    try connection.execute($0)
+                },
+                operation: {
+                    try connection.execute("INSERT INTO items (name) VALUES ('tea')")
+                    if attempts.increment() == 1 { throw SQLiteError(code: .busy) }
+                }
+            )
+        } catch {
+            failure = error
+        }
+        let open = connection.isInTransaction
+        if open { try connection.execute("COMMIT") }
+        return (failure, open, try connection.strings("SELECT name FROM items ORDER BY rowid"), statements.values)
+    }
+
+    /// Whether the real libsqlite3 runs `beginStatement` inside a transaction.
+    static func sqliteRunsSavepoint(_ beginStatement: String) throws -> Bool {
+        let connection = try SQLiteConnection(path: ":memory:")
+        try connection.execute("BEGIN")
+        defer { try? connection.execute("ROLLBACK") }
+        do {
+            try connection.execute(beginStatement)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// SQLite's grammar takes a string literal as a savepoint name, `''` standing for a quote
+    /// inside; `RELEASE` and `ROLLBACK TO` name it the same way.
+    @Test(arguments: ["SAVEPOINT 'batch'", "SAVEPOINT 'night''s batch';"])
+    func aSavepointNamedByAStringLiteralIsRolledBackToAndReleased(beginStatement: String) async throws {
+        #expect(try Self.sqliteRunsSavepoint(beginStatement))
+        let result = try await Self.runNestedSavepoint(beginStatement)
+        #expect(result.failure == nil, "\(String(describing: result.failure))")
+        #expect(result.callerStillOpen)
+        #expect(result.rows == ["before", "tea"])
+    }
+
+    /// A comment after the name, or after the `;`, is whitespace to SQLite, closed or not.
+    @Test(arguments: [
+        "SAVEPOINT batch -- nightly import", "SAVEPOINT batch /* nightly */;",
+        "SAVEPOINT batch; -- one\n/* two */ -- three", "SAVEPOINT batch /* never closed",
+    ])
+    func aSavepointFollowedByACommentIsRolledBackToAndReleased(beginStatement: String) async throws {
+        #expect(try Self.sqliteRunsSavepoint(beginStatement))
+        let result = try await Self.runNestedSavepoint(beginStatement)
+        #expect(result.failure == nil, "\(String(describing: result.failure))")
+        #expect(result.callerStillOpen)
+        #expect(result.rows == ["before", "tea"])
+    }
+
+    /// A comment before `SAVEPOINT` hides nothing from SQLite: the statement is still a savepoint,
+    /// and the attempt must end with `RELEASE`, not a `COMMIT` of the caller's whole transaction.
+    @Test(arguments: ["/* nightly */ SAVEPOINT batch", "-- nightly\n  savepoint batch", "/**/SAVEPOINT/**/batch"])
+    func aSavepointAfterALeadingCommentLeavesTheCallersTransactionOpen(beginStatement: String) async throws {
+        #expect(try Self.sqliteRunsSavepoint(beginStatement))
+        let result = try await Self.runNestedSavepoint(beginStatement)
+        #expect(result.failure == nil, "\(String(describing: result.failure))")
+        #expect(result.callerStillOpen, "the caller's transaction was committed by the savepoint's call")
+        #expect(!result.statements.contains("COMMIT"))
+        #expect(result.rows == ["before", "tea"])
+    }
+
+    /// Seeded savepoint statements: every identifier form SQLite takes for a name, some broken,
+    /// with whitespace and comments (some malformed) before and after. The helper must refuse
+    /// exactly those SQLite refuses, and roll back to and release the savepoint of the others.
+    @Test func generatedSavepointStatementsAreReadAsSQLiteReadsThem() async throws {
+        var generator = SeededRandomNumberGenerator(seed: 0x5A7E_901E)
+        var accepted = 0
+        var refused = 0
+        for _ in 0..<300 {
+            let statement = SavepointStatementGenerator.statement(using: &generator)
+            let sqliteRuns = try Self.sqliteRunsSavepoint(statement)
+            let result = try await Self.runNestedSavepoint(statement)
+            if sqliteRuns {
+                accepted += 1
+                #expect(result.failure == nil, "\(statement.debugDescription): \(String(describing: result.failure))")
+                #expect(result.callerStillOpen, "\(statement.debugDescription)")
+                #expect(result.rows == ["before", "tea"], "\(statement.debugDescription)")
+            } else {
+                refused += 1
+                let error = result.failure as? ConfigurationError
+                #expect(
+                    error?.setting == "beginStatement",
+                    "\(statement.debugDescription): \(String(describing: result.failure))")
+                #expect(result.statements.isEmpty, "\(statement.debugDescription)")
+                #expect(result.rows == ["before"], "\(statement.debugDescription)")
+            }
+        }
+        // Both outcomes are well represented.
+        #expect(accepted >= 100)
+        #expect(refused >= 50)
+    }
+}
+
+/// Builds savepoint statements from random parts: the keyword in random case, a name in any of
+/// SQLite's identifier forms (sometimes broken), and whitespace and comments around it.
+enum SavepointStatementGenerator {
+    static func statement(using generator: inout SeededRandomNumberGenerator) -> String {
+        let keyword = String("savepoint".map { Bool.random(using: &generator) ? Character($0.uppercased()) : $0 })
+        let leading = self.space(from: self.goodSpace, using: &generator)
+        var middle = self.space(from: self.goodSpace + self.badSpace, using: &generator)
+        let name = self.name(using: &generator)
+        if middle.isEmpty, let first = name.unicodeScalars.first, !"\"'`[".unicodeScalars.contains(first) {
+            middle = " "
+        }
+        if middle.hasPrefix("\u{A0}") {
+            // Outside ASCII it would join the keyword, and the statement would not be a savepoint.
+            middle = " " + middle
+        }
+        var trailing = self.space(from: self.goodSpace + self.badSpace, using: &generator)
+        if Bool.random(using: &generator) {
+            trailing += ";" + self.space(from: self.goodSpace + self.badSpace, using: &generator)
+        }
+        if Int.random(in: 0..<8, using: &generator) == 0 {
+            trailing += self.pick(
+                ["-- to the end", "/* never closed", "/*", "/* ends with a star *"], using: &generator)
+        }
+        return leading + keyword + middle + name + trailing
+    }
+
+    /// Whitespace and comments SQLite skips.
+    static let goodSpace = [
+        " ", "  ", "\t", "\n", "\r\n", "\u{0C}", "\n\u{0B}", "-- note\n", "--\n", "/* note */", "/**/",
+        "/* a * / b -- c */",
+        "/*\n*/", "/***/",
+    ]
+    /// Text that is neither whitespace nor a comment (SQLite takes a vertical tab for whitespace only
+    /// after another whitespace character).
+    static let badSpace = ["\u{0B}", "\u{1F}", "-", "/", "/ *", "\u{A0}", "#"]
+
+    static func space(from pieces: [String], using generator: inout SeededRandomNumberGenerator) -> String {
+        let count = self.pick([0, 0, 1, 1, 1, 2, 3], using: &generator)
+        // Malformed pieces are rarer than well-formed ones.
+        return (0..<count).map { _ in
+            pieces.count > self.goodSpace.count && Int.random(in: 0..<6, using: &generator) == 0
+                ? self.pick(self.badSpace, using: &generator) : self.pick(self.goodSpace, using: &generator)
+        }.joined()
+    }
+
+    static func name(using generator: inout SeededRandomNumberGenerator) -> String {
+        let broken = Int.random(in: 0..<6, using: &generator) == 0
+        switch Int.random(in: 0..<5, using: &generator) {
+        case 0:
+            let tail = self.characters(from: ["a", "Z", "_", "$", "0", "9", "é", "名"], using: &generator)
+            return (broken ? self.pick(["1", "$", "9"], using: &generator) : "sp") + tail
+        case 1: return self.quoted(open: "\"", close: "\"", broken: broken, using: &generator)
+        case 2: return self.quoted(open: "'", close: "'", broken: broken, using: &generator)
+        case 3: return self.quoted(open: "`", close: "`", broken: broken, using: &generator)
+        default: return self.quoted(open: "[", close: "]", broken: broken, using: &generator)
+        }
+    }
+
+    /// A quoted name whose text mixes quotes, spaces, comment markers and `;`, the closing
+    /// character inside doubled where SQLite takes a doubled one. When `broken`, the closing
+    /// character is dropped or followed by more text (which SQLite still accepts when that makes
+    /// a doubled quote and a closed name).
+    static func quoted(
+        open: String, close: String, broken: Bool, using generator: inout SeededRandomNumberGenerator
+    ) -> String {
+        let escape = close == "]" ? "" : close + close
+        var pieces = ["a", "B", " ", ";", "--", "/*", "*/", "é", "\"", "'", "`", "[", "\t"]
+        if !escape.isEmpty { pieces.append(escape) }
+        let body = self.characters(from: pieces.filter { $0 != close }, using: &generator)
+        guard broken else { return open + body + close }
+        if Bool.random(using: &generator) { return open + body }
+        return open + body + close + self.pick(["x", close], using: &generator) + body + close
+    }
+
+    static func characters(from pieces: [String], using generator: inout SeededRandomNumberGenerator) -> String {
+        (0..<Int.random(in: 0...6, using: &generator)).map { _ in self.pick(pieces, using: &generator) }.joined()
+    }
+
+    static func pick<Element>(_ elements: [Element], using generator: inout SeededRandomNumberGenerator) -> Element {
+        elements[Int.random(in: 0..<elements.count, using: &generator)]
+    }
+}

@@ -32,7 +32,8 @@ import Testing
 
     @Test(arguments: [
         "SAVEPOINT", "SAVEPOINT ;", #"SAVEPOINT "open"#, "SAVEPOINT [open", "SAVEPOINT `open", "SAVEPOINT a b",
-        "SAVEPOINT a; INSERT INTO t VALUES (1)", "SAVEPOINT 1st", "SAVEPOINT 'quoted'",
+        "SAVEPOINT a; INSERT INTO t VALUES (1)", "SAVEPOINT 1st", "SAVEPOINT 'open", "SAVEPOINT a -",
+        "SAVEPOINT a /*", "SAVEPOINT a; /", "SAVEPOINT /* note */", "SAVEPOINT a -- note\n b",
     ])
     func aMalformedSavepointIsRejectedBeforeAnythingRuns(beginStatement: String) async throws {
         let connection = ScriptedConnection()
@@ -51,7 +52,8 @@ import Testing
     @Test(arguments: [
         (#"SAVEPOINT "import batch""#, #""import batch""#), (#"  savepoint "a ""b"" c" ; "#, #""a ""b"" c""#),
         ("SAVEPOINT [x y]", "[x y]"), ("SAVEPOINT `x``y`", "`x``y`"), ("SAVEPOINT step;", "step"),
-        ("SAVEPOINT\tstep_2$", "step_2$"),
+        ("SAVEPOINT\tstep_2$", "step_2$"), ("SAVEPOINT 'it''s'", "'it''s'"),
+        ("/* nightly */ SAVEPOINT step -- import", "step"), ("-- note\nSAVEPOINT/**/step; /* end", "step"),
     ])
     func theSavepointIsReleasedAndRolledBackToByItsWholeName(beginStatement: String, name: String) async throws {
         let connection = ScriptedConnection(failing: ["RELEASE \(name)": [SQLiteError(code: .busy)]])
