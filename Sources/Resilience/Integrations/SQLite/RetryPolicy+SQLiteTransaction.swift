@@ -14,7 +14,7 @@ extension RetryPolicy {
     /// The statement is read as SQLite reads it: whitespace and comments (`--` to the end of
     /// the line, `/* … */`) may stand before `SAVEPOINT` (in any case), around the name, and
     /// after it. The savepoint's name is a bare word, or a name quoted with `"…"`, `'…'` or
-    /// `` `…` `` (the quote doubled for one inside) or with `[…]`, spaces allowed; `RELEASE`
+    /// backquotes (the quote doubled for one inside) or with `[…]`, spaces allowed; `RELEASE`
     /// and `ROLLBACK TO` name it as written. Only one `;` may follow it. A `SAVEPOINT`
     /// statement whose name cannot be read throws ``ConfigurationError`` before anything runs.
     ///
@@ -228,7 +228,7 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
     /// The statement is read as SQLite's tokenizer reads it: whitespace and comments (`--` to the
     /// end of the line, `/* … */` to its `*/` or the end of the text) may stand before the
     /// keyword, between it and the name, and after the name, around one optional `;`. The name
-    /// follows SQLite's grammar: a bare word, or a name quoted with `"…"`, `'…'` or `` `…` `` (the
+    /// follows SQLite's grammar: a bare word, or a name quoted with `"…"`, `'…'` or backquotes (the
     /// quote doubled for one inside), or with `[…]`.
     static func savepointName(in statement: String) throws -> Substring? {
         var rest = Self.droppingSpace(Substring(statement).unicodeScalars)
