@@ -40,11 +40,15 @@ extension ResiliencePipeline where Strategies == StandardHTTPStrategies {
         // Validated here under the preset's own names, before any stage is made.
         try ConfigurationError.require(
             (1...1_000_000).contains(concurrencyLimit), "concurrencyLimit", concurrencyLimit, "in 1...1000000")
-        for (setting, value) in [("totalTimeout", totalTimeout), ("attemptTimeout", attemptTimeout)] {
+        // In the order of the parameters, so that the first invalid one is the one named.
+        func requireTimeout(_ value: Duration, _ setting: String) throws {
             try ConfigurationError.requirePositive(value, setting)
             try ConfigurationError.require(
                 value <= .resilienceMaximum, setting, value, "at most \(Duration.resilienceMaximum)")
         }
+        try requireTimeout(totalTimeout, "totalTimeout")
+        _ = try RetryPolicyConfiguration(maximumAttempts: maximumAttempts)  // the retry stage's own rule
+        try requireTimeout(attemptTimeout, "attemptTimeout")
         // An attempt could never use time the whole call does not have; .NET's handler refuses it too.
         try ConfigurationError.require(
             attemptTimeout <= totalTimeout, "attemptTimeout", attemptTimeout, "at most totalTimeout (\(totalTimeout))")

@@ -109,6 +109,22 @@ struct ResiliencePipelineTests {
         #expect(rejectedSetting { _ = try ResiliencePipeline.standardHTTP() } == nil)
     }
 
+    /// With several invalid settings, the one named is the first in the parameters' order.
+    @Test func theStandardHTTPPresetNamesTheFirstInvalidSettingInParameterOrder() {
+        #expect(
+            rejectedSetting {
+                _ = try ResiliencePipeline.standardHTTP(maximumAttempts: 0, attemptTimeout: .zero)
+            } == "maximumAttempts")
+        #expect(
+            rejectedSetting {
+                _ = try ResiliencePipeline.standardHTTP(totalTimeout: .zero, maximumAttempts: 0)
+            } == "totalTimeout")
+        #expect(
+            rejectedSetting {
+                _ = try ResiliencePipeline.standardHTTP(concurrencyLimit: 0, totalTimeout: .zero)
+            } == "concurrencyLimit")
+    }
+
     /// An attempt allowed longer than the whole call could never use its time, as .NET's
     /// standard handler also refuses; an attempt allowed the whole call's time is accepted.
     @Test func theStandardHTTPPresetRefusesAnAttemptTimeoutLongerThanTheTotal() {
