@@ -384,7 +384,8 @@ public final actor RetryPolicy {
     /// When an enclosing call's deadline has already passed, no attempt starts: the call
     /// fails with a ``LimiterRejectionError`` whose reason is
     /// ``LimiterRejectionError/Reason/noTimeLeft`` (nothing was sent, so a breaker around it
-    /// counts nothing), and its outcome's stop reason is ``RetryStopReason/deadlineExceeded``.
+    /// counts nothing), its outcome's stop reason is ``RetryStopReason/deadlineExceeded`` with
+    /// no attempt, and the observer hears of no call, as for an invalid `attemptTimeout`.
     ///
     /// - Throws: The error of the last attempt, unchanged; ``ConfigurationError`` without
     ///   running the operation when `attemptTimeout` is not greater than zero.
@@ -409,14 +410,20 @@ public final actor RetryPolicy {
             return RetryOutcome(
                 result: .failure(error), attempts: 0, stopReason: .notRetryable, retryAfter: nil, elapsed: .zero)
         }
+        if let left = self.timeLeft(start: self.clock.now()), left <= .zero {
+            // Only an enclosing call's deadline can have passed already: no attempt could start.
+            let refusal = LimiterRejectionError(limiterName: self.name, reason: .noTimeLeft)
+            return RetryOutcome(
+                result: .failure(refusal), attempts: 0, stopReason: .deadlineExceeded, retryAfter: nil, elapsed: .zero)
+        }
         let (clock, name) = (self.clock, self.name)
         let timeout = attemptTimeout.clampedToResilienceRange
         let declared =
             idempotency ?? CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
         return await self.run(isolation: #isolation, firstFailure: nil, options: .declaring(idempotency)) { deadline in
             let limit = deadline.timeLeft().map { Swift.min($0, timeout) } ?? timeout
-            // An enclosing deadline that has already passed leaves no time: the attempt does
-            // not start, and the call stops at that deadline.
+            // The deadline passed between the check before this attempt and now: the attempt
+            // does not start, and the call stops at the deadline before the next one.
             guard limit > .zero else { throw LimiterRejectionError(limiterName: name, reason: .noTimeLeft) }
             return try await Self.withTimeLimit(limit, idempotency: declared, clock: clock, operation: operation)
         }

@@ -40,6 +40,26 @@ struct EnclosingDeadlineAttemptTests {
         #expect(value == 7)
     }
 
+    /// However many attempts the nested policy allows, it stops at the passed deadline, not as
+    /// out of attempts.
+    @Test(arguments: [1, 3])
+    func aNestedPolicyStopsAtThePassedDeadlineWhateverItsAttempts(attempts: Int) async throws {
+        let clock = TestClock()
+        let outer = try RetryPolicy(maximumAttempts: 1, deadline: .seconds(5), clock: clock)
+        let inner = try RetryPolicy(
+            maximumAttempts: attempts, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let innerOutcome = Lock<RetryOutcome<Int>?>(nil)
+        _ = await outer.outcome { () async throws -> Int in
+            clock.advance(by: .seconds(6))
+            let outcome = await inner.outcome(attemptTimeout: .seconds(2)) { () async throws -> Int in 1 }
+            innerOutcome.withLock { $0 = outcome }
+            return try outcome.get()
+        }
+        let outcome = try #require(innerOutcome.withLock { $0 })
+        #expect(outcome.stopReason == .deadlineExceeded, "\(attempts) attempts: \(outcome.stopReason)")
+        #expect(outcome.attempts == 0)
+    }
+
     /// A breaker around the time-limited call does not count an attempt that never started.
     @Test func anAttemptThatNeverStartedIsNoFailureOfTheDependency() async throws {
         let clock = TestClock()
