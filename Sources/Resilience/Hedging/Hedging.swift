@@ -666,7 +666,7 @@ public final class Hedging: Sendable {
     @usableFromInline
     func note(_ error: any Error, of start: HedgedCallStart, into failures: inout HedgedFailures) -> Bool {
         let analysis = FailureAnalysis(error)
-        failures.lastCostsToken = Rulebook.costsRetryToken(analysis)
+        failures.lastCostsToken = Rulebook.loadedTheDependency(analysis)
         let ruled = Rulebook.stopReason(for: analysis, idempotency: start.declared) != nil
         let hint = Swift.max(analysis.retryAfter ?? .zero, .zero)
         if failures.ending == nil || !failures.endingIsRuled && (ruled || hint >= failures.endingHint) {
@@ -710,7 +710,7 @@ public final class Hedging: Sendable {
     /// Takes a hedge from the budget; `false` when the budget is spent.
     ///
     /// Without `charging` (a replacement of an attempt the library's own gates refused, see
-    /// ``Rulebook/costsRetryToken(_:)``) the budget must still allow a retry, as a
+    /// ``Rulebook/loadedTheDependency(_:)``) the budget must still allow a retry, as a
     /// ``RetryPolicy``'s does, but loses no token.
     @usableFromInline
     func spendHedge(charging: Bool) -> Bool {
@@ -861,7 +861,7 @@ struct HedgedFailures {
     /// latest-ending retry-after hint of a failed attempt.
     @usableFromInline var quietUntil: Duration?
     /// Whether replacing the last failed attempt costs a budget token: not when the
-    /// library's own gates refused it before it ran (``Rulebook/costsRetryToken(_:)``).
+    /// library's own gates refused it before it ran (``Rulebook/loadedTheDependency(_:)``).
     @usableFromInline var lastCostsToken = true
 
     /// The failure the call ends with; read only once an attempt failed.

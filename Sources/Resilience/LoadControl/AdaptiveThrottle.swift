@@ -169,7 +169,7 @@ public final class AdaptiveThrottle: Sendable {
         let type = ObjectIdentifier(Swift.type(of: error))
         if type == Self.breakerRejection || type == Self.throttleRejection { return }
         let analysis = FailureAnalysis(error)
-        if analysis.isRefusedBeforeRunning || Rulebook.countsAsFailure(analysis) == false { return }
+        if !Rulebook.loadedTheDependency(analysis) { return }
         if Self.isAccepted(analysis) { self.recordAccepted() } else { self.recordRejected() }
     }
 

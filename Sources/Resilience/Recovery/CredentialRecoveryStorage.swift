@@ -27,12 +27,10 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
 
     private struct State {
         var machine: CredentialRecoveryStateMachine<Credential, Waiter>
-        /// The retry budgets of the calls that wait for the running refresh, each with the
-        /// number of such calls (a call that leaves before the answer takes its count back), and the
-        /// generation it started from: a failed refresh costs each of them one token.
-        var budgets: (generation: UInt64, byIdentity: [ObjectIdentifier: (budget: RetryBudget, calls: Int)]) = (0, [:])
-        /// The budget of each parked call that has one, by the call's waiter ID.
-        var budgetOfWaiter: [UInt64: ObjectIdentifier] = [:]
+        /// The retry budget of each call that waits for the running refresh and has one, by the
+        /// call's waiter ID (a call that leaves before the answer is taken out), and the generation
+        /// the refresh started from: a failed refresh costs each distinct budget one token.
+        var budgets: (generation: UInt64, byWaiter: [UInt64: RetryBudget]) = (0, [:])
         /// Tests waiting for a number of parked calls.
         var countWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -96,15 +94,8 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                     case .resume: break
                     case .park, .parkAndRefresh:
                         let generation = state.machine.current.generation
-                        if state.budgets.generation != generation {
-                            state.budgets = (generation, [:])
-                            state.budgetOfWaiter = [:]
-                        }
-                        if let budget {
-                            let key = ObjectIdentifier(budget)
-                            state.budgets.byIdentity[key, default: (budget, 0)].calls += 1
-                            state.budgetOfWaiter[id] = key
-                        }
+                        if state.budgets.generation != generation { state.budgets = (generation, [:]) }
+                        if let budget { state.budgets.byWaiter[id] = budget }
                     }
                     return (action, state.machine.failedRound, state.satisfiedWatchers(), state.machine.takeLetGo())
                 }
@@ -123,11 +114,7 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 let waiter = state.machine.cancel(id: id)
                 // A call that leaves before the answer (cancelled, or at its deadline) is not
                 // charged for the refresh, unless another waiting call shares its budget.
-                if waiter != nil, let key = state.budgetOfWaiter.removeValue(forKey: id),
-                    let entry = state.budgets.byIdentity[key]
-                {
-                    state.budgets.byIdentity[key] = entry.calls > 1 ? (entry.budget, entry.calls - 1) : nil
-                }
+                if waiter != nil { state.budgets.byWaiter[id] = nil }
                 return waiter
             }
             waiter?.resume(returning: Answer(.failure(CancellationError()), failed: nil))
@@ -159,9 +146,9 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                     from: generation, with: outcome, remembering: memory)
                 var budgets: [RetryBudget] = []
                 if state.budgets.generation == generation {
-                    budgets = state.budgets.byIdentity.values.map(\.budget)
-                    state.budgets.byIdentity = [:]
-                    state.budgetOfWaiter = [:]
+                    var seen = Set<ObjectIdentifier>()
+                    budgets = state.budgets.byWaiter.values.filter { seen.insert(ObjectIdentifier($0)).inserted }
+                    state.budgets.byWaiter = [:]
                 }
                 return (
                     waiters, Answer(result, failed: state.machine.failedRound), budgets, state.machine.takeLetGo()
@@ -171,7 +158,7 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 // One request was sent and failed: each budget of the calls that shared it pays
                 // once, as for a failed attempt, unless it never left the device.
                 let analysis = FailureAnalysis(error)
-                if Rulebook.costsRetryToken(analysis) {
+                if Rulebook.loadedTheDependency(analysis) {
                     for budget in budgets { budget.recordFailure() }
                 }
             }

@@ -815,7 +815,7 @@ public final actor RetryPolicy {
 
         // A breaker's or a limiter's rejection, or a request that never left an offline
         // device, put no load on the dependency, so it costs no token.
-        if Rulebook.costsRetryToken(analysis) {
+        if Rulebook.loadedTheDependency(analysis) {
             self.budget?.recordFailure()
         }
         if call.countedAttempts >= self.maximumAttempts { return .stop(.exhausted) }

@@ -73,14 +73,15 @@ public enum Rulebook {
         }
     }
 
-    /// Whether retrying a failure costs a ``RetryBudget`` token: a failure that put no load
-    /// on the dependency costs none, as the budget promises. That is a refusal by one of the
-    /// library's own gates before the call ran (a limiter's, an adaptive throttle's, an open
-    /// breaker's), and every failure the rules never count (``countsAsFailure(_:)``).
+    /// Whether a failure put load on the dependency. One that did not is a refusal by one of
+    /// the library's own gates before the call ran (a limiter's, an adaptive throttle's, an
+    /// open breaker's), or any failure the rules never count (``countsAsFailure(_:)``).
     ///
-    /// A ``RetryPolicy`` charges its retries by it, ``Hedging`` the attempts that replace a
-    /// failed one, and a shared credential refresh its failure to each budget.
-    static func costsRetryToken(_ analysis: FailureAnalysis) -> Bool {
+    /// Only a failure that did costs a ``RetryBudget`` token: a ``RetryPolicy`` charges its
+    /// retries by it, ``Hedging`` the attempts that replace a failed one, and a shared
+    /// credential refresh its failure to each budget. An ``AdaptiveThrottle`` records only
+    /// such failures.
+    static func loadedTheDependency(_ analysis: FailureAnalysis) -> Bool {
         !analysis.isRefusedBeforeRunning && Self.countsAsFailure(analysis) != false
     }
 
