@@ -57,6 +57,71 @@ import Testing
         #expect(Set(result.failedItems.keys) == ["c"])
     }
 
+    /// A policy that gives up on an hour-long wait still tells the caller when to send the rest:
+    /// the partial failure's own hint (top level) and its retryable items' travel with the result.
+    @Test func aBatchGivenUpOnALongWaitReturnsTheAdvice() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let result = try await policy.retryingFailedItems(["a", "b", "c"]) { _ in
+            throw self.cloudKitError(
+                .partialFailure,
+                userInfo: [
+                    ErrorHints.cloudKitRetryAfterKey: 3_600,
+                    CloudKitErrorCode.partialErrorsKey: [
+                        "b": self.cloudKitError(.zoneBusy, userInfo: [ErrorHints.cloudKitRetryAfterKey: 5])
+                    ],
+                ])
+        }
+        #expect(result.attempts == 1, "the default maximumRetryAfter (60 s) refuses the hour")
+        #expect(result.stopReason == .retryAfterTooLong)
+        #expect(Set(result.failedItems.keys) == ["b"])
+        #expect(result.retryAfter == .seconds(3_600))
+    }
+
+    /// The advice is the last failure's: an item hint after a top-level one replaces it, and a call that
+    /// ends with nothing left to send carries none.
+    @Test func theAdviceIsTheLastFailuresAndOnlyWhileItemsRemain() async throws {
+        let clock = TestClock()
+        let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let call = Task {
+            try await policy.retryingFailedItems(["a", "b"]) { ids in
+                if ids.count == 2 {
+                    throw self.cloudKitError(
+                        .partialFailure,
+                        userInfo: [
+                            ErrorHints.cloudKitRetryAfterKey: 30,
+                            CloudKitErrorCode.partialErrorsKey: ["b": self.cloudKitError(.zoneBusy)],
+                        ])
+                }
+                throw self.partialFailure([
+                    "b": self.cloudKitError(.zoneBusy, userInfo: [ErrorHints.cloudKitRetryAfterKey: 4])
+                ])
+            }
+        }
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(30))
+        let result = try await call.value
+        #expect(result.attempts == 2)
+        #expect(result.stopReason == .exhausted)
+        #expect(result.retryAfter == .seconds(4))
+
+        let done = try await policy.retryingFailedItems(["a", "b"]) { ids in
+            guard ids.count == 2 else { return }
+            throw self.partialFailure(["b": self.cloudKitError(.zoneBusy)])
+        }
+        #expect(done.stopReason == .succeeded)
+        #expect(done.retryAfter == nil)
+        let forGood = try await policy.retryingFailedItems(["a", "b"]) { _ in
+            throw self.cloudKitError(
+                .partialFailure,
+                userInfo: [
+                    ErrorHints.cloudKitRetryAfterKey: 30,
+                    CloudKitErrorCode.partialErrorsKey: ["b": self.cloudKitError(.permissionFailure)],
+                ])
+        }
+        #expect(Set(forGood.failedItems.keys) == ["b"])
+        #expect(forGood.retryAfter == nil, "b is not sent again, so there is nothing to schedule")
+    }
+
     @Test func theSplitHintIgnoresItemsThatFailedForGood() throws {
         let failure = try #require(
             CloudKitPartialFailure(

@@ -61,6 +61,8 @@ extension RetryPolicy {
         // The last error of each item still to send, once an attempt has reported on the items.
         var lastErrors: [ID: any Error] = [:]
         var reportedOnItems = false
+        // The retry-after advice of the last attempt that failed, for the items still to send.
+        var lastAdvice: Duration?
         var attempts = 0
         // Items are judged with the call's reading of idempotency, which makes a lost response
         // worth sending again or not.
@@ -88,12 +90,15 @@ extension RetryPolicy {
                 try await operation(remaining)
             } catch {
                 guard let partial = CloudKitPartialFailure(error, classifier: itemClassifier) else {
+                    lastAdvice = ErrorHints.retryAfter(of: error)
                     // The whole attempt failed: so did each item it sent.
                     if reportedOnItems { for id in remaining { lastErrors[id] = error } }
                     throw error
                 }
                 reportedOnItems = true
+                lastAdvice = partial.retryAfter
                 guard partial.namesAny(of: remaining) else {
+                    lastAdvice = ErrorHints.retryAfter(of: error)
                     // Some items failed, but which is unknown: each item sent failed with the whole.
                     lastErrors = [:]
                     for id in remaining { lastErrors[id] = error }
@@ -131,7 +136,7 @@ extension RetryPolicy {
         let failedIDs = Set(failed.keys)
         return CloudKitBatchResult(
             sentItems: items.filter { !failedIDs.contains($0) }, failedItems: failed, attempts: attempts,
-            stopReason: outcome.stopReason)
+            stopReason: outcome.stopReason, retryAfter: remaining.isEmpty ? nil : lastAdvice)
     }
 
     /// Whether sending an item of a batch twice is harmless, as the call reads it: its own
@@ -166,13 +171,26 @@ public struct CloudKitBatchResult<ID: Hashable> {
     /// Why the policy stopped: ``RetryStopReason/succeeded`` when the last attempt had no failure left to
     /// retry, ``RetryStopReason/cancelled`` when the call was cancelled with items still to send.
     public let stopReason: RetryStopReason
+    /// When the call stopped with items still to send, the retry-after advice of the last attempt
+    /// that failed, counted from that failure: the longest of the partial failure's own
+    /// (`CKErrorRetryAfterKey` on the `partialFailure` error) and its retryable items'. `nil` when
+    /// every item was sent or failed for good, or when the failure gave no advice.
+    ///
+    /// Schedule the items still to send no sooner than this after the call returns, for instance
+    /// when the policy gave up on a wait longer than its `maximumRetryAfter` or the call was
+    /// cancelled while waiting.
+    public let retryAfter: Duration?
 
     /// Creates a result; the policy makes these, tests may too.
-    public init(sentItems: [ID], failedItems: [ID: any Error], attempts: Int, stopReason: RetryStopReason) {
+    public init(
+        sentItems: [ID], failedItems: [ID: any Error], attempts: Int, stopReason: RetryStopReason,
+        retryAfter: Duration? = nil
+    ) {
         self.sentItems = sentItems
         self.failedItems = failedItems
         self.attempts = attempts
         self.stopReason = stopReason
+        self.retryAfter = retryAfter
     }
 }
 
