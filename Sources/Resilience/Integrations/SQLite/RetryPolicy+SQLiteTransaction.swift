@@ -227,7 +227,8 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
     ///
     /// The statement is read as SQLite's tokenizer reads it: whitespace and comments (`--` to the
     /// end of the line, `/* … */` to its `*/` or the end of the text) may stand before the
-    /// keyword, between it and the name, and after the name, around one optional `;`. The name
+    /// keyword, between it and the name, and after the name, around any number of `;` (SQLite
+    /// runs an empty statement as nothing). The name
     /// follows SQLite's grammar: a bare word, or a name quoted with `"…"`, `'…'` or backquotes (the
     /// quote doubled for one inside), or with `[…]`.
     static func savepointName(in statement: String) throws -> Substring? {
@@ -239,9 +240,9 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
             throw Self.malformed(statement)
         }
         var after = Self.droppingSpace(rest.dropFirst(name.count))
-        if after.first == ";" {
+        while after.first == ";" {
             // After a statement it ran, `sqlite3_exec` skips whitespace (vertical tab included) before
-            // reading on.
+            // reading on, and a `;` alone is an empty statement that runs nothing.
             after = Self.droppingSpace(after.dropFirst().drop(while: Self.isSpace))
         }
         guard after.isEmpty else {
@@ -255,7 +256,7 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
         ConfigurationError(
             setting: "beginStatement", value: statement,
             accepted:
-                #"SAVEPOINT followed by one name (a bare word, or quoted with "", '', [] or ``) and at most a ";", with whitespace and comments between"#
+                #"SAVEPOINT followed by one name (a bare word, or quoted with "", '', [] or ``) and nothing but ";", whitespace and comments after it"#
         )
     }
 

@@ -379,8 +379,10 @@ extension SQLiteIntegrationTests {
         #expect(result.rows == ["before", "tea"])
     }
 
-    /// A comment after the name, or after the `;`, is whitespace to SQLite, closed or not.
+    /// A comment after the name, or after the `;`, is whitespace to SQLite, closed or not; a
+    /// second `;` is an empty statement.
     @Test(arguments: [
+        "SAVEPOINT batch;;", "SAVEPOINT batch; ; -- done\n;",
         "SAVEPOINT batch -- nightly import", "SAVEPOINT batch /* nightly */;",
         "SAVEPOINT batch; -- one\n/* two */ -- three", "SAVEPOINT batch /* never closed",
     ])
@@ -454,6 +456,10 @@ enum SavepointStatementGenerator {
         var trailing = self.space(from: self.goodSpace + self.badSpace, using: &generator)
         if Bool.random(using: &generator) {
             trailing += ";" + self.space(from: self.goodSpace + self.badSpace, using: &generator)
+            // Empty statements after it, which SQLite runs as nothing.
+            for _ in 0..<self.pick([0, 0, 0, 1, 2], using: &generator) {
+                trailing += ";" + self.space(from: self.goodSpace, using: &generator)
+            }
         }
         if Int.random(in: 0..<8, using: &generator) == 0 {
             trailing += self.pick(
