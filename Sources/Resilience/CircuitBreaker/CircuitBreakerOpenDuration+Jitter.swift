@@ -59,7 +59,9 @@ final class OpenDurationJitter: Sendable, Hashable {
         return Duration.clampedSeconds(duration.secondsValue * factor)
     }
 
-    static func == (lhs: OpenDurationJitter, rhs: OpenDurationJitter) -> Bool { lhs === rhs }
+    /// Equal spreads: a setting, as its encoded form says it. The stream is not compared, so
+    /// that the same settings, decoded twice or made with different generators, are equal.
+    static func == (lhs: OpenDurationJitter, rhs: OpenDurationJitter) -> Bool { lhs.spread == rhs.spread }
 
-    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    func hash(into hasher: inout Hasher) { hasher.combine(self.spread) }
 }

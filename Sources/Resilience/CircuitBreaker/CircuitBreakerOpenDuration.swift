@@ -12,6 +12,10 @@
 /// Trips are consecutive while the breaker never closes in between: a failed
 /// half-open probe re-opens it as the next trip, and closing (or a manual
 /// reset) starts the count again.
+///
+/// Two values are equal when their schedules and jitter spreads are (see
+/// ``jittered(by:generator:)``): the random stream behind a jittered value is not
+/// compared, so the same settings decoded twice are equal.
 public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConvertible {
     /// The schedule, reusing the retry engine's overflow-free arithmetic.
     let schedule: Backoff
@@ -86,7 +90,9 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
     func validate(settingPrefix prefix: String = "openDuration") throws(ConfigurationError) {
         if let jitter = self.jitter {
             try ConfigurationError.require(
-                jitter.spread >= 0 && jitter.spread <= 1, "\(prefix).jitter", jitter.spread, "in 0...1")
+                jitter.spread >= 0 && jitter.spread <= 1, ConfigurationError.settingName(prefix, "jitter"),
+                jitter.spread,
+                "in 0...1")
         }
         if case .constant(let duration) = self.schedule.kind {
             try ConfigurationError.requirePositive(duration, ConfigurationError.settingName(prefix, "duration"))

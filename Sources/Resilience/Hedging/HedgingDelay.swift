@@ -23,7 +23,7 @@ public struct HedgingDelay: Sendable, Hashable {
     /// enough have been seen. The 95th percentile hedges about one call in twenty.
     ///
     /// - Throws: ``ConfigurationError`` naming `percentile` (in 50...99.99),
-    ///   `sampleCount` (in 10...10,000) or `initial`.
+    ///   `sampleCount` (the `ofLast` argument, in 10...10,000) or `initial`.
     public static func percentile(
         _ percentile: Double,
         ofLast sampleCount: Int = 1_000,

@@ -129,9 +129,10 @@ public enum RateLimitHeader {
         self.serviceLimits(parsing: value).flatMap(self.exhaustedFor)
     }
 
-    /// The longest reset among `limits` with no quota left, or `nil`.
+    /// The longest reset among `limits` with no quota left, or `nil`; clamped, as every hint
+    /// is, to about 146 years (which any policy's `maximumRetryAfter` then refuses).
     public static func exhaustedFor(_ limits: [ServiceLimit]) -> Duration? {
-        limits.filter { $0.remaining == 0 }.compactMap(\.reset).max()
+        limits.filter { $0.remaining == 0 }.compactMap(\.reset).max()?.clampedToResilienceRange
     }
 
     private static func name(of item: StructuredFieldParser.Item) -> String? {

@@ -332,8 +332,14 @@ struct DurationSetting: Codable, Hashable {
     }
 
     /// A number of seconds as a duration: to the nanosecond up to a billion seconds, to the second beyond.
+    /// Below a nanosecond, to the attosecond, as a string with a unit is read; `nil` for a
+    /// number so small that it would round to zero, so that it is reported as it was written.
     private static func duration(seconds: Double) -> Duration? {
         guard seconds.isFinite else { return nil }
+        if seconds.magnitude < 1e-9 {
+            let attoseconds = Int128((seconds * 1e18).rounded())
+            return attoseconds == 0 && seconds != 0 ? nil : Duration(attoseconds: attoseconds)
+        }
         if seconds.magnitude < 1e9 {
             return .nanoseconds(Int64((seconds * 1e9).rounded()))
         }

@@ -41,6 +41,18 @@ struct RateLimitHeaderTests {
         #expect(limits.first?.remaining == 0)
     }
 
+    /// A reset of the largest size a structured field integer allows (15 digits of seconds, about 32
+    /// million years) is clamped as a `Retry-After` of that size is: the same hint whichever field
+    /// carries it.
+    @Test func aHugeResetIsClampedLikeEveryOtherHint() {
+        let huge = RateLimitHeader.exhaustedFor(parsing: #""day";r=0;t=999999999999999"#)
+        #expect(huge == RetryAfterHeader.delay(parsing: "999999999999999"))
+        #expect(huge == ErrorHints.retryAfter(of: NSError(domain: "d", code: 1, userInfo: ["Retry-After": 1e15])))
+        let error = HTTPResponseError(statusCode: 503, headers: ["RateLimit": #""day";r=0;t=999999999999999"#])
+        #expect(error.retryAfter == ErrorHints.retryAfter(of: error))
+        #expect(error.retryAfter == huge)
+    }
+
     @Test func exhaustedForIsTheLongestResetAmongSpentQuotas() {
         #expect(RateLimitHeader.exhaustedFor(parsing: #""a";r=0;t=10, "b";r=0;t=30, "c";r=5;t=90"#) == .seconds(30))
         #expect(RateLimitHeader.exhaustedFor(parsing: #""a";r=3;t=10"#) == nil)

@@ -222,7 +222,40 @@ import Testing
         .init(json: "30", duration: .seconds(30)),
         .init(json: "0.25", duration: .milliseconds(250)),
         .init(json: "0.001", duration: .milliseconds(1)),
+        // Below a nanosecond, a number is read to the attosecond, as a string with a unit is.
+        .init(json: "1e-10", duration: .nanoseconds(1) / 10),
+        .init(json: #""0.1ns""#, duration: .nanoseconds(1) / 10),
     ]
+
+    /// A number too small to be a duration (it would round to zero) is refused as it was written,
+    /// naming its setting, not reported as the zero it rounded to.
+    @Test func aNumberTooSmallForADurationIsRefusedAsWritten() {
+        let error = #expect(throws: ConfigurationError.self) {
+            try JSONDecoder().decode(RetryPolicyConfiguration.self, from: Data(#"{"deadline": 1e-20}"#.utf8))
+        }
+        #expect(error?.setting == "deadline")
+        #expect(error?.value == "1e-20", "\(String(describing: error))")
+    }
+
+    /// An open duration decoded on its own names its jitter by its key, as its other settings are,
+    /// and by its path inside a breaker's settings, from a file as from code.
+    @Test func anOpenDurationsJitterIsNamedByItsPath() {
+        let alone = #expect(throws: ConfigurationError.self) {
+            try JSONDecoder().decode(
+                CircuitBreakerOpenDuration.self, from: Data(#"{"kind": "fixed", "duration": "1s", "jitter": 2}"#.utf8))
+        }
+        #expect(alone?.setting == "jitter")
+        let nested = #expect(throws: ConfigurationError.self) {
+            try JSONDecoder().decode(
+                CircuitBreakerConfiguration.self,
+                from: Data(#"{"openDuration": {"kind": "fixed", "duration": "1s", "jitter": 2}}"#.utf8))
+        }
+        #expect(nested?.setting == "openDuration.jitter")
+        let fromCode = #expect(throws: ConfigurationError.self) {
+            try CircuitBreakerConfiguration(openDuration: .fixed(.seconds(1)).jittered(by: 2))
+        }
+        #expect(fromCode?.setting == "openDuration.jitter")
+    }
 
     @Test(arguments: durationForms)
     func durationsReadAsNumbersOfSecondsOrStringsWithAUnit(_ form: DurationForm) throws {

@@ -97,13 +97,17 @@ import Testing
         }
 
         mutating func breaker() throws -> CircuitBreakerConfiguration {
-            let openDuration: CircuitBreakerOpenDuration
+            var openDuration: CircuitBreakerOpenDuration
             if self.bool() {
                 openDuration = .fixed(self.duration())
             } else {
                 let initial = self.duration()
                 openDuration = .growing(
                     initial: initial, multiplier: self.double(1...10), maximum: initial + self.duration())
+            }
+            if self.bool() {
+                // Equal by its spread: the stream behind it is not a setting.
+                openDuration = openDuration.jittered(by: self.double(0...1), generator: self.generator)
             }
             let pushback: CircuitBreakerPushback = [
                 .disabled, .tooManyRequests(maximum: self.duration()), .anyRetryAfter(maximum: self.duration()),
@@ -143,6 +147,21 @@ import Testing
         for jitter in [Jitter.none, .full, .equal, .decorrelated, .proportional(0.25)] {
             #expect(try Self.roundTrip(jitter) == jitter)
         }
+    }
+
+    /// A jittered open duration decoded twice, or decoded, encoded and decoded again, is the same
+    /// setting; a different spread is not.
+    @Test func aJitteredOpenDurationIsEqualToItsRoundTrip() throws {
+        let json = #"{"openDuration": {"kind": "growing", "initial": "5s", "maximum": "2m", "jitter": 0.2}}"#
+        let decoded = try JSONDecoder().decode(CircuitBreakerConfiguration.self, from: Data(json.utf8))
+        let twice = try JSONDecoder().decode(CircuitBreakerConfiguration.self, from: Data(json.utf8))
+        #expect(decoded.openDuration == twice.openDuration)
+        #expect(try Self.roundTrip(decoded).openDuration == decoded.openDuration)
+        #expect(Set([decoded.openDuration, twice.openDuration]).count == 1)
+        let fixed = CircuitBreakerOpenDuration.fixed(.seconds(30))
+        #expect(fixed.jittered(by: 0.2) == fixed.jittered(by: 0.2))
+        #expect(fixed.jittered(by: 0.2) != fixed.jittered(by: 0.3))
+        #expect(fixed.jittered(by: 0.2) != fixed)
     }
 
     @Test func extremeDurationsRoundTripToTheAttosecond() throws {

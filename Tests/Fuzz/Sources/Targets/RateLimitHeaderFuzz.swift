@@ -9,7 +9,8 @@ import Foundation
 /// - every accepted limit has `remaining >= 0` and a reset in `0...` at most 15 digits of seconds;
 /// - every accepted policy has `quota >= 0` and a window in the same range;
 /// - an accepted field re-serialized from what was parsed parses again to the same values;
-/// - the hint (`exhaustedFor`) is `nil` or one of the accepted resets of an exhausted limit;
+/// - the hint (`exhaustedFor`) is `nil` or one of the accepted resets of an exhausted limit,
+///   clamped to the package's range as every hint is;
 /// - a `RateLimitGate` fed the field never asks for a wait beyond its maximum.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRateLimitHeader(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -31,7 +32,9 @@ public func fuzzRateLimitHeader(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
             require(again == limits, "re-serialized limits parse differently: \(String(describing: again))")
         }
         if let hint = RateLimitHeader.exhaustedFor(limits) {
-            require(limits.contains { $0.remaining == 0 && $0.reset == hint }, "hint \(hint) is no exhausted reset")
+            require(
+                limits.contains { $0.remaining == 0 && $0.reset?.clampedToResilienceRange == hint },
+                "hint \(hint) is no exhausted reset")
         }
         let gate = try! RateLimitGate(maximumWait: .seconds(60), clock: ContinuousClock())
         gate.record(limits)
