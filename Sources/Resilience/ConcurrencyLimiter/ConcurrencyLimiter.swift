@@ -118,9 +118,9 @@ public final class ConcurrencyLimiter: Sendable {
             ticket = queuedTicket
         }
         self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .queued))
-        let timer = self.queueTimeout.map { timeout in
-            let deadline = self.clock.now() + timeout
-            return Task.detached { [clock, storage, name] in
+        let deadline = self.queueTimeout.map { self.clock.now() + $0 }
+        let timer = deadline.map { deadline in
+            Task.detached { [clock, storage, name] in
                 try await clock.sleepUntil(deadline)
                 guard let timedOut = storage.remove(ticket) else { return }
                 let queued = storage.counts.queued
@@ -136,6 +136,14 @@ public final class ConcurrencyLimiter: Sendable {
                 storage.remove(ticket)?.resolve(.failure(CancellationError()))
             }
         } catch let rejection as LimiterRejectionError {
+            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
+            throw rejection
+        } catch let cancellation as CancellationError {
+            // A queue timeout that had passed before the caller cancelled stays a time-out, whether or
+            // not the timer has woken yet (the clock is read here, after the handler, not inside it).
+            guard let deadline, self.clock.now() >= deadline else { throw cancellation }
+            let rejection = LimiterRejectionError(
+                limiterName: self.name, reason: .queueTimedOut, queued: self.storage.counts.queued)
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
             throw rejection
         }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Resilience
 
-@Suite("Concurrency limiter")
+@Suite("Concurrency limiter", .timeLimit(.minutes(1)))
 struct ConcurrencyLimiterTests {
     @Test func rejectsTheCallPastTheLimitWhenThereIsNoQueue() async throws {
         let limiter = try ConcurrencyLimiter(name: "uploads", limit: 2, clock: TestClock())
@@ -58,6 +58,44 @@ struct ConcurrencyLimiterTests {
         gate.open()
         try await first.value
         #expect(limiter.inFlight == 0)
+    }
+
+    /// A caller cancelled once its queue timeout has passed, before or after the timer woke, is
+    /// refused as timed out, as it would have been a moment earlier: a fallback or a breaker sees
+    /// the time-out, not the caller's own cancellation.
+    @Test func aQueuedCallerCancelledAfterItsQueueTimeoutPassedIsRefusedAsTimedOut() async throws {
+        let clock = TestClock()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
+        let gate = Gate()
+        let first = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        let second = Task { try await limiter.execute { 2 } }
+        await clock.waitForSleepers(count: 1)  // the queue timer
+        clock.advance(by: .seconds(5))
+        second.cancel()
+        let error = await #expect(throws: LimiterRejectionError.self) { try await second.value }
+        #expect(error?.reason == .queueTimedOut)
+        #expect(limiter.queued == 0)
+        gate.open()
+        try await first.value
+        #expect(limiter.inFlight == 0)
+    }
+
+    /// Cancelled before its queue timeout, a queued caller still gets its own cancellation.
+    @Test func aQueuedCallerCancelledBeforeItsQueueTimeoutGetsCancellation() async throws {
+        let clock = TestClock()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
+        let gate = Gate()
+        let first = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        let second = Task { try await limiter.execute { 2 } }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(4))
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(limiter.queued == 0)
+        gate.open()
+        try await first.value
     }
 
     @Test func aCancelledQueuedCallerLeavesTheQueueAtOnceAndTakesNoSlot() async throws {
