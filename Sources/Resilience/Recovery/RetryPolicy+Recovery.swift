@@ -262,7 +262,7 @@ extension RetryPolicy {
         let delay = Swift.max(jittered, hintLeft ?? .zero)
         if let left = self.timeLeft(start: start), delay >= left { return .stopWithError(.deadlineExceeded, failure) }
         if let budget = self.budget, !budget.allowsRetry { return .stopWithError(.budgetExhausted, failure) }
-        call.previousDelay = jittered
+        call.previousDelay = delay
         call.refreshRetries += 1
         self.noteRefreshRetry(after: failure, analysis, delay: delay, call: &call)
         return await self.sleep(delay, after: failure)

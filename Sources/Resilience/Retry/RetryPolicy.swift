@@ -830,7 +830,9 @@ public final actor RetryPolicy {
         }
         if let budget = self.budget, !budget.allowsRetry { return .stop(.budgetExhausted) }
 
-        call.previousDelay = jittered
+        // Decorrelated jitter grows from the previous sleep (AWS's formula reads `sleep * 3`):
+        // the wait made, a longer hint's included, not only the draw.
+        call.previousDelay = delay
         call.retries += 1
         self.observer?.retryScheduled(
             .init(policyName: self.name, attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
