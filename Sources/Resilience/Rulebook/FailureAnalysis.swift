@@ -58,6 +58,12 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Such a failure says nothing about the dependency, so a ``CircuitBreaker`` never counts
     /// it (see ``Rulebook/countsAsFailure(_:)``), an ``AdaptiveThrottle`` does not record it,
     /// and a retry of it costs no ``RetryBudget`` token.
+    ///
+    /// A ``LimiterRejectionError`` whose reason is ``LimiterRejectionError/Reason/noTimeLeft``
+    /// is not a limiter's refusal: a ``RetryPolicy`` made it for an attempt that an enclosing
+    /// deadline left no time to start, an outcome of that deadline rather than load shedding.
+    /// It leaves this `false` (and ``FallbackContext/isRejection`` too), while the rules still
+    /// read it as a request never sent, which no breaker counts and no budget pays for.
     public let isLocalRejection: Bool
     /// Whether the call was refused before it ran by one of the library's own gates:
     /// ``isLocalRejection``, or a ``CircuitBreakerOpenError`` anywhere in the chain while
@@ -74,6 +80,11 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Kept apart from a limiter's refusal, which ``isLocalRejection`` reads the same way,
     /// because a ``RetryPolicy`` never retries it (``RetryStopReason/throttled``).
     let isThrottleRejection: Bool
+    /// Whether a time-limited attempt was refused because an enclosing call's deadline had
+    /// passed (``LimiterRejectionError/Reason/noTimeLeft`` anywhere in the chain, as itself or
+    /// bridged), while nothing in it says the request left: a deadline's outcome, not a
+    /// rejection, that says nothing about the dependency (``Rulebook/countsAsFailure(_:)``).
+    let isRefusedForWantOfTime: Bool
 
     /// Whether a ``CircuitBreaker`` refused the call: a ``CircuitBreakerOpenError`` anywhere in
     /// the chain, as itself or bridged, while nothing in it says the request left.
@@ -144,6 +155,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.isRefusedBeforeRunning =
             (reader.sawLocalRejection || reader.sawBreakerRejection) && self.delivery == .notSent
         self.isThrottleRejection = reader.sawThrottleRejection && self.delivery == .notSent
+        self.isRefusedForWantOfTime = reader.sawNoTimeLeft && self.delivery == .notSent
     }
 
     /// This analysis with the fact that the failed call's own operation proved it had no
@@ -172,6 +184,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawAnswered = false
         var sawRefused = false
         var sawLocalRejection = false
+        /// Whether a time-limited attempt was refused for want of time (``LimiterRejectionError/Reason/noTimeLeft``):
+        /// a request never sent, but not a limiter's refusal.
+        var sawNoTimeLeft = false
         var sawBreakerRejection = false
         /// Whether the local rejection was, or included, an ``AdaptiveThrottle``'s.
         var sawThrottleRejection = false
@@ -218,7 +233,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             }
             if let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
-                self.noteRejection(by: Swift.type(of: reporting))
+                self.noteRejection(by: Swift.type(of: reporting), of: error)
             } else if let bridged = BridgedLibraryError.kind(of: error) {
                 // One of the library's errors as a plain `NSError` (bridged on Linux).
                 switch bridged {
@@ -228,6 +243,9 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .localRejection:
                     self.note(.notSent)
                     self.sawLocalRejection = true
+                case .noTimeLeft:
+                    self.note(.notSent)
+                    self.sawNoTimeLeft = true
                 case .throttleRejection:
                     self.note(.notSent)
                     self.sawLocalRejection = true
@@ -313,10 +331,15 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// The type is compared rather than cast to: the cast above has already found the
         /// value, and casting every error in the chain to each of the three types cost an
         /// analysis thousands of instructions (counted with callgrind), the comparison a few.
-        mutating func noteRejection(by type: any RequestDeliveryReporting.Type) {
+        mutating func noteRejection(by type: any RequestDeliveryReporting.Type, of error: any Error) {
             let type = ObjectIdentifier(type)
             if type == Self.limiterRejection {
-                self.sawLocalRejection = true
+                // A refusal for want of time is a deadline's outcome, not a limiter's refusal.
+                if (error as? LimiterRejectionError)?.reason == .noTimeLeft {
+                    self.sawNoTimeLeft = true
+                } else {
+                    self.sawLocalRejection = true
+                }
             } else if type == Self.throttleRejection {
                 self.sawLocalRejection = true
                 self.sawThrottleRejection = true
