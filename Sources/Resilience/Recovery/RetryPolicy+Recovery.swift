@@ -113,7 +113,10 @@ extension RetryPolicy {
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
                 case .failed(let failure, let hintLeft):
-                    if Task.isCancelled { return .stopWithError(.cancelled, Self.cancellationEnding(lastError: error)) }
+                    if Task.isCancelled {
+                        return .stopWithError(
+                            .cancelled, self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt))
+                    }
                     // The refresh's own failure, read by the same analysis: only one that refused
                     // the session sends the person to sign in.
                     let refusal = FailureAnalysis(failure)
@@ -145,7 +148,8 @@ extension RetryPolicy {
             case .stop(let reason):
                 return .stop(reason)
             case .cancelled:
-                return .stopWithError(.cancelled, Self.cancellationEnding(lastError: error))
+                return .stopWithError(
+                    .cancelled, self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt))
             }
         }
         return nil

@@ -34,6 +34,11 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// The longest retry-after hint in the chain: ``RetryAfterProviding``,
     /// CloudKit's `CKRetryAfter`, a `Retry-After` entry in an `NSError`'s `userInfo`,
     /// or the reset of an exhausted quota in an ``HTTPResponseError``'s `RateLimit` field.
+    ///
+    /// A hint runs from its response (RFC 9110 counts `Retry-After` seconds from receipt). So
+    /// when a library time limit cut short a ``RetryPolicy`` nested in the attempt while it
+    /// waited to retry a failure, and keeps that failure as its late error, the time-out's
+    /// analysis reads only what was left of the failure's hint when the limit ended the attempt.
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
     public private(set) var delivery: RequestDelivery
@@ -210,7 +215,9 @@ public struct FailureAnalysis: Sendable, Hashable {
             }
             if LateOperationError.isTimeLimit(error) {
                 self.sawTimeLimit = true
-                if let late = LateOperationError.of(error) { self.readLate(late) }
+                if let late = LateOperationError.of(error) {
+                    self.readLate(late, age: LateOperationError.age(of: error))
+                }
             }
             let status = ErrorHints.ownStatus(of: error)
             if let status {
@@ -301,7 +308,11 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// offline failure that proves its request never left is noted (``lateNeverLeft``), and
         /// the time-out's delivery is then ``RequestDelivery/notSent``. Nested limits are read
         /// the same way, to ``ErrorChain/maximumDepth`` of them.
-        mutating func readLate(_ late: any Error) {
+        ///
+        /// `age` is how long before the limit's end `late` had been received, when a policy
+        /// nested in the attempt was waiting to retry it: its hint runs from that response, so
+        /// only the rest of it is read.
+        mutating func readLate(_ late: any Error, age: Duration? = nil) {
             guard self.lateDepth < ErrorChain.maximumDepth else { return }
             var reader = Reader()
             reader.lateDepth = self.lateDepth + 1
@@ -310,7 +321,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 return true
             }
             if reader.sawTooManyRequests { self.sawTooManyRequests = true }
-            if let hint = reader.hint { self.hint = Swift.max(self.hint ?? .zero, hint) }
+            if var hint = reader.hint {
+                if let age { hint = Swift.max(hint - age, .zero) }
+                self.hint = Swift.max(self.hint ?? .zero, hint)
+            }
             if let own = reader.idempotency, self.idempotency?.isIdempotent ?? true {
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
