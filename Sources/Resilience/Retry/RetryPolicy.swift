@@ -26,8 +26,9 @@
 ///    may have reached the server (``RetryStopReason/notIdempotent``).
 /// 2. A call given a ``CredentialRecovery`` recovers its credential after a
 ///    credential failure, and a call given a ``ConnectivityWait`` waits for the
-///    network after an offline failure; either then tries again at once, without
-///    spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
+///    network after an offline failure (at most ``ConnectivityWait/maximumWaits`` times,
+///    after which an offline failure is judged as any other); either then tries again at
+///    once, without spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
 ///    A refresh that fails for now is retried with the backoff, each retry taking an attempt.
 ///    A failure a policy nested in the operation already retried to exhaustion
 ///    stops this one too (``RetryStopReason/retriedByInnerPolicy``; see
@@ -721,6 +722,9 @@ public final actor RetryPolicy {
         var uncountedAttempts = 0
         /// Whether the call has recovered its credential (at most once per call).
         var hasRecovered = false
+        /// The waits for the network the call has begun, after an offline attempt or refresh:
+        /// at most ``ConnectivityWait/maximumWaits``.
+        var networkWaits = 0
         /// Refreshes of a credential retried after one that failed for now: each takes one of
         /// ``maximumAttempts`` although the operation did not run for it.
         var refreshRetries = 0
