@@ -10,6 +10,10 @@
 /// ``Rulebook/countsAsFailure(_:)``), and neither does an ``AdaptiveThrottle``.
 /// ``retryAfter`` says when a permit frees, where the limiter knows; the failure
 /// analysis reads it like a server's hint, and a retry policy waits at least that long.
+///
+/// A refusal for ``Reason/noTimeLeft`` is a deadline's outcome, not load shedding: it is
+/// no ``FailureAnalysis/isLocalRejection`` and no ``FallbackContext/isRejection``, though
+/// it too proves the request never left, which no breaker counts and no budget pays for.
 public struct LimiterRejectionError: RetryableError, RetryAfterProviding, RequestDeliveryReporting, Hashable,
     CustomStringConvertible
 {

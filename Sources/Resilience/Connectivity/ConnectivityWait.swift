@@ -13,6 +13,14 @@
 /// against ``RetryPolicy/maximumAttempts``; the wait does count against the
 /// ``RetryPolicy/deadline``.
 ///
+/// A call waits for the network at most ``maximumWaits`` times (5 unless set). A network
+/// that comes back only to drop again as each attempt goes out would otherwise keep a
+/// call without a deadline sending for ever, none of its attempts counted. Past that
+/// many waits an offline failure is a failure like any other: the classifier judges it,
+/// it takes one of ``RetryPolicy/maximumAttempts``, and the retry follows the backoff. So
+/// a call sends at most ``maximumWaits`` plus ``RetryPolicy/maximumAttempts`` times,
+/// however the network flaps.
+///
 /// A wait that reaches `limit` ends the call with ``RetryStopReason/offline``; one
 /// that reaches the deadline first, with ``RetryStopReason/deadlineExceeded``.
 /// When the monitor says the device is online although the failure said offline,
@@ -27,8 +35,21 @@ public struct ConnectivityWait: Sendable {
     public let monitor: any ConnectivityMonitor
     /// The longest one wait lasts.
     public let limit: Duration
+    /// The most waits for the network one call makes; past them an offline failure takes
+    /// an attempt and the backoff, as any other failure does.
+    public let maximumWaits: Int
 
-    /// Creates a wait on `monitor` of at most `limit`.
+    /// The number of waits for the network a call makes unless told otherwise: 5.
+    ///
+    /// Enough to ride out the few drops of a commute without spending an attempt on any,
+    /// few enough that a network flapping with every request costs a call no more than
+    /// five extra sends.
+    public static let defaultMaximumWaits = 5
+
+    /// The most waits for the network a call may be allowed: 100.
+    public static let maximumWaitsLimit = 100
+
+    /// Creates a wait on `monitor` of at most `limit`, at most ``defaultMaximumWaits`` times a call.
     ///
     /// - Parameters:
     ///   - monitor: The source of connectivity changes.
@@ -37,6 +58,29 @@ public struct ConnectivityWait: Sendable {
     public init(monitor: any ConnectivityMonitor, limit: Duration) {
         self.monitor = monitor
         self.limit = Swift.max(limit, .zero).clampedToResilienceRange
+        self.maximumWaits = Self.defaultMaximumWaits
+    }
+
+    /// Creates a wait on `monitor` of at most `limit`, at most `maximumWaits` times a call.
+    ///
+    /// ```swift
+    /// let network = try ConnectivityWait(monitor: monitor, limit: .seconds(300), maximumWaits: 3)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - monitor: The source of connectivity changes.
+    ///   - limit: The longest one wait lasts; a negative limit counts as zero, which
+    ///     stops an offline call at once with ``RetryStopReason/offline``.
+    ///   - maximumWaits: The most waits for the network one call makes, in `1...100`
+    ///     (``maximumWaitsLimit``); past them an offline failure counts as an attempt.
+    /// - Throws: ``ConfigurationError`` naming `maximumWaits` when it is outside that range.
+    public init(monitor: any ConnectivityMonitor, limit: Duration, maximumWaits: Int) throws(ConfigurationError) {
+        try ConfigurationError.require(
+            (1...Self.maximumWaitsLimit).contains(maximumWaits), "maximumWaits", maximumWaits,
+            "in 1...\(Self.maximumWaitsLimit)")
+        self.monitor = monitor
+        self.limit = Swift.max(limit, .zero).clampedToResilienceRange
+        self.maximumWaits = maximumWaits
     }
 
     /// How a wait ended.

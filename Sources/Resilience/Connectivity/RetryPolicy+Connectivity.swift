@@ -2,7 +2,9 @@ extension RetryPolicy {
     /// Runs `operation`, retrying as the policy allows, and waiting for the network
     /// instead of spending attempts while the device is offline.
     ///
-    /// See ``ConnectivityWait`` for what counts as offline and how the wait ends.
+    /// See ``ConnectivityWait`` for what counts as offline and how the wait ends. A call
+    /// waits at most ``ConnectivityWait/maximumWaits`` times; past them an offline failure
+    /// takes an attempt and the backoff, as any other failure does.
     ///
     /// ```swift
     /// let network = ConnectivityWait(monitor: monitor, limit: .seconds(300))

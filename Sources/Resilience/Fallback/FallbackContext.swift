@@ -21,7 +21,9 @@ public struct FallbackContext: Sendable {
     /// ``UnderlyingErrorProviding``). An inner breaker's ``CircuitBreakerOpenError`` is a
     /// refusal too, though a breaker outside counts it against the dependency
     /// (``FailureAnalysis/isLocalRejection``). A refusal beside an error that says the
-    /// request may have left (one item of a batch, say) is not.
+    /// request may have left (one item of a batch, say) is not, and neither is a time-limited
+    /// attempt that an enclosing deadline left no time to start
+    /// (``LimiterRejectionError/Reason/noTimeLeft``): the deadline ran out, nothing shed load.
     public var isRejection: Bool {
         self.analysis.isRefusedBeforeRunning
     }

@@ -129,7 +129,10 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     /// Installs a credential obtained another way, such as after the person signed in again.
     ///
     /// It starts a new generation, so calls that carried an older credential retry
-    /// with this one, and it clears the error of a failed refresh.
+    /// with this one, and it clears the error of a failed refresh. A refresh still running
+    /// when it is called is overtaken: the calls waiting for it retry with this credential
+    /// whatever the refresh does, and should it fail, its failure costs their
+    /// ``RetryBudget``s nothing (a refresh that fails for the current credential costs each one token).
     /// - Returns: The new credential with its generation.
     @discardableResult
     public func replace(with credential: Credential) -> Snapshot {

@@ -154,7 +154,9 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                     waiters, Answer(result, failed: state.machine.failedRound), budgets, state.machine.takeLetGo()
                 )
             }
-            if case .failure(let error) = outcome, !budgets.isEmpty {
+            // The failure as the waiters get it: a refresh that ``replace(with:)`` overtook answers
+            // them with the replacement, so its failure is not theirs and costs their budgets nothing.
+            if case .failure(let error) = answer.result, !budgets.isEmpty {
                 // One request was sent and failed: each budget of the calls that shared it pays
                 // once, as for a failed attempt, unless it never left the device.
                 let analysis = FailureAnalysis(error)

@@ -12,7 +12,7 @@ enum RefreshFailure {
     static func isTransient(_ error: any Error, _ analysis: FailureAnalysis) -> Bool {
         if analysis.needsCredentials { return false }
         if analysis.isTooManyRequests || analysis.isOffline || analysis.interruption != nil
-            || analysis.isRefusedBeforeRunning
+            || analysis.isRefusedBeforeRunning || analysis.isRefusedForWantOfTime
         {
             return true
         }

@@ -31,7 +31,8 @@ extension RetryPolicy {
     /// server's 429 ends it at once with ``RetryStopReason/tooManyRequests`` (the hint is
     /// in ``RetryOutcome/retryAfter``). A refresh that failed offline in a call given a
     /// ``ConnectivityWait`` waits for the network instead, as an offline attempt does,
-    /// without taking an attempt. Either way a later call refreshes again (see
+    /// without taking an attempt, while the call has waits left (``ConnectivityWait/maximumWaits``,
+    /// shared with its offline attempts). Either way a later call refreshes again (see
     /// ``CredentialRecovery``).
     ///
     /// The ``Rulebook``'s rules come first: a call that is not idempotent is not
@@ -113,7 +114,10 @@ extension RetryPolicy {
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
                 case .failed(let failure, let hintLeft):
-                    if Task.isCancelled { return .stopWithError(.cancelled, Self.cancellationEnding(lastError: error)) }
+                    if Task.isCancelled {
+                        return .stopWithError(
+                            .cancelled, self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt))
+                    }
                     // The refresh's own failure, read by the same analysis: only one that refused
                     // the session sends the person to sign in.
                     let refusal = FailureAnalysis(failure)
@@ -128,7 +132,8 @@ extension RetryPolicy {
                 }
             }
         }
-        if let connectivity = options.connectivity, analysis.isOffline,
+        // Past its waits for the network, an offline failure is judged as any other.
+        if let connectivity = options.connectivity, analysis.isOffline, call.networkWaits < connectivity.maximumWaits,
             !connectivity.monitor.connectivity.isOnline
         {
             self.observer?.attemptFailed(
@@ -138,6 +143,7 @@ extension RetryPolicy {
             // The retry after the wait honours the failure's hint, so one the policy refuses ends the call now.
             if let hint = analysis.retryAfter, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
             let failedAt = self.clock.now()
+            call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
             case .connected:
                 return self.retryAfterRecovery(
@@ -145,7 +151,8 @@ extension RetryPolicy {
             case .stop(let reason):
                 return .stop(reason)
             case .cancelled:
-                return .stopWithError(.cancelled, Self.cancellationEnding(lastError: error))
+                return .stopWithError(
+                    .cancelled, self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt))
             }
         }
         return nil
@@ -214,7 +221,8 @@ extension RetryPolicy {
     /// does an ``AdaptiveThrottle``'s refusal of the refresh (``RetryStopReason/throttled``). A
     /// hint longer than ``maximumRetryAfter`` ends it with ``RetryStopReason/retryAfterTooLong``,
     /// offline or not. A refresh that failed offline, when the call waits for the network and the monitor confirms it is
-    /// offline, is followed by that wait, which takes no attempt, as after an offline attempt.
+    /// offline, is followed by that wait, which takes no attempt, as after an offline attempt,
+    /// while the call has waits left (``ConnectivityWait/maximumWaits``).
     /// Any other (an offline one without that wait included) is retried as a failed attempt is:
     /// the failed refresh has cost the ``budget`` one token, however many calls with that budget
     /// waited for it (a call that got its remembered failure sent nothing and paid nothing),
@@ -240,8 +248,11 @@ extension RetryPolicy {
         if analysis.isThrottleRejection { return .stopWithError(.throttled, failure) }
         if analysis.isTooManyRequests { return .stopWithError(.tooManyRequests, failure) }
         if let hintLeft, hintLeft > self.maximumRetryAfter { return .stopWithError(.retryAfterTooLong, failure) }
-        if analysis.isOffline, let connectivity = options.connectivity, !connectivity.monitor.connectivity.isOnline {
+        if analysis.isOffline, let connectivity = options.connectivity, call.networkWaits < connectivity.maximumWaits,
+            !connectivity.monitor.connectivity.isOnline
+        {
             let failedAt = self.clock.now()
+            call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
             case .connected: break
             case .stop(let reason): return .stopWithError(reason, failure)
@@ -262,7 +273,7 @@ extension RetryPolicy {
         let delay = Swift.max(jittered, hintLeft ?? .zero)
         if let left = self.timeLeft(start: start), delay >= left { return .stopWithError(.deadlineExceeded, failure) }
         if let budget = self.budget, !budget.allowsRetry { return .stopWithError(.budgetExhausted, failure) }
-        call.previousDelay = jittered
+        call.previousDelay = delay
         call.refreshRetries += 1
         self.noteRefreshRetry(after: failure, analysis, delay: delay, call: &call)
         return await self.sleep(delay, after: failure)

@@ -14,7 +14,9 @@
 ///
 /// Decorrelated jitter (the AWS formula) grows from the previous delay rather than
 /// from `n`, so it ignores the backoff's shape and uses only its initial delay and
-/// maximum.
+/// maximum. A ``RetryPolicy`` passes it the wait it actually made before the previous
+/// retry: when a server's retry-after hint made that wait longer than the draw, the
+/// next draw grows from the hint's wait, as the formula's "previous sleep" reads.
 ///
 /// The default is ``full``. In Brooker's contention model (100 clients racing
 /// optimistic writes, base 5 ms, cap 2 s) full jitter made the fewest calls of all
@@ -75,7 +77,8 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - backoff: The schedule supplying the un-jittered delay, base and cap.
     ///   - attempt: The retry number, 0 for the first retry.
-    ///   - previous: The delay used before the previous retry, or `nil` before the first; only ``decorrelated`` reads it.
+    ///   - previous: The wait made before the previous retry (a retry-after hint's, when that was
+    ///     longer than the draw), or `nil` before the first; only ``decorrelated`` reads it.
     ///   - generator: The source of randomness; pass a seeded one to make the result repeatable.
     /// - Returns: The delay to wait, never negative and always within ``range(for:attempt:)``.
     public func delay(

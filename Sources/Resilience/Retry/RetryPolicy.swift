@@ -26,8 +26,9 @@
 ///    may have reached the server (``RetryStopReason/notIdempotent``).
 /// 2. A call given a ``CredentialRecovery`` recovers its credential after a
 ///    credential failure, and a call given a ``ConnectivityWait`` waits for the
-///    network after an offline failure; either then tries again at once, without
-///    spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
+///    network after an offline failure (at most ``ConnectivityWait/maximumWaits`` times,
+///    after which an offline failure is judged as any other); either then tries again at
+///    once, without spending an attempt (<doc:RecoveringCredentials>, <doc:WaitingForTheNetwork>).
 ///    A refresh that fails for now is retried with the backoff, each retry taking an attempt.
 ///    A failure a policy nested in the operation already retried to exhaustion
 ///    stops this one too (``RetryStopReason/retriedByInnerPolicy``; see
@@ -581,7 +582,9 @@ public final actor RetryPolicy {
         // nor once the deadline passed.
         if call.state.attempts > 0 {
             if Task.isCancelled {
-                return .stop(Self.cancellationEnding(lastError: call.state.lastError), .cancelled)
+                let ending = self.endingOnCancellation(
+                    after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
+                return .stop(ending, .cancelled)
             }
             if let remaining = self.timeLeft(start: call.start), remaining <= .zero,
                 let lastError = call.state.lastError
@@ -628,6 +631,8 @@ public final actor RetryPolicy {
     ) async -> CallEnd? {
         if ran { self.recordAttemptFailure(error) }
         call.state.lastError = error
+        // Only a call a library time limit may cut short ends with a failure it has been waiting on.
+        call.state.lastErrorReceivedAt = CallScope.current.timeLimits == nil ? nil : self.clock.now()
         switch await self.plan(
             isolation: isolation, after: error, options: options, call: &call.state, start: call.start)
         {
@@ -641,7 +646,8 @@ public final actor RetryPolicy {
             do {
                 try await self.clock.sleepUntil(self.clock.now() + delay)
             } catch {
-                let ending = Self.cancellationEnding(lastError: call.state.lastError)
+                let ending = self.endingOnCancellation(
+                    after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
                 return await self.finish(isolation: isolation, call, .failure(ending), .cancelled)
             }
             return nil
@@ -664,6 +670,19 @@ public final actor RetryPolicy {
         guard let lastError else { return CancellationError() }
         let scope = CallScope.current
         return scope.timeLimitFired || scope.supersededFired ? lastError : CancellationError()
+    }
+
+    /// ``cancellationEnding(lastError:)`` for a failure the call received at `receivedAt` on
+    /// the policy's clock, and has been waiting on since: when a library time limit keeps it,
+    /// the limit learns how long ago it came (`TimeLimitSignal.noteLateError(_:age:)`), so that
+    /// the layers above count its retry-after hint from the response, not from the limit's end.
+    nonisolated func endingOnCancellation(after lastError: (any Error)?, receivedAt: Duration?) -> any Error {
+        let ending = Self.cancellationEnding(lastError: lastError)
+        if let lastError, let receivedAt, !(ending is CancellationError) {
+            TimeLimitSignal.noteLateError(
+                lastError, age: self.clock.now() - receivedAt, from: CallScope.current.timeLimits)
+        }
+        return ending
     }
 
     /// What the caller declared about one call.
@@ -693,6 +712,9 @@ public final actor RetryPolicy {
         var ledgerMark: UInt64 = 0
         var retries = 0
         var lastError: (any Error)?
+        /// When ``lastError`` came, on the policy's clock; read only under a library time limit
+        /// (see `endingOnCancellation(after:receivedAt:)`), `nil` otherwise.
+        var lastErrorReceivedAt: Duration?
         var previousDelay: Duration?
         var lastHint: Duration?
         /// Attempts that do not count against ``maximumAttempts``: refused for a stale
@@ -700,6 +722,9 @@ public final actor RetryPolicy {
         var uncountedAttempts = 0
         /// Whether the call has recovered its credential (at most once per call).
         var hasRecovered = false
+        /// The waits for the network the call has begun, after an offline attempt or refresh:
+        /// at most ``ConnectivityWait/maximumWaits``.
+        var networkWaits = 0
         /// Refreshes of a credential retried after one that failed for now: each takes one of
         /// ``maximumAttempts`` although the operation did not run for it.
         var refreshRetries = 0
@@ -830,7 +855,9 @@ public final actor RetryPolicy {
         }
         if let budget = self.budget, !budget.allowsRetry { return .stop(.budgetExhausted) }
 
-        call.previousDelay = jittered
+        // Decorrelated jitter grows from the previous sleep (AWS's formula reads `sleep * 3`):
+        // the wait made, a longer hint's included, not only the draw.
+        call.previousDelay = delay
         call.retries += 1
         self.observer?.retryScheduled(
             .init(policyName: self.name, attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
@@ -928,7 +955,7 @@ public final actor RetryPolicy {
                     timeout: limit,
                     requestIdempotency: LateOperationError.idempotency(
                         signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
-                    operationError: late)
+                    operationError: late, operationErrorAge: late.flatMap { signal.lateErrorAge(of: $0) })
             }
         }
     }

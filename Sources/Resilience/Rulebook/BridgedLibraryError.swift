@@ -25,12 +25,17 @@ enum BridgedLibraryError {
 
     /// The code of a time limit's error: its request may have been sent.
     static let timedOutCode = 1
+    /// The code of a ``LimiterRejectionError`` for want of time (``LimiterRejectionError/Reason/noTimeLeft``).
+    static let noTimeLeftCode = 4
 
     /// What a bridged error of the library says, as the failure analysis reads it.
     enum Kind {
         case breakerRejection
         /// A ``ConcurrencyLimiter``'s or a ``RateLimiter``'s refusal.
         case localRejection
+        /// A ``LimiterRejectionError`` for want of time (``LimiterRejectionError/Reason/noTimeLeft``):
+        /// a request never sent, but no limiter's refusal.
+        case noTimeLeft
         /// An ``AdaptiveThrottle``'s refusal: a local rejection too.
         case throttleRejection
         case timeLimit
@@ -47,7 +52,7 @@ enum BridgedLibraryError {
         case Self.breakerOpenDomain:
             return .breakerRejection
         case Self.limiterRejectionDomain:
-            return .localRejection
+            return nsError.code == Self.noTimeLeftCode ? .noTimeLeft : .localRejection
         case Self.throttleRejectionDomain:
             return .throttleRejection
         case Self.timeoutDomain, Self.attemptTimeoutDomain:

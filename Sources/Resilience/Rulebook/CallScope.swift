@@ -146,6 +146,11 @@ final class TimeLimitSignal: Sendable {
     @exclusivity(unchecked) nonisolated(unsafe) private var firstAttempt = FirstAttempt.notStarted
     /// Whether a call that may not run twice started inside this limit; set once, never cleared.
     private let enclosesNotIdempotent = Atomic<Bool>(false)
+    /// The identity of the error a ``RetryPolicy`` nested in the attempt ended with when this
+    /// limit cut short its wait (the error's box, as `NestedRetryLedger` keys it; 0 for none),
+    /// and how long before that, in nanoseconds, the failure had come (see ``noteLateError(_:age:)``).
+    private let lateErrorBox = Atomic<UInt>(0)
+    private let lateErrorAgeNanoseconds = Atomic<Int64>(0)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
     /// The task that set the limit (or started the hedged call), from which the attempt's own
@@ -324,6 +329,53 @@ final class TimeLimitSignal: Sendable {
     }
 
     /// Whether `innermost` or any signal enclosing it fired.
+    /// Records that a policy nested in the attempt, cut short by this limit while it waited
+    /// to retry `error`, ends with it, which it had received `age` before.
+    ///
+    /// The limit keeps the error (see `LateOperationError`), and its retry-after hint runs
+    /// from the response, not from the limit's end: the layers above read it less `age`
+    /// (see ``lateErrorAge(of:)``). Written by the attempt's task before it returns, read by
+    /// the limit after it has waited for that task.
+    func noteLateError(_ error: any Error, age: Duration) {
+        self.lateErrorAgeNanoseconds.store(Self.nanoseconds(of: age), ordering: .relaxed)
+        self.lateErrorBox.store(Self.boxIdentity(of: error), ordering: .releasing)
+    }
+
+    /// How long before the limit's end `error`, the attempt's late error, had been received,
+    /// when a policy nested in the attempt said so (``noteLateError(_:age:)``) for this very
+    /// error; `nil` otherwise (a late failure of the operation's own came as the limit ended).
+    func lateErrorAge(of error: any Error) -> Duration? {
+        let box = self.lateErrorBox.load(ordering: .acquiring)
+        guard box != 0, box == Self.boxIdentity(of: error) else { return nil }
+        return .nanoseconds(self.lateErrorAgeNanoseconds.load(ordering: .relaxed))
+    }
+
+    /// The address of the heap box `error` refers to: stable across rethrows, task groups and
+    /// `Result`s, as `NestedRetryLedger` relies on.
+    private static func boxIdentity(of error: any Error) -> UInt {
+        UInt(bitPattern: ObjectIdentifier(unsafeBitCast(error as any Error, to: AnyObject.self)))
+    }
+
+    /// `duration` in whole nanoseconds, zero or more, clamped to `Int64` (about 292 years).
+    private static func nanoseconds(of duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return .max }
+        let (total, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowAgain ? .max : total
+    }
+
+    /// Tells every fired limit from `innermost` outwards that a policy nested in it ends with
+    /// `error`, received `age` before (see ``noteLateError(_:age:)``).
+    static func noteLateError(_ error: any Error, age: Duration, from innermost: TimeLimitSignal?) {
+        var signal = innermost
+        while let current = signal {
+            if current.hasFired { current.noteLateError(error, age: age) }
+            signal = current.enclosing
+        }
+    }
+
     static func anyFired(from innermost: TimeLimitSignal?) -> Bool {
         var signal = innermost
         while let current = signal {

@@ -34,6 +34,11 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// The longest retry-after hint in the chain: ``RetryAfterProviding``,
     /// CloudKit's `CKRetryAfter`, a `Retry-After` entry in an `NSError`'s `userInfo`,
     /// or the reset of an exhausted quota in an ``HTTPResponseError``'s `RateLimit` field.
+    ///
+    /// A hint runs from its response (RFC 9110 counts `Retry-After` seconds from receipt). So
+    /// when a library time limit cut short a ``RetryPolicy`` nested in the attempt while it
+    /// waited to retry a failure, and keeps that failure as its late error, the time-out's
+    /// analysis reads only what was left of the failure's hint when the limit ended the attempt.
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
     public private(set) var delivery: RequestDelivery
@@ -58,6 +63,12 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Such a failure says nothing about the dependency, so a ``CircuitBreaker`` never counts
     /// it (see ``Rulebook/countsAsFailure(_:)``), an ``AdaptiveThrottle`` does not record it,
     /// and a retry of it costs no ``RetryBudget`` token.
+    ///
+    /// A ``LimiterRejectionError`` whose reason is ``LimiterRejectionError/Reason/noTimeLeft``
+    /// is not a limiter's refusal: a ``RetryPolicy`` made it for an attempt that an enclosing
+    /// deadline left no time to start, an outcome of that deadline rather than load shedding.
+    /// It leaves this `false` (and ``FallbackContext/isRejection`` too), while the rules still
+    /// read it as a request never sent, which no breaker counts and no budget pays for.
     public let isLocalRejection: Bool
     /// Whether the call was refused before it ran by one of the library's own gates:
     /// ``isLocalRejection``, or a ``CircuitBreakerOpenError`` anywhere in the chain while
@@ -74,6 +85,11 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Kept apart from a limiter's refusal, which ``isLocalRejection`` reads the same way,
     /// because a ``RetryPolicy`` never retries it (``RetryStopReason/throttled``).
     let isThrottleRejection: Bool
+    /// Whether a time-limited attempt was refused because an enclosing call's deadline had
+    /// passed (``LimiterRejectionError/Reason/noTimeLeft`` anywhere in the chain, as itself or
+    /// bridged), while nothing in it says the request left: a deadline's outcome, not a
+    /// rejection, that says nothing about the dependency (``Rulebook/countsAsFailure(_:)``).
+    let isRefusedForWantOfTime: Bool
 
     /// Whether a ``CircuitBreaker`` refused the call: a ``CircuitBreakerOpenError`` anywhere in
     /// the chain, as itself or bridged, while nothing in it says the request left.
@@ -144,6 +160,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.isRefusedBeforeRunning =
             (reader.sawLocalRejection || reader.sawBreakerRejection) && self.delivery == .notSent
         self.isThrottleRejection = reader.sawThrottleRejection && self.delivery == .notSent
+        self.isRefusedForWantOfTime = reader.sawNoTimeLeft && self.delivery == .notSent
     }
 
     /// This analysis with the fact that the failed call's own operation proved it had no
@@ -172,6 +189,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawAnswered = false
         var sawRefused = false
         var sawLocalRejection = false
+        /// Whether a time-limited attempt was refused for want of time (``LimiterRejectionError/Reason/noTimeLeft``):
+        /// a request never sent, but not a limiter's refusal.
+        var sawNoTimeLeft = false
         var sawBreakerRejection = false
         /// Whether the local rejection was, or included, an ``AdaptiveThrottle``'s.
         var sawThrottleRejection = false
@@ -195,7 +215,9 @@ public struct FailureAnalysis: Sendable, Hashable {
             }
             if LateOperationError.isTimeLimit(error) {
                 self.sawTimeLimit = true
-                if let late = LateOperationError.of(error) { self.readLate(late) }
+                if let late = LateOperationError.of(error) {
+                    self.readLate(late, age: LateOperationError.age(of: error))
+                }
             }
             let status = ErrorHints.ownStatus(of: error)
             if let status {
@@ -218,7 +240,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             }
             if let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
-                self.noteRejection(by: Swift.type(of: reporting))
+                self.noteRejection(by: Swift.type(of: reporting), of: error)
             } else if let bridged = BridgedLibraryError.kind(of: error) {
                 // One of the library's errors as a plain `NSError` (bridged on Linux).
                 switch bridged {
@@ -228,6 +250,9 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .localRejection:
                     self.note(.notSent)
                     self.sawLocalRejection = true
+                case .noTimeLeft:
+                    self.note(.notSent)
+                    self.sawNoTimeLeft = true
                 case .throttleRejection:
                     self.note(.notSent)
                     self.sawLocalRejection = true
@@ -283,7 +308,11 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// offline failure that proves its request never left is noted (``lateNeverLeft``), and
         /// the time-out's delivery is then ``RequestDelivery/notSent``. Nested limits are read
         /// the same way, to ``ErrorChain/maximumDepth`` of them.
-        mutating func readLate(_ late: any Error) {
+        ///
+        /// `age` is how long before the limit's end `late` had been received, when a policy
+        /// nested in the attempt was waiting to retry it: its hint runs from that response, so
+        /// only the rest of it is read.
+        mutating func readLate(_ late: any Error, age: Duration? = nil) {
             guard self.lateDepth < ErrorChain.maximumDepth else { return }
             var reader = Reader()
             reader.lateDepth = self.lateDepth + 1
@@ -292,7 +321,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 return true
             }
             if reader.sawTooManyRequests { self.sawTooManyRequests = true }
-            if let hint = reader.hint { self.hint = Swift.max(self.hint ?? .zero, hint) }
+            if var hint = reader.hint {
+                if let age { hint = Swift.max(hint - age, .zero) }
+                self.hint = Swift.max(self.hint ?? .zero, hint)
+            }
             if let own = reader.idempotency, self.idempotency?.isIdempotent ?? true {
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
@@ -313,10 +345,15 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// The type is compared rather than cast to: the cast above has already found the
         /// value, and casting every error in the chain to each of the three types cost an
         /// analysis thousands of instructions (counted with callgrind), the comparison a few.
-        mutating func noteRejection(by type: any RequestDeliveryReporting.Type) {
+        mutating func noteRejection(by type: any RequestDeliveryReporting.Type, of error: any Error) {
             let type = ObjectIdentifier(type)
             if type == Self.limiterRejection {
-                self.sawLocalRejection = true
+                // A refusal for want of time is a deadline's outcome, not a limiter's refusal.
+                if (error as? LimiterRejectionError)?.reason == .noTimeLeft {
+                    self.sawNoTimeLeft = true
+                } else {
+                    self.sawLocalRejection = true
+                }
             } else if type == Self.throttleRejection {
                 self.sawLocalRejection = true
                 self.sawThrottleRejection = true

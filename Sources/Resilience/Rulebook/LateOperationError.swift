@@ -55,6 +55,15 @@ enum LateOperationError {
         (error as NSError).userInfo[ErrorHints.lateOperationErrorKey] as? any Error
     }
 
+    /// How long before its limit ended the attempt the late error of `error` (a library time
+    /// limit's error, as the Swift value) had been received, when a policy nested in the attempt
+    /// was waiting to retry it; `nil` otherwise, and for the `NSError` form, which does not keep it.
+    static func age(of error: any Error) -> Duration? {
+        if let limit = error as? AttemptTimeoutError { return limit.operationErrorAge }
+        if let limit = error as? TimeoutError { return limit.operationErrorAge }
+        return nil
+    }
+
     /// Whether `error` is one of the library's time-limit errors, whose late error the
     /// chain does not walk into (see ``ErrorChain/children(of:room:allowance:reflection:)``).
     static func isTimeLimit(_ error: any Error) -> Bool {

@@ -19,8 +19,10 @@
 /// 6. **It never counts a call that never reached the dependency**: one of the
 ///    library's own limiters refused it (``FailureAnalysis/isLocalRejection``: a
 ///    ``ConcurrencyLimiter``'s or a ``RateLimiter``'s ``LimiterRejectionError``, or an
-///    ``AdaptiveThrottleRejection``, wherever it sits in the error's chain), or the
-///    device was offline and the request never left it (``FailureAnalysis/isOffline``
+///    ``AdaptiveThrottleRejection``, wherever it sits in the error's chain), a
+///    time-limited attempt did not start because an enclosing deadline had passed
+///    (``LimiterRejectionError/Reason/noTimeLeft``, a deadline's outcome rather than a
+///    rejection), or the device was offline and the request never left it (``FailureAnalysis/isOffline``
 ///    with ``FailureAnalysis/delivery`` at ``RequestDelivery/notSent``:
 ///    `URLError.notConnectedToInternet`, CloudKit's `networkUnavailable`). So a breaker
 ///    around a full bulkhead does not open on a healthy dependency, and one inside a
@@ -59,7 +61,8 @@ public enum Rulebook {
     ///
     /// - Returns: `false` for a call the caller cancelled (``Interruption/caller``), a hedge
     ///   another attempt won (``Interruption/superseded``), a call one of the library's
-    ///   own limiters refused (``FailureAnalysis/isLocalRejection``) and a request that never
+    ///   own limiters refused (``FailureAnalysis/isLocalRejection``), a time-limited attempt an
+    ///   enclosing deadline left no time to start (``LimiterRejectionError/Reason/noTimeLeft``) and a request that never
     ///   left an offline device (``FailureAnalysis/isOffline``, ``RequestDelivery/notSent``);
     ///   `true` for an attempt the library's own time limit ended (``Interruption/timeLimit``);
     ///   `nil` otherwise.
@@ -69,7 +72,7 @@ public enum Rulebook {
         case .timeLimit?: return true
         default:
             let neverLeft = analysis.isOffline && analysis.delivery == .notSent
-            return analysis.isLocalRejection || neverLeft ? false : nil
+            return analysis.isLocalRejection || analysis.isRefusedForWantOfTime || neverLeft ? false : nil
         }
     }
 

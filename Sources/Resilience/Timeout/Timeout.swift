@@ -145,7 +145,7 @@ public struct Timeout: Sendable {
                 timeoutName: self.name, timeout: self.duration,
                 requestIdempotency: LateOperationError.idempotency(
                     signal.reportedIdempotency(declared: declared), tightenedBy: late),
-                operationError: late)
+                operationError: late, operationErrorAge: late.flatMap { signal.lateErrorAge(of: $0) })
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
             throw timeout
         }

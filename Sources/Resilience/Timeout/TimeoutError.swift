@@ -30,6 +30,11 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
     /// ``requestIdempotency`` already holds what it reports about its request. It takes no
     /// part in equality and hashing.
     public let operationError: (any Error)?
+    /// How long before the limit ended the attempt ``operationError`` had been received, when a
+    /// ``RetryPolicy`` nested in the attempt was waiting to retry it: its retry-after hint runs
+    /// from that response, so the rules read it less this (see ``FailureAnalysis/retryAfter``).
+    /// `nil` for a late failure of the operation's own, which came as the limit ended.
+    let operationErrorAge: Duration?
 
     /// Creates the error for an operation allowed `timeout`.
     ///
@@ -46,6 +51,20 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
         self.timeout = timeout
         self.requestIdempotency = requestIdempotency
         self.operationError = operationError
+        self.operationErrorAge = nil
+    }
+
+    /// Creates the error for an operation allowed `timeout` whose late error had been received
+    /// `operationErrorAge` before the limit ended it.
+    init(
+        timeoutName: String, timeout: Duration, requestIdempotency: Idempotency?, operationError: (any Error)?,
+        operationErrorAge: Duration?
+    ) {
+        self.timeoutName = timeoutName
+        self.timeout = timeout
+        self.requestIdempotency = requestIdempotency
+        self.operationError = operationError
+        self.operationErrorAge = operationError == nil ? nil : operationErrorAge
     }
 
     /// Always `true`: a timed-out call may succeed next time, when it may be repeated.

@@ -1,0 +1,86 @@
+import Foundation
+import Resilience
+import ResilienceTesting
+import Testing
+
+/// A retry-after hint runs from when its response arrived (RFC 9110 counts delay-seconds from
+/// receipt), not from when a layer above learned of it: a hint an inner policy was already
+/// waiting on when an enclosing time limit cut it short reaches the layers above with the
+/// time it had waited taken off.
+@Suite("A late hint runs from its response", .timeLimit(.minutes(1)))
+struct LateHintReceiptTests {
+    /// The server answers 503 with `Retry-After: 30` at 0 s; the inner policy waits it out; the
+    /// outer policy's attempt time limit fires at 10 s. The outer policy re-sends at 30 s.
+    @Test func theOuterPolicyReSendsWhenTheServerSaid() async throws {
+        let clock = TestClock()
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let sent = Recorder<Duration>()
+
+        let call = Task {
+            await outer.outcome(attemptTimeout: .seconds(10)) { () async throws -> Int in
+                try await inner.execute { () throws -> Int in
+                    sent.record(clock.now.offset)
+                    if sent.values.count == 1 { throw StatusError(status: 503, hint: .seconds(30)) }
+                    return 7
+                }
+            }
+        }
+        await clock.waitForSleepRequests(count: 2)  // the outer time limit and the inner 30 s wait
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(10))
+        await clock.waitForSleepRequests(count: 3)  // the outer policy's wait before its retry
+        let outerWait = clock.sleepRequests[2]
+        clock.advance(by: outerWait)
+        let outcome = await call.value
+
+        #expect(try outcome.get() == 7)
+        #expect(outerWait == .seconds(20), "the outer policy waited \(outerWait), not the 20 s left of the hint")
+        #expect(sent.values == [.zero, .seconds(30)])
+        #expect(outcome.retryAfter == .seconds(20))
+    }
+
+    /// Under a `Timeout` strategy the time-out's analysis reads the rest of the hint.
+    @Test func aTimeoutStrategysErrorReadsTheRestOfTheHint() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(10), clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let call = Task {
+            try await timeout.execute { () async throws -> Int in
+                try await inner.execute { () throws -> Int in throw StatusError(status: 503, hint: .seconds(30)) }
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(10))
+        let error = try #require(await call.result.error)
+        let limit = try #require(error as? TimeoutError)
+        // The failure itself is unchanged; the analysis counts the hint from its response.
+        #expect(limit.operationError.map { $0 as? StatusError } == StatusError(status: 503, hint: .seconds(30)))
+        #expect(FailureAnalysis(error).retryAfter == .seconds(20))
+    }
+
+    /// An operation that fails late on its own (it ignored the cancellation) got its response
+    /// when it failed: its hint runs whole from then.
+    @Test func aLateResponseOfTheOperationsOwnRunsWhole() async throws {
+        let clock = TestClock()
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let sent = Counter()
+        let call = Task {
+            await outer.outcome(attemptTimeout: .seconds(10)) { () async throws -> Int in
+                if sent.increment() == 1 {
+                    // Ignores the cancellation: the response comes after the limit fired.
+                    try? await clock.sleep(for: .seconds(60))
+                    throw StatusError(status: 503, hint: .seconds(30))
+                }
+                return 7
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(10))
+        await clock.waitForSleepRequests(count: 3)
+        let outerWait = clock.sleepRequests[2]
+        clock.advance(by: outerWait)
+        #expect(try await call.value.get() == 7)
+        #expect(outerWait == .seconds(30))
+    }
+}
