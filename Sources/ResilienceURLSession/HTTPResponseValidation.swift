@@ -34,7 +34,8 @@ public enum HTTPResponseValidation {
     ///   - request: The request that was sent; its method and `Idempotency-Key` decide
     ///     whether a failure may be retried (see `Idempotency`).
     ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
-    ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After`.
+    ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After` in a response
+    ///     without a well-formed `Date` field (with one, the date is measured against it).
     /// - Returns: The body and the response as an `HTTPURLResponse`.
     /// - Throws: `HTTPResponseError` for any other status, or `URLError(.badServerResponse)`
     ///   when the response is not an HTTP response.
@@ -60,7 +61,8 @@ public enum HTTPResponseValidation {
     ///   - data: The body.
     ///   - response: The response `URLSession` returned.
     ///   - acceptableStatusCodes: The statuses that count as success; defaults to 2xx.
-    ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After`.
+    ///   - receivedAt: When the response arrived, for an HTTP-date `Retry-After` in a response
+    ///     without a well-formed `Date` field (with one, the date is measured against it).
     /// - Returns: The body and the response as an `HTTPURLResponse`.
     /// - Throws: `HTTPResponseError` for any other status, or `URLError(.badServerResponse)`
     ///   when the response is not an HTTP response.

@@ -9,6 +9,9 @@ import Foundation
 ///   REST-backed SDKs use (``httpStatusKeys``), and retry-after advice under
 ///   `"CKRetryAfter"` (CloudKit's `CKErrorRetryAfterKey`, in seconds) or
 ///   `"Retry-After"` (seconds, or an HTTP `Retry-After` value).
+/// - An error that holds the HTTP response it failed with, among its stored values or
+///   its `userInfo` values (``HTTPResponseReporting``), reports that response's status
+///   when it says the request failed, and its `Retry-After` or spent `RateLimit` quota.
 /// - Either may sit anywhere in the error's chain: `NSUnderlyingErrorKey`, the
 ///   library's own wrappers, CloudKit's per-item errors, or a wrapper of yours
 ///   (see ``UnderlyingErrorProviding``).

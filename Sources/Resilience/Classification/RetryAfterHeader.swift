@@ -38,11 +38,48 @@ public import Foundation
 public enum RetryAfterHeader {
     /// The delay a `Retry-After` value asks for, counted from `receivedAt`, or `nil` when malformed.
     ///
+    /// A date is measured against `receivedAt`, this device's clock; when the response has a
+    /// `Date` field, ``delay(parsing:dateField:receivedAt:)`` measures it against the server's.
+    ///
     /// - Parameters:
     ///   - value: The header's field value; surrounding spaces and tabs are ignored.
     ///   - receivedAt: When the response arrived; dates are measured from it.
     public static func delay(parsing value: some StringProtocol, receivedAt: Date = Date()) -> Duration? {
         self.delay(parsing: value, receivedAtSecondsSince1970: receivedAt.timeIntervalSince1970)
+    }
+
+    /// The delay a response's `Retry-After` value asks for, with an HTTP date measured
+    /// against the response's own `Date` field, or `nil` when the value is malformed.
+    ///
+    /// RFC 9110 (section 10.2.3) gives a date as the moment to come back, and the server
+    /// stamps its response with the moment it made it (the `Date` field, section 6.6.1):
+    /// the difference is the wait the server meant, whatever this device's clock says. A
+    /// client whose clock runs an hour behind would otherwise wait an hour more than asked,
+    /// and one an hour ahead would come back at once. So a date is measured from the
+    /// `Date` field when it is a well-formed HTTP date, and from `receivedAt` when the
+    /// field is absent or malformed: the hint itself is never dropped for the field's sake.
+    /// A number of seconds is counted from receipt, whatever the field says.
+    ///
+    /// ```swift
+    /// let wait = RetryAfterHeader.delay(
+    ///     parsing: "Sun, 06 Nov 1994 08:51:37 GMT", dateField: "Sun, 06 Nov 1994 08:49:37 GMT")
+    /// // 120 seconds, whatever the local clock reads
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - value: The `Retry-After` field value; surrounding spaces and tabs are ignored.
+    ///   - dateField: The response's `Date` field value, if it had one.
+    ///   - receivedAt: When the response arrived; a date is measured from it when `dateField`
+    ///     is `nil` or not an HTTP date.
+    public static func delay(
+        parsing value: some StringProtocol, dateField: String?, receivedAt: Date = Date()
+    ) -> Duration? {
+        let received = receivedAt.timeIntervalSince1970
+        guard let dateField else { return self.delay(parsing: value, receivedAtSecondsSince1970: received) }
+        var bytes = Array(dateField.utf8)[...]
+        self.trim(&bytes)
+        let origin = self.parseHTTPDate(bytes, nowSecondsSince1970: received).map(Double.init) ?? received
+        return self.delay(parsing: value, receivedAtSecondsSince1970: origin)
     }
 
     /// The instant an HTTP date names, or `nil` when `value` is not one of the three forms.

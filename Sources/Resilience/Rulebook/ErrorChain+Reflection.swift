@@ -8,8 +8,9 @@ import Foundation
 //   element of a collection looked at. The stored properties, payload values and tuple
 //   elements of a value looked into are sorted for free: there are as many as its type
 //   declares, whatever the input.
-// - What is passed over: a value that is an error joins the chain; a value whose type
-//   cannot hold an error costs nothing. The library's leaf types (numbers, text, dates,
+// - What is passed over: a value that is an error joins the chain, and so does an HTTP
+//   response with a failing status (`HTTPResponseReporting`, as a `HeldHTTPResponse`); a
+//   value whose type cannot hold either costs nothing. The library's leaf types (numbers, text, dates,
 //   data, URLs, and optionals and collections of them) are known by `ErrorFreeValue`; an
 //   app's structures and tuples are proved leaf from their stored values' declared types,
 //   so a payload of 1,100 succeeded records is passed over whole. A type proved leaf is
@@ -123,6 +124,12 @@ extension ErrorChain {
                 return
             }
             if self.verdict(on: value, depth: 0) != .mayHoldErrors { return }
+            // Asked only of a value that may hold errors, which every response does: an HTTP
+            // response with a failing status joins the chain as the error it stands for.
+            if let response = HeldHTTPResponse(value) {
+                found.append(response)
+                return
+            }
             if type(of: value) is AnyObject.Type, !self.firstSight(of: value as AnyObject) { return }
             deferred.append(value)
         }
@@ -172,7 +179,10 @@ extension ErrorChain {
             if valueType is any ErrorFreeValue.Type { return .errorFree }
             let key = ObjectIdentifier(valueType)
             if self.errorFreeTypes.contains(key) { return .errorFree }
-            if valueType is any Error.Type || valueType is AnyObject.Type { return .mayHoldErrors }
+            if valueType is any Error.Type || valueType is AnyObject.Type || valueType is any HTTPResponseReporting.Type
+            {
+                return .mayHoldErrors
+            }
             guard depth < ErrorChain.maximumReflectionDepth else { return .mayHoldErrors }
             // The proofs share a bounded number of mirrors over the walk: past it, a value is
             // looked into at the cost of the walk's budget instead.

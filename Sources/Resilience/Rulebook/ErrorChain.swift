@@ -6,13 +6,16 @@ import Foundation
 /// ``UnderlyingErrorProviding`` (which then replaces every other way); the
 /// `NSUnderlyingErrorKey` and `NSMultipleUnderlyingErrorsKey` entries of its
 /// `userInfo` (a `CustomNSError`'s `errorUserInfo` included); a CloudKit partial
-/// failure's per-item errors; and, for a Swift value or class instance that is
-/// not an `NSError`, the errors found by reflecting on its stored values (an enum
-/// case's payload, a struct's or a class's properties, the elements of an array
-/// or dictionary), a few levels into each.
+/// failure's per-item errors; an HTTP response with a failing status among the values
+/// of its `userInfo` (``HTTPResponseReporting``, as a `HeldHTTPResponse`); and, for a
+/// Swift value or class instance that is not an `NSError`, the errors and failing HTTP
+/// responses found by reflecting on its stored values (an enum case's payload, a
+/// struct's or a class's properties, the elements of an array or dictionary), a few
+/// levels into each.
 ///
-/// The walk is bounded in depth, in the number of errors visited and in the
-/// number of stored values reflection pays for, and the proofs that a stored value
+/// The walk is bounded in depth, in the number of errors visited, in the `userInfo`
+/// values looked at for a response and in the number of stored values reflection pays
+/// for, and the proofs that a stored value
 /// holds no error make a bounded number of mirrors, so a cyclic or enormous
 /// structure costs a bounded amount; it runs on failure paths only. A library time
 /// limit's error is a leaf: the operation's error it keeps (`operationError`) is not
@@ -28,6 +31,8 @@ enum ErrorChain {
     static let maximumReflectionDepth = 6
     /// How many stored values reflection pays for in all, over the whole walk.
     static let maximumReflectedValues = 1_024
+    /// How many values of one error's `userInfo` the walk looks at for an HTTP response.
+    static let maximumUserInfoValues = 64
     /// How many mirrors the proofs that a stored value holds no error may make over the whole
     /// walk; past it, a value not yet proved is taken to be one that may hold errors, and is
     /// looked into at the cost of ``maximumReflectedValues``.
@@ -123,6 +128,13 @@ enum ErrorChain {
             for value in items.values where children.count < room {
                 if let item = value as? any Error { children.append(item) }
             }
+        }
+        // An HTTP response kept under a key of an SDK's own (see `HTTPResponseReporting`).
+        var looked = 0
+        for value in userInfo.values {
+            guard children.count < room, looked < Self.maximumUserInfoValues else { break }
+            looked += 1
+            if let response = HeldHTTPResponse(value) { children.append(response) }
         }
         if !(type(of: error) is NSError.Type) {
             // A Swift value or class instance: the errors among its stored values join what its

@@ -8,7 +8,9 @@ import Foundation
 /// The facts are looked for anywhere in the error's chain: the error itself,
 /// `NSUnderlyingErrorKey`, the library's own wrappers, CloudKit's per-item
 /// errors, and errors adopting ``UnderlyingErrorProviding`` (see that protocol
-/// for the rest).
+/// for the rest). An HTTP response an error holds as a value, with a status that
+/// says the request failed, counts as an error that reports its status and hint
+/// (see ``HTTPResponseReporting``).
 ///
 /// A library time limit's error (``AttemptTimeoutError``, ``TimeoutError``) whose
 /// operation failed after the limit fired keeps that error (`operationError`, and
@@ -33,7 +35,8 @@ public struct FailureAnalysis: Sendable, Hashable {
     public let isTooManyRequests: Bool
     /// The longest retry-after hint in the chain: ``RetryAfterProviding``,
     /// CloudKit's `CKRetryAfter`, a `Retry-After` entry in an `NSError`'s `userInfo`,
-    /// or the reset of an exhausted quota in an ``HTTPResponseError``'s `RateLimit` field.
+    /// or, in an ``HTTPResponseError`` or a response an error holds (``HTTPResponseReporting``),
+    /// the `Retry-After` field or the reset of an exhausted quota in the `RateLimit` field.
     ///
     /// A hint runs from its response (RFC 9110 counts `Retry-After` seconds from receipt). So
     /// when a library time limit cut short a ``RetryPolicy`` nested in the attempt while it

@@ -36,7 +36,7 @@
 public struct Idempotency: Sendable, Hashable, CustomStringConvertible {
     /// Whether the call may run twice.
     public let isIdempotent: Bool
-    /// The HTTP method this was derived from, if any, upper-cased; for messages only.
+    /// The HTTP method this was derived from, if any, as given; for messages only.
     public let method: String?
 
     private init(isIdempotent: Bool, method: String?) {
@@ -63,8 +63,16 @@ public struct Idempotency: Sendable, Hashable, CustomStringConvertible {
     /// carries a non-empty `Idempotency-Key` header, which asks the server to
     /// apply it at most once. A key of spaces and tabs only is empty: HTTP strips a
     /// field value's surrounding whitespace (RFC 9110, section 5.5), so the server sees none.
+    ///
+    /// The method is compared as it is spelled: methods are case-sensitive (RFC 9110,
+    /// section 9.1), so `"get"` is not `GET` but a method of its own, unknown and
+    /// therefore not idempotent: nothing says what a server does with it, so nothing
+    /// says it is safe to send twice. `URLRequest` spells the methods it knows in capitals itself:
+    /// its `httpMethod` reads back `"get"` as `GET` (and `"post"`, `"put"`, `"delete"`,
+    /// `"head"`, `"connect"` likewise), so `Idempotency.http(_:)` judges the method the
+    /// request sends. It leaves `"options"`, `"trace"` and `"patch"` as spelled
+    /// (FoundationNetworking, Swift 6.3), and so does this function.
     public static func http(method: String, headers: [String: String] = [:]) -> Idempotency {
-        let method = method.uppercased()
         if Self.idempotentHTTPMethods.contains(method) { return Idempotency(isIdempotent: true, method: method) }
         let hasKey = headers.contains { name, value in
             Self.idempotencyKeyHeaders.contains(name.lowercased()) && value.contains { $0 != " " && $0 != "\t" }
@@ -76,7 +84,7 @@ public struct Idempotency: Sendable, Hashable, CustomStringConvertible {
     /// whatever its method says: the `ResilienceURLSession` helpers' reading of a request
     /// whose body is a stream, which the first send reads to its end.
     package static func notIdempotent(method: String) -> Idempotency {
-        Idempotency(isIdempotent: false, method: method.uppercased())
+        Idempotency(isIdempotent: false, method: method)
     }
 
     /// This reading, made stricter by `report` when `report` says the call may not run twice.

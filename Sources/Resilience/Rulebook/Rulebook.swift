@@ -3,7 +3,8 @@
 ///
 /// 1. **Cancellation ends the call.** A failure in a cancelled task, or a
 ///    `CancellationError`, is never retried (``RetryStopReason/cancelled``).
-/// 2. **HTTP 429 is never retried**, wherever it sits in the error's chain
+/// 2. **HTTP 429 is never retried**, wherever it sits in the error's chain, a
+///    response an error holds as a value included (``HTTPResponseReporting``)
 ///    (``RetryStopReason/tooManyRequests``). The server's retry-after hint is
 ///    still reported.
 /// 3. **A request that is not idempotent is never sent twice once it may have

@@ -146,4 +146,29 @@ struct RetryAfterHeaderTests {
         #expect(delay > .seconds(1_000_000_000))
         #expect(delay <= .seconds(Int64.max / 1_000_000_000))
     }
+
+    /// A date measured against the response's `Date` field rather than the local clock.
+    @Test func aDateIsMeasuredAgainstTheDateFieldInEveryForm() {
+        let slow = Date(timeIntervalSince1970: 784_111_777 - 7_200)  // two hours behind the server
+        let fast = Date(timeIntervalSince1970: 784_111_777 + 7_200)  // two hours ahead
+        for receivedAt in [slow, fast] {
+            func delay(_ value: String, _ date: String?) -> Duration? {
+                RetryAfterHeader.delay(parsing: value, dateField: date, receivedAt: receivedAt)
+            }
+            let imf = "Sun, 06 Nov 1994 08:49:37 GMT"
+            #expect(delay("Sun, 06 Nov 1994 08:51:37 GMT", imf) == .seconds(120))
+            #expect(delay("Sunday, 06-Nov-94 08:51:37 GMT", imf) == .seconds(120))
+            #expect(delay("Sun Nov  6 08:51:37 1994", imf) == .seconds(120))
+            #expect(delay("Sun, 06 Nov 1994 08:51:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT") == .seconds(120))
+            #expect(delay("Sun, 06 Nov 1994 08:51:37 GMT", "  Sun Nov  6 08:49:37 1994\t") == .seconds(120))
+            #expect(delay("Sun, 06 Nov 1994 08:00:00 GMT", imf) == .zero)  // before the server's now
+            #expect(delay("30, Sun, 06 Nov 1994 08:51:37 GMT", imf) == .seconds(120))  // a list: the longest
+            #expect(delay("90", imf) == .seconds(90))  // seconds count from receipt
+            #expect(delay("soon", imf) == nil)  // a malformed hint stays malformed
+        }
+        // A malformed `Date` field: measured from receipt, as without one.
+        #expect(
+            RetryAfterHeader.delay(parsing: "Sun, 06 Nov 1994 08:51:37 GMT", dateField: "now", receivedAt: slow)
+                == RetryAfterHeader.delay(parsing: "Sun, 06 Nov 1994 08:51:37 GMT", receivedAt: slow))
+    }
 }

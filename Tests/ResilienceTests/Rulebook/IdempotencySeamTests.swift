@@ -22,6 +22,17 @@ struct IdempotencySeamTests {
         #expect(outcome.stopReason == .notIdempotent)
     }
 
+    /// Methods are case-sensitive (RFC 9110, section 9.1): the reading keeps the spelling it was given.
+    @Test(arguments: ["get", "Get", "head", "options", "put", "delete", "trace"])
+    func aStandardMethodSpelledInOtherCaseIsAnUnknownMethod(_ method: String) {
+        let idempotency = Idempotency.http(method: method)
+        #expect(!idempotency.isIdempotent)
+        #expect(idempotency.method == method)
+        #expect(idempotency.description == "\(method) (notIdempotent)")
+        // An idempotency key still makes it safe to repeat, as for any method.
+        #expect(Idempotency.http(method: method, headers: ["Idempotency-Key": "k-1"]).isIdempotent)
+    }
+
     @Test func aKeyWithSurroundingSpaceStillMakesAPOSTSafeToRepeat() {
         #expect(Idempotency.http(method: "POST", headers: ["X-Idempotency-Key": " order-42 "]).isIdempotent)
     }

@@ -210,6 +210,57 @@ struct RateLimitGateTests {
         let second = Task { try await gate.acquire() }
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(10))
-        try await second.value
+        _ = try await second.value
+    }
+
+    /// Two requests go; the answer to the second says the quota is spent, then the slow
+    /// answer to the first arrives, telling of the quota before the second spent it.
+    @Test func aLateAnswerToAnEarlierRequestDoesNotReplaceWhatALaterOneSaid() async throws {
+        let clock = TestClock()
+        let gate = try RateLimitGate(clock: clock)
+        let first = try await gate.acquire()
+        let second = try await gate.acquire()
+        #expect(first < second)
+        gate.record(headers: ["RateLimit": #""default";r=0;t=30"#], for: second)
+        gate.record(headers: ["RateLimit": #""default";r=5;t=30"#], for: first)
+        #expect(gate.reserve() == .seconds(30), "the quota is spent: the late answer knew less")
+    }
+
+    @Test func anAnswerToALaterRequestReplacesWhatAnEarlierOneSaid() async throws {
+        let gate = try RateLimitGate(clock: TestClock())
+        let first = try await gate.acquire()
+        let second = gate.ticket()
+        gate.record(headers: ["RateLimit": #""default";r=0;t=30"#], for: first)
+        gate.record(headers: ["RateLimit": #""default";r=1;t=30"#], for: second)
+        #expect(gate.reserve() == .zero)
+        #expect(gate.reserve() == .seconds(30))
+    }
+
+    /// A response recorded without a ticket counts as the answer to a request sent when it
+    /// is recorded: later than every ticket issued before, earlier than every one after.
+    @Test func aResponseRecordedWithoutATicketCountsAsSentWhenRecorded() async throws {
+        let gate = try RateLimitGate(clock: TestClock())
+        let before = try await gate.acquire()
+        gate.record(headers: ["RateLimit": #""default";r=0;t=30"#])
+        gate.record(headers: ["RateLimit": #""default";r=9;t=30"#], for: before)
+        #expect(gate.reserve() == .seconds(30))
+        let after = gate.ticket()
+        #expect(before < after)
+        gate.record(headers: ["RateLimit": #""default";r=1;t=30"#], for: after)
+        #expect(gate.reserve() == .zero)
+    }
+
+    /// A request that waited for the reset is sent after the requests that went meanwhile: its
+    /// ticket is issued when it may go.
+    @Test func aTicketIsIssuedWhenTheRequestMayGo() async throws {
+        let clock = TestClock()
+        let gate = try RateLimitGate(clock: clock)
+        gate.record(headers: ["RateLimit": #""default";r=0;t=10"#])
+        let waiting = Task { try await gate.acquire() }
+        await clock.waitForSleepers(count: 1)
+        let meanwhile = gate.ticket()
+        clock.advance(by: .seconds(10))
+        let waited = try await waiting.value
+        #expect(meanwhile < waited)
     }
 }

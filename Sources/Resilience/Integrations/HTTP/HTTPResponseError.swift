@@ -32,8 +32,9 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     ///
     /// Header names are case-insensitive; look them up with ``headerValue(named:)``.
     public let headers: [String: String]
-    /// The delay the server asked for, if any: the `Retry-After` header's, or the time to
-    /// the latest reset of a quota the `RateLimit` field says is spent, whichever is longer.
+    /// The delay the server asked for, if any: the `Retry-After` header's (a date measured
+    /// against the response's `Date` field when it has one), or the time to the latest reset
+    /// of a quota the `RateLimit` field says is spent, whichever is longer.
     ///
     /// A malformed header or field asks for nothing.
     public let retryAfter: Duration?
@@ -63,7 +64,10 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     ///   - headers: The response headers.
     ///   - body: The response body; only its first `bodyExcerptLimit` bytes are kept.
     ///   - url: The response's URL, if known.
-    ///   - receivedAt: When the response arrived; an HTTP-date `Retry-After` is measured from it.
+    ///   - receivedAt: When the response arrived. An HTTP-date `Retry-After` is measured from
+    ///     the response's `Date` field when `headers` has a well-formed one (RFC 9110, section
+    ///     10.2.3: the wait the server meant, whatever this device's clock says), and from
+    ///     `receivedAt` otherwise.
     ///   - bodyExcerptLimit: The most body bytes to keep; negative counts as zero.
     ///   - requestIdempotency: The idempotency of the request, if known (see ``Idempotency``).
     public init(
@@ -83,14 +87,23 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
         let excerpt = body.prefix(Swift.max(bodyExcerptLimit, 0))
         self.excerptByteCount = excerpt.count
         self.bodyExcerpt = String(decoding: excerpt, as: UTF8.self)
-        let requested = Self.headerValue(named: "Retry-After", in: headers).flatMap {
-            RetryAfterHeader.delay(parsing: $0, receivedAt: receivedAt)
+        self.retryAfter = Self.serverHint(receivedAt: receivedAt) { Self.headerValue(named: $0, in: headers) }
+    }
+
+    /// The delay a response's fields ask for: its `Retry-After` (a date measured against its
+    /// `Date` field when it has a well-formed one, else from `receivedAt`), or the time to the
+    /// latest reset of a quota its `RateLimit` field says is spent, whichever is longer.
+    ///
+    /// - Parameter field: The value of the field with the given name, or `nil`.
+    static func serverHint(receivedAt: Date, field: (String) -> String?) -> Duration? {
+        let requested = field("Retry-After").flatMap {
+            RetryAfterHeader.delay(parsing: $0, dateField: field("Date"), receivedAt: receivedAt)
         }
         // A `RateLimit` field with no quota left is a server hint like `Retry-After`.
-        let quotaReset = Self.headerValue(named: RateLimitHeader.fieldName, in: headers).flatMap {
-            RateLimitHeader.exhaustedFor(parsing: $0)
-        }
-        self.retryAfter = [requested, quotaReset].compactMap { $0 }.max()
+        let quotaReset = field(RateLimitHeader.fieldName).flatMap { RateLimitHeader.exhaustedFor(parsing: $0) }
+        guard let requested else { return quotaReset }
+        guard let quotaReset else { return requested }
+        return Swift.max(requested, quotaReset)
     }
 
     /// The value of the header called `name`, compared case-insensitively, or `nil`.

@@ -53,8 +53,9 @@ public struct HTTPRetryClassifier: RetryClassifier {
     /// Creates a classifier for requests with `method`.
     ///
     /// - Parameters:
-    ///   - method: The HTTP method, compared case-insensitively; `nil` when the policy sends
-    ///     requests of any method (each request's own method then decides).
+    ///   - method: The HTTP method, compared as spelled (methods are case-sensitive, so `"get"`
+    ///     is an unknown method, not `GET`: see ``Idempotency/http(method:headers:)``); `nil`
+    ///     when the policy sends requests of any method (each request's own method then decides).
     ///   - allowsNonIdempotentRetries: Take every request as idempotent. Set it only when the
     ///     server deduplicates, for example by an `Idempotency-Key` header.
     public init(method: String? = nil, allowsNonIdempotentRetries: Bool = false) {
@@ -63,14 +64,15 @@ public struct HTTPRetryClassifier: RetryClassifier {
 
     /// Creates a classifier for requests with `method`, whose body may be readable only once.
     package init(method: String?, allowsNonIdempotentRetries: Bool, bodyIsReadOnce: Bool) {
-        self.method = method?.uppercased()
+        self.method = method
         self.allowsNonIdempotentRetries = allowsNonIdempotentRetries
         self.bodyIsReadOnce = bodyIsReadOnce
     }
 
-    /// Whether `method` is idempotent, compared case-insensitively.
+    /// Whether `method` is idempotent, compared as spelled: methods are case-sensitive
+    /// (RFC 9110, section 9.1), so `"get"` is an unknown method, and not idempotent.
     public static func isIdempotent(method: String) -> Bool {
-        self.idempotentMethods.contains(method.uppercased())
+        self.idempotentMethods.contains(method)
     }
 
     /// The idempotency of the method this classifier was made for, if any.

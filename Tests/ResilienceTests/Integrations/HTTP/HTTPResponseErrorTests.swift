@@ -88,6 +88,43 @@ import Testing
         #expect(error.retryAfter == .seconds(30))
     }
 
+    /// The server made its response at 08:49:37 and asks to come back at 08:51:37: two
+    /// minutes, whatever this device's clock says (RFC 9110, section 10.2.3, with the `Date`
+    /// field of section 6.6.1). Here the local clock is an hour behind, then an hour ahead.
+    @Test(arguments: [-3_600.0, 3_600.0, 0.5, -86_400.0])
+    func anHTTPDateRetryAfterIsMeasuredAgainstTheResponsesDateField(localClockSkew: Double) throws {
+        let serverNow = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        let headers = ["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Retry-After": "Sun, 06 Nov 1994 08:51:37 GMT"]
+        let receivedAt = serverNow.addingTimeInterval(localClockSkew)
+        let error = HTTPResponseError(statusCode: 503, headers: headers, receivedAt: receivedAt)
+        #expect(error.retryAfter == .seconds(120))
+        // Through the URLSession validation, from a real `HTTPURLResponse`.
+        let validation = try #require(throws: HTTPResponseError.self) {
+            try HTTPResponseValidation.validate(
+                Data(), self.response(503, headers: headers), acceptableStatusCodes: 200..<300, receivedAt: receivedAt)
+        }
+        #expect(validation.retryAfter == .seconds(120))
+    }
+
+    /// Without a `Date` field, or with one that is not an HTTP date, the local clock is all
+    /// there is: the date is measured from the moment the response arrived, and the hint stands.
+    @Test(arguments: [nil, "yesterday", "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 GMT, again"])
+    func withoutAWellFormedDateFieldAnHTTPDateIsMeasuredFromReceipt(dateField: String?) {
+        let receivedAt = Date(timeIntervalSince1970: 784_111_777 - 60)  // a minute before the server's date
+        var headers = ["Retry-After": "Sun, 06 Nov 1994 08:51:37 GMT"]
+        headers["Date"] = dateField
+        let error = HTTPResponseError(statusCode: 503, headers: headers, receivedAt: receivedAt)
+        #expect(error.retryAfter == .seconds(180))
+    }
+
+    /// A number of seconds counts from receipt: the `Date` field changes nothing.
+    @Test func aRetryAfterInSecondsIgnoresTheDateField() {
+        let error = HTTPResponseError(
+            statusCode: 503, headers: ["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Retry-After": "45"],
+            receivedAt: Date(timeIntervalSince1970: 2_000_000_000))
+        #expect(error.retryAfter == .seconds(45))
+    }
+
     @Test func malformedRetryAfterIsIgnored() {
         let error = HTTPResponseError(statusCode: 503, headers: ["Retry-After": "soon"])
         #expect(error.retryAfter == nil)

@@ -15,14 +15,40 @@ import Testing
         classifier.decision(for: error, context: self.context)
     }
 
-    @Test(arguments: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE", "get", "Put"])
-    func idempotentMethodsAreRecognizedCaseInsensitively(method: String) {
+    @Test(arguments: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"])
+    func idempotentMethodsAreRecognized(method: String) {
         #expect(HTTPRetryClassifier.isIdempotent(method: method))
     }
 
     @Test(arguments: ["POST", "PATCH", "CONNECT", "post"])
     func nonIdempotentMethodsAreRecognized(method: String) {
         #expect(!HTTPRetryClassifier.isIdempotent(method: method))
+    }
+
+    /// Methods are case-sensitive (RFC 9110, section 9.1): `get` is a method of its own, unknown.
+    @Test(arguments: ["get", "Put", "options", "trace", "dElEtE"])
+    func aMethodSpelledOtherwiseThanTheStandardIsUnknownAndNotIdempotent(method: String) async throws {
+        #expect(!HTTPRetryClassifier.isIdempotent(method: method))
+        let classifier = HTTPRetryClassifier(method: method)
+        #expect(classifier.method == method)
+        #expect(classifier.declaredIdempotency?.isIdempotent == false)
+        let outcome = try await self.outcome(classifier, HTTPResponseError(statusCode: 503))
+        #expect(outcome.attempts == 1, "an unknown method may have had its effect; it is not sent again")
+        #expect(outcome.stopReason == .notIdempotent)
+    }
+
+    /// `URLRequest` capitalizes the methods it knows, so a request's reading follows what it sends:
+    /// `get` goes out as `GET`, and `options` goes out as `options`, an unknown method.
+    @Test func aRequestIsJudgedByTheMethodItSends() {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1/orders")!)
+        request.httpMethod = "get"
+        #expect(request.httpMethod == "GET")
+        #expect(Idempotency.http(request).isIdempotent)
+        #expect(HTTPRetryClassifier(request: request).declaredIdempotency?.isIdempotent == true)
+        request.httpMethod = "options"
+        #expect(request.httpMethod == "options")
+        #expect(!Idempotency.http(request).isIdempotent)
+        #expect(HTTPRetryClassifier(request: request).declaredIdempotency?.isIdempotent == false)
     }
 
     @Test(arguments: [408, 500, 502, 503, 504])
@@ -111,7 +137,8 @@ import Testing
         #expect(HTTPRetryClassifier(request: request).method == "GET")
         request.httpMethod = "patch"
         let classifier = HTTPRetryClassifier(request: request)
-        #expect(classifier.method == "PATCH")
+        // `URLRequest` sends `patch` as spelled, and the classifier names the method sent.
+        #expect(classifier.method == "patch")
         #expect(classifier.declaredIdempotency?.isIdempotent == false)
         request.setValue("order-42", forHTTPHeaderField: "Idempotency-Key")
         #expect(HTTPRetryClassifier(request: request).declaredIdempotency?.isIdempotent == true)

@@ -359,6 +359,33 @@ extension ScriptedServerIntegrationTests {
         #expect(try await server.requestCount(for: "throttled") == 1)
     }
 
+    /// App code that keeps the response it failed with, as a value: an `APIError` case, or an
+    /// SDK's `NSError` with the response under a key of its own. The real response to a real
+    /// request is a 429, and a classifier that retries everything still sends it once.
+    @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"), arguments: [false, true])
+    func aTooManyRequestsTheAppKeepsAsAValueIsSentOnce(inUserInfo: Bool) async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let policy = try self.makePolicy(maximumAttempts: 3, classifier: ClosureRetryClassifier { _, _ in .retry })
+
+        let request = LiveServerSupport.request(server.url("/fail/held?status=429&retry_after=30"))
+        let outcome = await policy.outcome { () throws -> Data in
+            let (data, response) = try await session.data(for: request)
+            let http = try #require(response as? HTTPURLResponse)
+            guard http.statusCode == 200 else {
+                if inUserInfo { throw NSError(domain: "com.example.sdk", code: 1, userInfo: ["response": http]) }
+                throw HeldResponseError.http(http, data)
+            }
+            return data
+        }
+        #expect(outcome.stopReason == .tooManyRequests)
+        #expect(outcome.attempts == 1)
+        #expect(outcome.retryAfter == .seconds(30))
+        #expect(try await server.requestCount(for: "held") == 1)
+    }
+
     /// 900 ms are left before the deadline: the attempt's `timeoutInterval` is cut to the
     /// time left, which FoundationNetworking would count as zero whole seconds and time
     /// out at once. The server answers in 200 ms, well within the time left.
@@ -478,4 +505,9 @@ extension ScriptedServerIntegrationTests {
         #expect(String(decoding: data, as: UTF8.self) == "ok\n")
         #expect(try await server.bodies(for: "kept") == ["amount=990", "amount=990"])
     }
+}
+
+/// An app's error that keeps the response it failed with.
+private enum HeldResponseError: Error {
+    case http(HTTPURLResponse, Data)
 }
