@@ -112,42 +112,28 @@ public struct Timeout: Sendable {
     ///
     /// `call` runs the operation in the task. The caller writes it where `Operation` is
     /// known, capturing nothing: it costs no allocation, and the stages inside run as code
-    /// specialized for them, where this function, not inlined, could only call them generically.
-    @usableFromInline
+    /// specialized for them.
+    ///
+    /// Inlinable, with ``start(_:_:on:scope:limit:)`` and ``attempt(_:_:limit:start:)``: the
+    /// part that depends on the operation's value type is specialized in the caller's module,
+    /// where, compiled once for every type, it looked up the generic metadata of its task, its
+    /// continuation and its results on every call. What does not depend on the value type (the
+    /// call's scope and signal, the watcher, the failure path) stays out of line, in
+    /// ``TimeLimit``.
+    @inlinable
     nonisolated(nonsending) func run<Operation: PipelineOperation>(
         _ operation: Operation,
         on isolation: (any Actor)?,
         idempotency: Idempotency?,
         calling call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value
     ) async throws -> Operation.Value {
-        var (scope, signal) = CallScope.limited()
-        if let idempotency { scope.declare(idempotency) }
-        let declared = scope.idempotency
-        let limit = TimeLimit(watcher: self.watcher, deadline: self.watcher.now() + self.duration, signal: signal)
+        let (scope, limit) = TimeLimit.open(self, declaring: idempotency)
         let result = await Self.start(operation, call, on: isolation, scope: scope, limit: limit)
         switch result {
         case .success(let value):
             return value
         case .failure(let error):
-            // Fired only when the limit claimed the call before the operation returned and
-            // before the caller was cancelled: an operation that failed on its own first, or
-            // that winds down after its caller gave up, reports its own error.
-            guard signal.hasFired else {
-                // A policy around a call declared here runs outside the declaration: it hears
-                // of it here. The limit's own error below reports it, as its request's idempotency.
-                NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
-                throw error
-            }
-            // The operation's own error came after the limit fired: kept, so that the rules
-            // still hear what it says (a `POST`, a 429), unless it is the limit's cancellation.
-            let late = LateOperationError.kept(error)
-            let timeout = TimeoutError(
-                timeoutName: self.name, timeout: self.duration,
-                requestIdempotency: LateOperationError.idempotency(
-                    signal.reportedIdempotency(declared: declared), tightenedBy: late),
-                operationError: late, operationErrorAge: late.flatMap { signal.lateErrorAge(of: $0) })
-            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .timedOut, error: timeout))
-            throw timeout
+            throw limit.failure(error, of: self, declaring: idempotency, scope: scope)
         }
     }
 
@@ -182,7 +168,8 @@ public struct Timeout: Sendable {
     /// so from the main actor the handler's closure would leave it and come back. A
     /// caller cancelled before this point, during the hop to `isolation` included, finds
     /// the handler run at once, and the task starts cancelled.
-    private static func start<Operation: PipelineOperation>(
+    @inlinable
+    static func start<Operation: PipelineOperation>(
         _ operation: Operation,
         _ call: nonisolated(nonsending) @escaping @Sendable (Operation) async throws -> Operation.Value,
         on isolation: isolated (any Actor)?,
@@ -193,7 +180,7 @@ public struct Timeout: Sendable {
             var started: Task<Operation.Value, any Error>?
             let early = await withUnsafeContinuation(isolation: isolation) {
                 (start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>) in
-                started = CallScope.$current.withValue(scope) {
+                started = CallScope.handedDown.withValue(scope) {
                     if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
                         Task.immediate {
                             _ = isolation  // captured, so the task starts on `isolation`
@@ -206,7 +193,7 @@ public struct Timeout: Sendable {
                         }
                     }
                 }
-                if limit.signal.closeStart() { start.resume(returning: nil) }
+                if limit.closeStart() { start.resume(returning: nil) }
             }
             // The operation returned before it first suspended: no wait for the task's result.
             if let early { return early }
@@ -225,44 +212,110 @@ public struct Timeout: Sendable {
     /// that passes later leaves the call alone) and withdraws the registration, so that
     /// nothing cancels the task once it is done; then it hands the outcome to `start` if
     /// the caller still waits there.
-    private nonisolated(nonsending) static func attempt<Operation: PipelineOperation>(
+    @inlinable
+    nonisolated(nonsending) static func attempt<Operation: PipelineOperation>(
         _ operation: Operation,
         _ call: nonisolated(nonsending) @Sendable (Operation) async throws -> Operation.Value,
         limit: TimeLimit,
         start: UnsafeContinuation<Result<Operation.Value, any Error>?, Never>
     ) async throws -> Operation.Value {
-        let registration = withUnsafeCurrentTask { limit.register($0) }
+        let registration = limit.registerCurrentTask()
         let outcome: Result<Operation.Value, any Error>
         do {
             outcome = .success(try await call(operation))
         } catch {
             outcome = .failure(error)
         }
-        limit.signal.complete()
-        limit.watcher.withdraw(registration)
-        if limit.signal.handOverAtStart() { start.resume(returning: outcome) }
+        limit.operationReturned(registration)
+        if limit.handOverAtStart() { start.resume(returning: outcome) }
         return try outcome.get()
     }
 }
 
 /// One call's time limit, as the task that runs the operation and the caller's
 /// cancellation handler see it: its deadline on its watcher, and its signal.
-private struct TimeLimit: Sendable {
+///
+/// Its methods are the part of a ``Timeout`` call that does not depend on the operation's
+/// value type, kept out of line so that neither the watcher nor the signal is exposed to
+/// the inlinable core.
+@usableFromInline
+struct TimeLimit: Sendable {
     let watcher: DeadlineWatcher
     /// Elapsed time on the watcher's clock by which the operation must return.
     let deadline: Duration
     let signal: TimeLimitSignal
 
-    /// Registers the deadline of the running attempt, `task`; returns the registration.
+    /// Opens a call through `timeout`: the current scope with a new signal added, and
+    /// `idempotency` declared when not `nil`; and the call's limit, due ``Timeout/duration``
+    /// from now.
+    @usableFromInline
+    static func open(_ timeout: Timeout, declaring idempotency: Idempotency?) -> (CallScope, TimeLimit) {
+        var (scope, signal) = CallScope.limited()
+        if let idempotency { scope.declare(idempotency) }
+        let watcher = timeout.watcher
+        return (scope, TimeLimit(watcher: watcher, deadline: watcher.now() + timeout.duration, signal: signal))
+    }
+
+    /// The error a call through `timeout` that failed with `error` throws: `error` itself
+    /// unless this limit claimed the call, otherwise the ``TimeoutError`` that reports it,
+    /// after telling the observer.
+    @usableFromInline
+    func failure(_ error: any Error, of timeout: Timeout, declaring idempotency: Idempotency?, scope: CallScope)
+        -> any Error
+    {
+        // Fired only when the limit claimed the call before the operation returned and
+        // before the caller was cancelled: an operation that failed on its own first, or
+        // that winds down after its caller gave up, reports its own error.
+        guard self.signal.hasFired else {
+            // A policy around a call declared here runs outside the declaration: it hears
+            // of it here. The limit's own error below reports it, as its request's idempotency.
+            NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+            return error
+        }
+        // The operation's own error came after the limit fired: kept, so that the rules
+        // still hear what it says (a `POST`, a 429), unless it is the limit's cancellation.
+        let late = LateOperationError.kept(error)
+        let timeoutError = TimeoutError(
+            timeoutName: timeout.name, timeout: timeout.duration,
+            requestIdempotency: LateOperationError.idempotency(
+                self.signal.reportedIdempotency(declared: scope.idempotency), tightenedBy: late),
+            operationError: late, operationErrorAge: late.flatMap { self.signal.lateErrorAge(of: $0) })
+        timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
+        return timeoutError
+    }
+
+    /// Registers the deadline of the running attempt, the current task; returns the registration.
     ///
     /// A caller cancelled before this (during the hop to the operation's start, say)
     /// left no registration to cancel through: the attempt cancels itself instead, before
     /// the operation starts.
-    func register(_ task: UnsafeCurrentTask?) -> UInt64 {
-        let registration = self.watcher.register(self.deadline, TimeoutExpiry(signal: self.signal, attempt: task))
-        if !self.signal.publish(registration) { task?.cancel() }
-        return registration
+    @usableFromInline
+    func registerCurrentTask() -> UInt64 {
+        withUnsafeCurrentTask { task in
+            let registration = self.watcher.register(self.deadline, TimeoutExpiry(signal: self.signal, attempt: task))
+            if !self.signal.publish(registration) { task?.cancel() }
+            return registration
+        }
     }
+
+    /// The operation returned: marks the signal completed, so that a limit that passes
+    /// later leaves the call alone, and withdraws `registration`, so that nothing cancels
+    /// the task once it is done.
+    @usableFromInline
+    func operationReturned(_ registration: UInt64) {
+        self.signal.complete()
+        self.watcher.withdraw(registration)
+    }
+
+    /// Claims the right to hand the outcome to the caller as it starts the task (see
+    /// ``TimeLimitSignal/handOverAtStart()``).
+    @usableFromInline
+    func handOverAtStart() -> Bool { self.signal.handOverAtStart() }
+
+    /// Closes the window in which the task hands its outcome over at its start (see
+    /// ``TimeLimitSignal/closeStart()``).
+    @usableFromInline
+    func closeStart() -> Bool { self.signal.closeStart() }
 
     /// The caller was cancelled: cancels the running attempt through its registration,
     /// or has it start cancelled. An attempt that already returned is left alone.
@@ -272,6 +325,7 @@ private struct TimeLimit: Sendable {
     /// winds down (awaiting its cleanup, say) must not claim the call, or the caller's
     /// cancellation would come out as a ``TimeoutError`` that a breaker counts and a
     /// fallback answers. A limit that claimed the call before the caller gave up keeps it.
+    @usableFromInline
     func callerCancelled() {
         self.signal.yieldToCaller()
         guard let registration = self.signal.cancelAttempt() else { return }
