@@ -133,7 +133,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else if reader.sawAnswered {
             self.delivery = .answered
         } else if reader.sawRefused {
-            self.delivery = .refused
+            // One item of a batch refused for its credential does not prove the batch had no
+            // effect: the items that are in no error were saved. CloudKit answered the batch.
+            self.delivery = reader.sawPartialFailure ? .answered : .refused
         } else if reader.sawNotSent {
             self.delivery = .notSent
         } else {
@@ -171,6 +173,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawMaybeSent = false
         var sawAnswered = false
         var sawRefused = false
+        /// Whether a CloudKit partial failure is in the chain: its items speak for themselves only.
+        var sawPartialFailure = false
         var sawLocalRejection = false
         var sawBreakerRejection = false
         /// Whether the local rejection was, or included, an ``AdaptiveThrottle``'s.
@@ -245,8 +249,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 switch category {
                 case .requestNotSent: self.sawNotSent = true
                 case .authenticationRequired:
+                    // The URL loading system met an authentication challenge (a 401 or a 407)
+                    // it could not answer: the server refused the request before acting on it.
                     self.needsCredentials = true
-                    self.sawMaybeSent = true
+                    self.sawRefused = true
                 default: self.sawMaybeSent = true
                 }
                 if URLErrorCategory.offlineCodes.contains(code) { self.isOffline = true }
@@ -254,7 +260,9 @@ public struct FailureAnalysis: Sendable, Hashable {
             let cloudKitCode = CloudKitErrorCode(error)
             if let code = cloudKitCode {
                 if self.cloudKitCode == nil { self.cloudKitCode = code }
-                if code != .partialFailure {
+                if code == .partialFailure {
+                    self.sawPartialFailure = true
+                } else {
                     self.note(CloudKitRetryClassifier.delivery(for: code))
                     if code == .networkUnavailable { self.isOffline = true }
                     if code == .notAuthenticated { self.needsCredentials = true }
