@@ -20,7 +20,7 @@
 /// | --- | --- | --- |
 /// | ``Reason/offline`` | the device has no network | when it is back |
 /// | ``Reason/signInRequired`` | the credential was refused | not before signing in |
-/// | ``Reason/rateLimited`` | HTTP 429 | after the server's hint |
+/// | ``Reason/rateLimited`` | HTTP 429 | after the server's hint, or ``defaultRateLimitWait`` without one; never at once |
 /// | ``Reason/serverBusy`` | a failure that usually passes: 5xx, timeouts, an open breaker, an empty retry budget | after the hint, if any |
 /// | ``Reason/outcomeUnknown`` | a request that is not idempotent may have reached the server | not before checking |
 /// | ``Reason/permanent`` | the same request will fail the same way | no |
@@ -43,7 +43,7 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         public static let offline = Reason(rawValue: "offline")
         /// The service refused the credential; the person must sign in before a retry can succeed.
         public static let signInRequired = Reason(rawValue: "signInRequired")
-        /// The service asked for fewer requests (HTTP 429); retry after its hint.
+        /// The service asked for fewer requests (HTTP 429); retry after its hint, never at once.
         public static let rateLimited = Reason(rawValue: "rateLimited")
         /// The service, or the way to it, failed in a way that usually passes: a 5xx, a timeout,
         /// a dropped connection, a busy database, an open circuit breaker, an empty retry budget.
@@ -67,7 +67,9 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     /// How long to wait before a retry can succeed, when known (a server's or a breaker's hint).
     ///
     /// `nil` with ``isRetryUseful`` means a retry may help at once, or, for
-    /// ``Reason/offline``, once the network is back.
+    /// ``Reason/offline``, once the network is back. The advice for an HTTP 429
+    /// (``Reason/rateLimited``) always has a wait: the server's hint, or
+    /// ``defaultRateLimitWait`` when it gave none.
     public let retryAfter: Duration?
 
     /// Creates advice from its parts; the initializers that read a failure make these, tests may too.
@@ -99,7 +101,8 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     ///
     /// The stop reason sharpens the advice: a call that ran out of attempts, time or
     /// budget on a failure that usually passes is ``Reason/serverBusy``, and one stopped
-    /// by the idempotency rule is ``Reason/outcomeUnknown``.
+    /// by the idempotency rule is ``Reason/outcomeUnknown`` (unless the classifier stopped
+    /// it for sign-in, which the policy then reports: ``Reason/signInRequired``).
     ///
     /// - Parameters:
     ///   - outcome: The call's outcome, from one of the policy's `outcome` methods.
@@ -116,12 +119,13 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         case .authenticationRequired:
             self.init(reason: .signInRequired, isRetryUseful: false)
         case .tooManyRequests:
-            self.init(reason: .rateLimited, isRetryUseful: true, retryAfter: hint)
+            self = .rateLimited(after: hint)
         case .notIdempotent:
             self.init(reason: .outcomeUnknown, isRetryUseful: false)
+        case .retryAfterTooLong where analysis.isTooManyRequests:
+            self = .rateLimited(after: hint)
         case .retryAfterTooLong:
-            self.init(
-                reason: analysis.isTooManyRequests ? .rateLimited : .serverBusy, isRetryUseful: true, retryAfter: hint)
+            self.init(reason: .serverBusy, isRetryUseful: true, retryAfter: hint)
         case .budgetExhausted, .deadlineExceeded, .exhausted:
             let advice = RetryAdvice(for: error, classifier: classifier)
             if advice.reason == .permanent {
@@ -135,22 +139,36 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// How long the advice for an HTTP 429 asks to wait when the server gave no hint: 30 seconds.
+    ///
+    /// A 429 is never worth retrying at once: every retry adds to the load the server is
+    /// shedding (Kii Cloud's guidance, for one, is not to retry it, to avoid congestion).
+    /// So the advice always carries a wait: the server's hint when it gave one, this otherwise.
+    public static let defaultRateLimitWait: Duration = .seconds(30)
+
+    /// The advice for an HTTP 429 with the server's hint, if any: a retry is useful only after it.
+    private static func rateLimited(after hint: Duration?) -> RetryAdvice {
+        RetryAdvice(reason: .rateLimited, isRetryUseful: true, retryAfter: hint ?? Self.defaultRateLimitWait)
+    }
+
     private static func advice(
         for error: any Error, analysis: FailureAnalysis, idempotency: Idempotency, classifier: any RetryClassifier
     ) -> RetryAdvice {
         if analysis.interruption == .caller { return RetryAdvice(reason: .cancelled, isRetryUseful: true) }
         if analysis.isOffline { return RetryAdvice(reason: .offline, isRetryUseful: true) }
         if analysis.needsCredentials { return RetryAdvice(reason: .signInRequired, isRetryUseful: false) }
-        if analysis.isTooManyRequests {
-            return RetryAdvice(reason: .rateLimited, isRetryUseful: true, retryAfter: analysis.retryAfter)
-        }
-        if Rulebook.stopReason(for: analysis, idempotency: idempotency) == .notIdempotent {
-            return RetryAdvice(reason: .outcomeUnknown, isRetryUseful: false)
-        }
+        if analysis.isTooManyRequests { return .rateLimited(after: analysis.retryAfter) }
         let context = RetryContext(attempt: 1, idempotency: idempotency, analysis: analysis)
         let decision =
             classifier.decision(for: error, context: context)
             ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry
+        // As a policy reports it: a call stopped by the idempotency rule that the classifier
+        // stops for sign-in anyway is sent to sign in (see `Rulebook.reportedStop`).
+        if Rulebook.stopReason(for: analysis, idempotency: idempotency) == .notIdempotent,
+            Rulebook.reportedStop(forNotIdempotent: decision) == .notIdempotent
+        {
+            return RetryAdvice(reason: .outcomeUnknown, isRetryUseful: false)
+        }
         if decision.stopReason == .authenticationRequired {
             return RetryAdvice(reason: .signInRequired, isRetryUseful: false)
         }

@@ -16,8 +16,9 @@
 ///    batch after a partial failure.
 /// 5. An HTTP status or a URL loading error (`URLError`): by ``HTTPRetryClassifier``'s
 ///    rules, reading the outermost status in the chain (see ``ErrorHints/httpStatus(of:)``).
-///    408, 500, 502, 503 and 504 are retried, 401 and 407 stop with
-///    ``RetryStopReason/authenticationRequired``, every other status is final;
+///    408 and every 5xx but a few final ones are retried (``retryableHTTPStatuses``),
+///    401 and 407 stop with ``RetryStopReason/authenticationRequired``, every other
+///    status is final;
 ///    transient URL errors are retried. The ``Rulebook`` has already stopped every
 ///    429, and every request that is not idempotent once it may have reached the server.
 /// 6. `DecodingError` and `EncodingError`: final, since the same bytes will fail
@@ -37,8 +38,32 @@
 /// DefaultRetryClassifier().decision(for: SyncError.cloudKit(lost), context: RetryContext(attempt: 1))  // doNotRetry
 /// ```
 public struct DefaultRetryClassifier: RetryClassifier {
-    /// The HTTP statuses retried by default.
-    public static let retryableHTTPStatuses: Set<Int> = [408, 500, 502, 503, 504]
+    /// The HTTP statuses retried by default: 408 Request Timeout and every 5xx, the
+    /// server's or a proxy's failure, but for those that say the same request will fail
+    /// the same way (``finalServerErrorStatuses``).
+    ///
+    /// A 5xx says the fault is on the server's side, and most pass: 500, 502, 503, 504, a
+    /// proxy's own 520 to 524 (Cloudflare's: the origin returned nothing usable, refused
+    /// the connection, could not be reached or timed out), 507. Polly's
+    /// `HttpPolicyExtensions.HandleTransientHttpError` handles every 5xx and 408 as
+    /// transient, and .NET's `HttpClientResiliencePredicates.IsTransientHttpFailure`
+    /// every status from 500 up, 408 and 429. 429 is not among these: the ``Rulebook``
+    /// never retries it. The same statuses tell a credential's refresh that failed for
+    /// now from one that failed for good (see ``CredentialRecovery``).
+    public static let retryableHTTPStatuses: Set<Int> = Set([408] + Array(500...599))
+        .subtracting(DefaultRetryClassifier.finalServerErrorStatuses)
+
+    /// The 5xx statuses that are not retried: each says the same request will fail the same
+    /// way until someone changes something.
+    ///
+    /// - 501 Not Implemented: the server does not support the request's method.
+    /// - 505 HTTP Version Not Supported: nor the protocol version it was sent with.
+    /// - 506 Variant Also Negotiates and 508 Loop Detected: the server's configuration is
+    ///   circular; every attempt meets it again.
+    /// - 510 Not Extended: the request lacks an extension the server requires.
+    /// - 511 Network Authentication Required: a network's captive portal wants the person to
+    ///   sign in to the network; nothing passes before they do.
+    public static let finalServerErrorStatuses: Set<Int> = [501, 505, 506, 508, 510, 511]
 
     /// Creates the default classifier.
     public init() {}

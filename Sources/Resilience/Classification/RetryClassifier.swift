@@ -8,7 +8,9 @@
 /// overridden: a cancelled call is never retried, a failure that reports HTTP
 /// status 429 anywhere in its chain is never retried, and a request that is not
 /// idempotent is never sent twice once it may have reached the server. A
-/// classifier is asked only about failures the rules leave open.
+/// classifier decides only the failures the rules leave open; about a call the
+/// idempotency rule stops, it is asked only whether the person must sign in
+/// (``RetryStopReason/authenticationRequired``), which the call then reports.
 ///
 /// ```swift
 /// struct InventoryClassifier: RetryClassifier {

@@ -91,6 +91,8 @@ extension RetryPolicy {
         switch reason {
         case .exhausted where call.attempts > 1, .retriedByInnerPolicy: word = .exhausted
         case .notIdempotent: word = .notIdempotent
+        // Stopped by the idempotency rule, reported as the classifier's sign-in: still never sent again.
+        case _ where call.stoppedAsNotIdempotent: word = .notIdempotent
         default: return error
         }
         var ending = error

@@ -14,7 +14,7 @@
 ///   waiting call with its error, and calls that later fail with the same stale
 ///   credential get that error too, without a new refresh, until ``replace(with:)``
 ///   installs a credential obtained another way (the person signed in again);
-/// - a refresh that fails for now (the auth server answered 429, 408 or a 5xx, asked
+/// - a refresh that fails for now (the auth server answered 429, 408 or a 5xx a call is retried after, asked
 ///   for a wait, timed out or could not be reached because the device was offline)
 ///   hands every waiting call its error too, but says nothing about the session: a
 ///   call through a ``RetryPolicy`` with attempts left waits and asks again (see

@@ -1,10 +1,12 @@
 /// What the failure of a credential's refresh says about the session, read from the one ``FailureAnalysis``.
 ///
 /// A refresh fails **for good** when the auth server refused the session (a 400 or a 401,
-/// an OAuth 2.0 `invalid_grant`) or the refresh threw an error of the app's own that the
+/// an OAuth 2.0 `invalid_grant`), answered with a status that no retry changes (a 501
+/// Not Implemented, say), or the refresh threw an error of the app's own that the
 /// analysis does not know: the person must sign in again. It fails **for now** when
 /// the failure says nothing about the session: the auth server asked for less traffic
-/// (429) or for a wait (a retry-after hint), was unavailable (408, any 5xx),
+/// (429) or for a wait (a retry-after hint), was unavailable (408 or a 5xx that a call would
+/// be retried after: ``DefaultRetryClassifier/retryableHTTPStatuses``, one rule for both),
 /// could not be reached (offline, a refused connection, a timeout), or the refresh was
 /// cut short (a time limit, a cancellation, a local limiter or breaker).
 enum RefreshFailure {
@@ -17,9 +19,10 @@ enum RefreshFailure {
             return true
         }
         if let status = analysis.httpStatus {
-            // The server answered: an answer that asks to come back later passes, and so does
-            // any 5xx, the server's (or a proxy's: 521, 522, 524) failure, not the session's.
-            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status) || status >= 500
+            // The server answered: the statuses a call is retried after (408, the server's or a
+            // proxy's failure: 503, 521, 522, 524) pass. The rest, the final 5xx among them
+            // (501 Not Implemented), will be answered the same way the next time.
+            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status)
         }
         if analysis.retryAfter != nil { return true }
         if let category = analysis.urlErrorCategory { return category.isTransient }

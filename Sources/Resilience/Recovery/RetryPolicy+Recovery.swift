@@ -36,7 +36,9 @@ extension RetryPolicy {
     /// ``CredentialRecovery``).
     ///
     /// The ``Rulebook``'s rules come first: a call that is not idempotent is not
-    /// sent again after the server answered it, a 401 included.
+    /// sent again after the server may have acted on it. A refused credential (a 401 or
+    /// a 407, CloudKit's `notAuthenticated`, `URLError.userAuthenticationRequired`) is
+    /// not such a case: it is refreshed and the call sent once more.
     ///
     /// ```swift
     /// let recovery = CredentialRecovery(credential: storedToken) { stale in

@@ -725,6 +725,9 @@ public final actor RetryPolicy {
         /// The waits for the network the call has begun, after an offline attempt or refresh:
         /// at most ``ConnectivityWait/maximumWaits``.
         var networkWaits = 0
+        /// Whether the idempotency rule stopped the call, whatever reason it reports (see
+        /// `Rulebook.reportedStop`): an enclosing policy must not send the request again either.
+        var stoppedAsNotIdempotent = false
         /// Refreshes of a credential retried after one that failed for now: each takes one of
         /// ``maximumAttempts`` although the operation did not run for it.
         var refreshRetries = 0
@@ -809,7 +812,15 @@ public final actor RetryPolicy {
         let ruled: RetryStopReason? =
             Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
         let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
-        if let ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: &call) ?? reportedStop {
+        if var ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: &call) ?? reportedStop {
+            if ruled == .notIdempotent {
+                // Nothing is sent again; the classifier may still say that the person must sign in.
+                call.stoppedAsNotIdempotent = true
+                let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
+                ruled = Rulebook.reportedStop(
+                    forNotIdempotent: Self.decision(
+                        for: error, context: context, classifier: classifier, options: options))
+            }
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }
             self.observer?.attemptFailed(
@@ -824,12 +835,7 @@ public final actor RetryPolicy {
         }
 
         let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
-        // A call-specific classifier (the SQLite helper's) retries only what it knows;
-        // the policy's own falls back to the default rules.
-        let decision =
-            classifier.decision(for: error, context: context)
-            ?? (options.classifier == nil
-                ? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry : .doNotRetry)
+        let decision = Self.decision(for: error, context: context, classifier: classifier, options: options)
         if let floor = decision.retryAfter {
             hint = Swift.max(hint ?? .zero, floor)
             call.lastHint = hint
@@ -862,6 +868,16 @@ public final actor RetryPolicy {
         self.observer?.retryScheduled(
             .init(policyName: self.name, attempt: call.attempts, delay: delay, error: error, retryAfter: hint))
         return .wait(delay)
+    }
+
+    /// The classifier's decision on a failure. A call-specific classifier (the SQLite helper's)
+    /// retries only what it knows; the policy's own falls back to the default rules.
+    private nonisolated static func decision(
+        for error: any Error, context: RetryContext, classifier: any RetryClassifier, options: CallOptions
+    ) -> RetryDecision {
+        classifier.decision(for: error, context: context)
+            ?? (options.classifier == nil
+                ? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry : .doNotRetry)
     }
 
     /// Ends a call with `result` (its value left out), reporting to the observer and the counters.

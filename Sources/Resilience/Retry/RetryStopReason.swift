@@ -35,7 +35,9 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
     /// The request is not idempotent and may have reached the server, so sending it
     /// again could repeat its effect (see ``Idempotency``). A request whose body is a
-    /// stream, which the first send read to its end, stops with this reason too.
+    /// stream, which the first send read to its end, stops with this reason too. When the
+    /// classifier stops the failure for sign-in anyway, the call reports
+    /// ``authenticationRequired`` instead, and is not sent again either.
     public static let notIdempotent = RetryStopReason(rawValue: "notIdempotent")
     /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
     /// (see ``CloudKitPartialFailure``).

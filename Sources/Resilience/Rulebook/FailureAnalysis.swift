@@ -152,7 +152,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else if reader.sawAnswered {
             self.delivery = .answered
         } else if reader.sawRefused {
-            self.delivery = .refused
+            // One item of a batch refused for its credential does not prove the batch had no
+            // effect: the items that are in no error were saved. CloudKit answered the batch.
+            self.delivery = reader.sawPartialFailure ? .answered : .refused
         } else if reader.sawNotSent {
             self.delivery = .notSent
         } else {
@@ -191,6 +193,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         var sawMaybeSent = false
         var sawAnswered = false
         var sawRefused = false
+        /// Whether a CloudKit partial failure is in the chain: its items speak for themselves only.
+        var sawPartialFailure = false
         var sawLocalRejection = false
         /// Whether a time-limited attempt was refused for want of time (``LimiterRejectionError/Reason/noTimeLeft``):
         /// a request never sent, but not a limiter's refusal.
@@ -273,8 +277,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 switch category {
                 case .requestNotSent: self.sawNotSent = true
                 case .authenticationRequired:
+                    // The URL loading system met an authentication challenge (a 401 or a 407)
+                    // it could not answer: the server refused the request before acting on it.
                     self.needsCredentials = true
-                    self.sawMaybeSent = true
+                    self.sawRefused = true
                 default: self.sawMaybeSent = true
                 }
                 if URLErrorCategory.offlineCodes.contains(code) { self.isOffline = true }
@@ -282,7 +288,9 @@ public struct FailureAnalysis: Sendable, Hashable {
             let cloudKitCode = CloudKitErrorCode(error)
             if let code = cloudKitCode {
                 if self.cloudKitCode == nil { self.cloudKitCode = code }
-                if code != .partialFailure {
+                if code == .partialFailure {
+                    self.sawPartialFailure = true
+                } else {
                     self.note(CloudKitRetryClassifier.delivery(for: code))
                     if code == .networkUnavailable { self.isOffline = true }
                     if code == .notAuthenticated { self.needsCredentials = true }

@@ -11,7 +11,10 @@
 ///    reached the server** (``RetryStopReason/notIdempotent``): after a timeout, a
 ///    dropped connection or any answer from the server, a 503 included. Only a
 ///    failure that proves the request never left (``RequestDelivery/notSent``)
-///    lets it be sent again.
+///    lets it be sent again. When the classifier would stop the call anyway to send
+///    the person to sign in (``RetryDecision/doNotRetry(because:)`` with
+///    ``RetryStopReason/authenticationRequired``), the call stops with that reason
+///    instead: nothing is sent again either way, and signing in is what helps.
 ///
 /// Three more rules are about counting, not retrying (``countsAsFailure(_:)``):
 ///
@@ -55,6 +58,21 @@ public enum Rulebook {
         let idempotency = idempotency.tightened(by: analysis.requestIdempotency)
         if !idempotency.isIdempotent, !analysis.delivery.provesNotSent { return .notIdempotent }
         return nil
+    }
+
+    /// The reason a call reports when the idempotency rule stopped it
+    /// (``RetryStopReason/notIdempotent``), given what the classifier decides about the failure.
+    ///
+    /// Rules 1 and 2 come first and are never replaced. Rule 3 exists to keep a request
+    /// from being sent again; when the classifier's decision is not to send it again either,
+    /// because the person must sign in (``RetryStopReason/authenticationRequired``, such as
+    /// a REST SDK's failed token refresh), that reason says more, so it is reported instead.
+    /// Any other decision, a retry included, leaves ``RetryStopReason/notIdempotent``.
+    static func reportedStop(forNotIdempotent decision: RetryDecision?) -> RetryStopReason {
+        guard let decision, !decision.isRetryable, decision.stopReason == .authenticationRequired else {
+            return .notIdempotent
+        }
+        return .authenticationRequired
     }
 
     /// Whether the rules count a failure against the dependency, or `nil` when they leave

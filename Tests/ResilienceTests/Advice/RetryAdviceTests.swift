@@ -41,7 +41,10 @@ import Testing
         Case(
             "HTTP 429 with Retry-After", HTTPResponseError(statusCode: 429, headers: ["Retry-After": "30"]),
             limited(.seconds(30))),
-        Case("HTTP 429 without a hint", HTTPResponseError(statusCode: 429), limited(nil)),
+        Case(
+            "HTTP 429 without a hint, not at once", HTTPResponseError(statusCode: 429),
+            limited(RetryAdvice.defaultRateLimitWait)),
+        Case("REST 429 without a hint, not at once", RESTServiceError(httpStatus: 429), limited(.seconds(30))),
         Case("HTTP 401", HTTPResponseError(statusCode: 401), signIn),
         Case("HTTP 407", HTTPResponseError(statusCode: 407), signIn),
         Case("HTTP 404", HTTPResponseError(statusCode: 404), permanent),
@@ -161,6 +164,18 @@ import Testing
         let outcome = RetryOutcome<Int>(
             result: .failure(error), attempts: 3, stopReason: reason, retryAfter: .seconds(30), elapsed: .seconds(1))
         #expect(RetryAdvice(for: outcome) == expected)
+    }
+
+    /// Kii Cloud's guidance: on a 429, do not retry at once, to avoid congestion. With no hint from
+    /// the server, the advice still carries a wait, so a retry button is not offered at once.
+    @Test func aTooManyRequestsOutcomeWithoutAHintIsNotWorthRetryingAtOnce() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, clock: TestClock())
+        let outcome = await policy.outcome { () throws -> Int in throw RESTServiceError(httpStatus: 429) }
+        #expect(outcome.stopReason == .tooManyRequests)
+        #expect(outcome.retryAfter == nil)
+        let advice = try #require(RetryAdvice(for: outcome))
+        #expect(advice == Self.limited(RetryAdvice.defaultRateLimitWait))
+        #expect(RetryAdvice.defaultRateLimitWait > .zero)
     }
 
     @Test func aBudgetRejectionOfAnErrorTheDefaultWouldStopIsStillWorthALaterRetry() {

@@ -232,3 +232,27 @@ struct CredentialRecoveryTests {
         #expect(service.refreshes == 1)
     }
 }
+
+/// What stands for a 401 (CloudKit's `notAuthenticated`, `URLError.userAuthenticationRequired`)
+/// is refreshed and sent once more like the 401, even when the call is not idempotent.
+@Suite(.timeLimit(.minutes(1)))
+struct StandInRefusalRecoveryTests {
+    static let refusals: [any Error & Sendable] = [
+        StatusError(status: 401),
+        NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.notAuthenticated.rawValue),
+        URLError(.userAuthenticationRequired),
+    ]
+
+    @Test(arguments: 0..<refusals.count)
+    func aRefusedCredentialOfACallThatIsNotIdempotentIsRefreshedAndSentOnceMore(index: Int) async throws {
+        let refusal = Self.refusals[index]
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let recovery = CredentialRecovery(credential: "old", clock: TestClock()) { _ in "new" }
+        let outcome = await policy.outcome(recovering: recovery, idempotency: .notIdempotent) { token -> String in
+            guard token == "new" else { throw refusal }
+            return token
+        }
+        #expect(outcome.stopReason == .succeeded, "\(refusal)")
+        #expect(outcome.attempts == 2, "\(refusal)")
+    }
+}

@@ -112,7 +112,7 @@ struct RefreshRetryAccountingTests {
     }
 
     @Test(arguments: [507, 521, 522, 524])
-    func aRefreshAnsweredWithAnyFiveHundredDoesNotEndTheSession(status: Int) async throws {
+    func aRefreshAnsweredWithARetriedServerErrorDoesNotEndTheSession(status: Int) async throws {
         let clock = TestClock()
         let refreshes = Counter()
         let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in

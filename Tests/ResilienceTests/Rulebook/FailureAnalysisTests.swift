@@ -121,3 +121,52 @@ import Testing
         #expect(outcome.attempts == 1)
     }
 }
+
+/// CloudKit's `notAuthenticated` and the URL loading system's authentication errors stand for a
+/// 401: the request was refused before the server acted on it, so even a `POST` may go again.
+@Suite struct StandInRefusalTests {
+    static let standIns: [any Error & Sendable] = [
+        NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.notAuthenticated.rawValue),
+        URLError(.userAuthenticationRequired),
+        URLError(.userCancelledAuthentication),
+    ]
+
+    @Test(arguments: 0..<standIns.count)
+    func whatStandsForA401IsARefusalBeforeTheRequestWasActedOn(index: Int) {
+        let analysis = FailureAnalysis(Self.standIns[index])
+        #expect(analysis.delivery == .refused)
+        #expect(analysis.needsCredentials)
+        #expect(Rulebook.stopReason(for: analysis, idempotency: .http(method: "POST")) == nil)
+    }
+
+    @Test(arguments: 0..<standIns.count)
+    func whatStandsForA401StopsAPOSTForSignInAfterOneAttempt(index: Int) async throws {
+        let refusal = Self.standIns[index]
+        let policy = try RetryPolicy(maximumAttempts: 3, classifier: CloudKitRetryClassifier(), clock: TestClock())
+        let outcome = await policy.outcome(idempotency: .notIdempotent) { () throws -> Int in throw refusal }
+        #expect(outcome.stopReason == .authenticationRequired)
+        #expect(outcome.attempts == 1)
+        let fromOutcome = try #require(RetryAdvice(for: outcome))
+        #expect(fromOutcome.reason == .signInRequired, "the advice from the outcome agrees with the error's")
+        #expect(RetryAdvice(for: refusal, idempotency: .notIdempotent).reason == .signInRequired)
+    }
+
+    /// A partial failure names only the items that failed: one refused for its credential does
+    /// not prove that the batch had no effect, since the items in no error were saved.
+    @Test func aPartialFailureWithAnItemRefusedForItsCredentialIsNotResentWhenNotIdempotent() async throws {
+        let item = NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.notAuthenticated.rawValue)
+        let partial = NSError(
+            domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.partialFailure.rawValue,
+            userInfo: ["CKPartialErrors": ["A": item]])
+        #expect(FailureAnalysis(partial).delivery == .answered)
+        let policy = try RetryPolicy(maximumAttempts: 3, classifier: CloudKitRetryClassifier(), clock: TestClock())
+        let recovery = CredentialRecovery(credential: "old", clock: TestClock()) { _ in "new" }
+        let sent = Counter()
+        let outcome = await policy.outcome(recovering: recovery, idempotency: .notIdempotent) { _ -> Int in
+            sent.increment()
+            throw partial
+        }
+        #expect(sent.value == 1, "the batch, item B saved, is not sent again")
+        #expect(outcome.stopReason == .notIdempotent)
+    }
+}

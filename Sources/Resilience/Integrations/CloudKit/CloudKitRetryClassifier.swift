@@ -75,12 +75,14 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     /// How far a request got when CloudKit failed it with `code`.
     ///
     /// `networkUnavailable` happens before anything is sent; `networkFailure` and
-    /// `serverResponseLost` may follow a request the server received; every other
-    /// code is CloudKit's answer.
+    /// `serverResponseLost` may follow a request the server received; `notAuthenticated`
+    /// stands for an HTTP 401, a refusal before the request was acted on
+    /// (``RequestDelivery/refused``); every other code is CloudKit's answer.
     static func delivery(for code: CloudKitErrorCode) -> RequestDelivery {
         switch code {
         case .networkUnavailable: .notSent
         case .networkFailure, .serverResponseLost: .mayHaveBeenSent
+        case .notAuthenticated: .refused
         case .operationCancelled: .unknown
         default: .answered
         }

@@ -9,10 +9,10 @@ public import Foundation
 /// bloat logs or memory.
 ///
 /// It adopts ``HTTPStatusReporting`` and ``RetryAfterProviding``, so every
-/// ``RetryPolicy`` understands it without configuration: 408, 500, 502, 503 and
-/// 504 are retried when the request is idempotent, 429 never is (its hint is
-/// still reported), and a 503's `Retry-After` sets the least wait before the
-/// next attempt. It adopts ``IdempotencyReporting`` too: validated with the
+/// ``RetryPolicy`` understands it without configuration: 408 and a 5xx
+/// (``DefaultRetryClassifier/retryableHTTPStatuses``) are retried when the
+/// request is idempotent, 429 never is (its hint is still reported), and a
+/// 503's `Retry-After` sets the least wait before the next attempt. It adopts ``IdempotencyReporting`` too: validated with the
 /// request, it records whether the request may be repeated, so a `POST` answered
 /// 503 is not sent again by this policy or by one wrapped around it.
 ///

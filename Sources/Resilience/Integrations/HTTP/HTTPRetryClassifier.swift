@@ -9,7 +9,7 @@ import Foundation
 ///
 /// | failure | decision |
 /// |---|---|
-/// | 408, 500, 502, 503, 504 | retry (idempotent requests only: the rules stop the others) |
+/// | 408, and every 5xx but 501, 505, 506, 508, 510, 511 (``DefaultRetryClassifier/retryableHTTPStatuses``) | retry (idempotent requests only: the rules stop the others) |
 /// | 429 | never (``RetryStopReason/tooManyRequests``) |
 /// | 401, 407 | stop: ``RetryStopReason/authenticationRequired`` |
 /// | other statuses | stop |

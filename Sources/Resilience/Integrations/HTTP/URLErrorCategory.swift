@@ -39,6 +39,11 @@ public struct URLErrorCategory: Sendable, Hashable, CustomStringConvertible {
     /// A transient failure after which the server may have received, and acted on, the request.
     public static let requestMayHaveBeenSent = URLErrorCategory(rawValue: "requestMayHaveBeenSent")
     /// The server requires credentials; the user must sign in.
+    ///
+    /// The session met an authentication challenge (an HTTP 401 or 407) that it could not
+    /// answer, so the server refused the request before acting on it: like the status it
+    /// stands for, it lets even a request that is not idempotent be sent again once the
+    /// credentials are in order (``RequestDelivery/refused``).
     public static let authenticationRequired = URLErrorCategory(rawValue: "authenticationRequired")
     /// A failure that another attempt would repeat.
     public static let permanent = URLErrorCategory(rawValue: "permanent")

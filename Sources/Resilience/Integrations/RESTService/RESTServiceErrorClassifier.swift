@@ -7,12 +7,20 @@
 /// 2. ``serverCodeDecisions``: the server's error codes, compared exactly. By default
 ///    the OAuth 2.0 codes for a rejected or expired token (`invalid_grant`, RFC 6749;
 ///    `invalid_token`, RFC 6750) stop with ``RetryStopReason/authenticationRequired``.
-/// 3. The HTTP status: 429 is never retried (``RetryStopReason/tooManyRequests``);
-///    401 stops with ``RetryStopReason/authenticationRequired``; 408, 500, 502, 503 and
-///    504 are retried; every other status stops.
+/// 3. The HTTP status, by ``HTTPRetryClassifier``'s rules: 429 is never retried
+///    (``RetryStopReason/tooManyRequests``); 401 and 407 stop with
+///    ``RetryStopReason/authenticationRequired``; 408 and the statuses of a server's or a
+///    proxy's failure (``DefaultRetryClassifier/retryableHTTPStatuses``) are retried;
+///    every other status stops.
 /// 4. No status: the ``RESTServiceError/underlying`` error decides through
 ///    ``DefaultRetryClassifier`` (a `URLError` timeout is retried, for instance);
 ///    without one, `nil`.
+///
+/// The error is looked for in the whole chain, outermost first, as every classifier does:
+/// a ``RESTServiceError`` wrapped in an error of the app's own (``UnderlyingErrorProviding``)
+/// or under `NSUnderlyingErrorKey` is judged as if it were thrown as it is. The outermost
+/// one whose codes or status decide wins; when none does, the outermost one's
+/// ``RESTServiceError/underlying`` error decides.
 ///
 /// An authentication failure is reported as its own stop reason, so the app can
 /// send the user to sign in again:
@@ -57,14 +65,17 @@ public struct RESTServiceErrorClassifier: RetryClassifier {
         self.serverCodeDecisions = serverCodeDecisions
     }
 
-    /// The decision for a ``RESTServiceError``, or `nil` for any other error.
+    /// The decision for a ``RESTServiceError`` anywhere in `error`'s chain, or `nil` when there is none.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
-        guard let error = error as? RESTServiceError else { return nil }
-        if let decision = self.ownDecision(for: error) { return decision }
-        if let underlying = error.underlying {
-            return DefaultRetryClassifier().decision(for: underlying, context: context)
+        var outermost: RESTServiceError?
+        let decision = ErrorChain.first(in: error) { node -> RetryDecision? in
+            guard let rest = node as? RESTServiceError else { return nil }
+            if outermost == nil { outermost = rest }
+            return self.ownDecision(for: rest)
         }
-        return nil
+        if let decision { return decision }
+        guard let underlying = outermost?.underlying else { return nil }
+        return DefaultRetryClassifier().decision(for: underlying, context: context)
     }
 
     /// The decision `error`'s own codes and status make, without the error it wraps.
@@ -76,9 +87,8 @@ public struct RESTServiceErrorClassifier: RetryClassifier {
             return decision
         }
         if let status = error.httpStatus, (100...599).contains(status) {
-            if status == 429 { return .doNotRetry(because: .tooManyRequests) }
-            if status == 401 { return .doNotRetry(because: .authenticationRequired) }
-            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status) ? .retry : .doNotRetry
+            // One rule for a status wherever it comes from: 401 and 407 alike ask for credentials.
+            return HTTPRetryClassifier().decision(forStatus: status)
         }
         return nil
     }

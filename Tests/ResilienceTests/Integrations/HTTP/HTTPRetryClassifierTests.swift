@@ -57,7 +57,30 @@ import Testing
         #expect(self.decision(classifier, HTTPResponseError(statusCode: status)) == .retry)
     }
 
-    @Test(arguments: [400, 403, 404, 409, 422, 501, 505])
+    /// A proxy's own 5xx (Cloudflare's 520 to 524: the origin sent nothing usable, was down,
+    /// unreachable or timed out) is the server side's failure like a 502, and is retried.
+    @Test(arguments: [507, 520, 521, 522, 523, 524, 599])
+    func everyOtherServerErrorIsRetriedForGET(status: Int) {
+        let classifier = HTTPRetryClassifier(method: "GET")
+        #expect(self.decision(classifier, HTTPResponseError(statusCode: status)) == .retry)
+        #expect(
+            DefaultRetryClassifier().decision(for: StatusError(status: status), context: RetryContext(attempt: 1))
+                == .retry)
+    }
+
+    @Test(arguments: [521, 522, 523, 524])
+    func aPolicyRetriesAProxysServerError(status: Int) async throws {
+        let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let attempts = Counter()
+        let outcome = await policy.outcome { () throws -> Int in
+            if attempts.increment() == 1 { throw RESTServiceError(httpStatus: status) }
+            return 1
+        }
+        #expect(outcome.attempts == 2)
+        #expect(outcome.stopReason == .succeeded)
+    }
+
+    @Test(arguments: [400, 403, 404, 409, 422, 501, 505, 506, 508, 510, 511])
     func otherStatusesAreFinal(status: Int) {
         let classifier = HTTPRetryClassifier(method: "GET")
         #expect(self.decision(classifier, HTTPResponseError(statusCode: status)) == .doNotRetry)

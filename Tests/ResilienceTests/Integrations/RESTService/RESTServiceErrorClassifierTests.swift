@@ -42,6 +42,112 @@ import Testing
         #expect(self.decision(RESTServiceError(httpStatus: 401)) == .doNotRetry(because: .authenticationRequired))
     }
 
+    @Test func proxyAuthenticationRequiredStopsForSignInLikeUnauthorized() {
+        #expect(self.decision(RESTServiceError(httpStatus: 407)) == .doNotRetry(because: .authenticationRequired))
+    }
+
+    /// An app's own error that wraps the SDK's, as the docs invite, in the two shapes the rules read.
+    static func wrapped(_ error: RESTServiceError, shape: String) -> any Error {
+        switch shape {
+        case "UnderlyingErrorProviding": SyncFailure(cause: error)
+        default: NSError(domain: "SyncErrorDomain", code: 1, userInfo: [NSUnderlyingErrorKey: error])
+        }
+    }
+
+    struct SyncFailure: Error, UnderlyingErrorProviding {
+        var cause: any Error
+        var underlyingErrors: [any Error] { [self.cause] }
+    }
+
+    @Test(arguments: ["UnderlyingErrorProviding", "NSUnderlyingErrorKey"])
+    func aWrappedErrorIsJudgedByItsCodesAsIfThrownAsItIs(shape: String) {
+        let classifier = RESTServiceErrorClassifier(tokenRefreshFailureCodes: [self.refreshFailed])
+        let refresh = Self.wrapped(RESTServiceError(sdkCode: self.refreshFailed, httpStatus: 400), shape: shape)
+        #expect(
+            classifier.decision(for: refresh, context: self.context) == .doNotRetry(because: .authenticationRequired))
+        let duplicate = Self.wrapped(
+            RESTServiceError(sdkCode: 503, httpStatus: 409, serverErrorCode: "USER_ALREADY_EXISTS"), shape: shape)
+        #expect(classifier.decision(for: duplicate, context: self.context) == .doNotRetry)
+        let timedOut = Self.wrapped(RESTServiceError(underlying: URLError(.timedOut)), shape: shape)
+        #expect(classifier.decision(for: timedOut, context: self.context) == .retry)
+    }
+
+    /// Without a status the SDK failed on its own side; its code still says the session is over.
+    @Test(arguments: ["UnderlyingErrorProviding", "NSUnderlyingErrorKey"])
+    func aWrappedFailedTokenRefreshWithoutAStatusIsNotRetried(shape: String) async throws {
+        let policy = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none,
+            classifier: RESTServiceErrorClassifier(tokenRefreshFailureCodes: [self.refreshFailed]), clock: TestClock())
+        let kii = NSError(domain: "KiiErrorDomain", code: self.refreshFailed)
+        let error = Self.wrapped(RESTServiceError(sdkCode: self.refreshFailed, underlying: kii), shape: shape)
+        let attempts = Counter()
+        let outcome = await policy.outcome { () throws -> Int in
+            attempts.increment()
+            throw error
+        }
+        #expect(attempts.value == 1)
+        #expect(outcome.stopReason == .authenticationRequired)
+    }
+
+    /// Kii's guidance: a failed token refresh means the login screen, for every call. Registering
+    /// a user or saving an object is not idempotent; it is not sent again, and the person is
+    /// still sent to sign in.
+    @Test func aFailedTokenRefreshOnACallThatIsNotIdempotentStopsForSignIn() async throws {
+        let classifier = RESTServiceErrorClassifier(tokenRefreshFailureCodes: [self.refreshFailed])
+        let policy = try RetryPolicy(maximumAttempts: 4, classifier: classifier, clock: TestClock())
+        let error = RESTServiceError(sdkCode: self.refreshFailed, httpStatus: 400, serverErrorCode: "invalid_grant")
+        let attempts = Counter()
+        let outcome = await policy.outcome(idempotency: .notIdempotent) { () throws -> Int in
+            attempts.increment()
+            throw error
+        }
+        #expect(attempts.value == 1)
+        #expect(outcome.stopReason == .authenticationRequired)
+        #expect(RetryAdvice(for: outcome, classifier: classifier)?.reason == .signInRequired)
+        let advice = RetryAdvice(
+            for: RESTServiceError(sdkCode: self.refreshFailed, httpStatus: 400), idempotency: .notIdempotent,
+            classifier: classifier)
+        #expect(advice == RetryAdvice(reason: .signInRequired, isRetryUseful: false))
+    }
+
+    /// The rule that keeps a call from running twice still wins over a classifier that would retry,
+    /// and a failure it stops that asks for nothing else still reports it.
+    @Test func aCallThatIsNotIdempotentStillStopsAsSuchWhenTheClassifierDoesNotSaySignIn() async throws {
+        let eager = RESTServiceErrorClassifier(sdkCodeDecisions: [1: .retry])
+        let policy = try RetryPolicy(maximumAttempts: 4, classifier: eager, clock: TestClock())
+        let retried = await policy.outcome(idempotency: .notIdempotent) { () throws -> Int in
+            throw RESTServiceError(sdkCode: 1, httpStatus: 503)
+        }
+        #expect(retried.attempts == 1)
+        #expect(retried.stopReason == .notIdempotent)
+        let final = await policy.outcome(idempotency: .notIdempotent) { () throws -> Int in
+            throw RESTServiceError(httpStatus: 409, serverErrorCode: "USER_ALREADY_EXISTS")
+        }
+        #expect(final.stopReason == .notIdempotent)
+        #expect(RetryAdvice(for: final)?.reason == .outcomeUnknown)
+    }
+
+    /// The inner call reports sign-in rather than "not idempotent"; the policy around it, whose
+    /// classifier would retry anything, must still not send the request again.
+    @Test func aCallStoppedForSignInByTheIdempotencyRuleIsNotSentAgainByThePolicyAroundIt() async throws {
+        let inner = try RetryPolicy(
+            maximumAttempts: 3, classifier: RESTServiceErrorClassifier(tokenRefreshFailureCodes: [self.refreshFailed]),
+            clock: TestClock())
+        let outer = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, classifier: .closure { _, _ in .retry },
+            clock: TestClock())
+        let sent = Counter()
+        let refreshFailed = self.refreshFailed
+        let outcome = await outer.outcome { () async throws -> Int in
+            try await inner.execute(idempotency: .notIdempotent) { () throws -> Int in
+                sent.increment()
+                throw RESTServiceError(sdkCode: refreshFailed, httpStatus: 400)
+            }
+        }
+        #expect(sent.value == 1)
+        #expect(outcome.stopReason == .notIdempotent)
+    }
+
     @Test func failedTokenRefreshStopsWithAuthenticationRequired() {
         let classifier = RESTServiceErrorClassifier(tokenRefreshFailureCodes: [self.refreshFailed])
         let error = RESTServiceError(sdkCode: self.refreshFailed, httpStatus: 400)
