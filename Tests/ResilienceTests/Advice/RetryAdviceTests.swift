@@ -48,6 +48,14 @@ import Testing
         Case("HTTP 401", HTTPResponseError(statusCode: 401), signIn),
         Case("HTTP 407", HTTPResponseError(statusCode: 407), signIn),
         Case("HTTP 404", HTTPResponseError(statusCode: 404), permanent),
+        // The table's rows for statuses: a 408 and a 5xx that passes are a busy server, a 5xx
+        // that says the request itself cannot be served is permanent.
+        Case("HTTP 408", HTTPResponseError(statusCode: 408), busy()),
+        Case("HTTP 507", HTTPResponseError(statusCode: 507), busy()),
+        Case("HTTP 521 from a proxy", HTTPResponseError(statusCode: 521), busy()),
+        Case("HTTP 501", HTTPResponseError(statusCode: 501), permanent),
+        Case("HTTP 505", HTTPResponseError(statusCode: 505), permanent),
+        Case("HTTP 511", HTTPResponseError(statusCode: 511), permanent),
         Case("HTTP 422", HTTPResponseError(statusCode: 422), permanent),
         Case("HTTP 503 to a POST", HTTPResponseError(statusCode: 503, requestIdempotency: .notIdempotent), unknown),
         // URL loading
