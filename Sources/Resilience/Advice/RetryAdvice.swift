@@ -23,6 +23,7 @@
 /// | ``Reason/rateLimited`` | HTTP 429 | after the server's hint, or ``defaultRateLimitWait`` without one; never at once |
 /// | ``Reason/serverBusy`` | a failure that usually passes: 5xx, timeouts, an open breaker, an empty retry budget | after the hint, if any |
 /// | ``Reason/outcomeUnknown`` | a request that is not idempotent may have reached the server | not before checking |
+/// | ``Reason/setupRequired`` | something the request relies on is missing until the app sets it up again (a deleted CloudKit zone) | not before the app has |
 /// | ``Reason/permanent`` | the same request will fail the same way | no |
 /// | ``Reason/cancelled`` | the caller gave up | at once |
 public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
@@ -51,6 +52,13 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         /// A request that is not idempotent may have reached the server: retrying blindly could
         /// repeat its effect (a second payment), so check its result first.
         public static let outcomeUnknown = Reason(rawValue: "outcomeUnknown")
+        /// Something the request relies on is missing, and the app must set it up again before a
+        /// retry can succeed: a CloudKit record zone the person deleted in Settings
+        /// (`userDeletedZone`) or that does not exist (`zoneNotFound`). Create the zone and its
+        /// subscriptions, then send the request again; no retry button helps before that. A zone
+        /// the person deleted held data they chose to remove: ask them before uploading it again.
+        /// A failure a classifier stops with ``RetryStopReason/setupRequired``.
+        public static let setupRequired = Reason(rawValue: "setupRequired")
         /// The same request will fail the same way: a 4xx, invalid data, a missing record.
         public static let permanent = Reason(rawValue: "permanent")
         /// The caller cancelled the request; nothing is wrong with it.
@@ -118,6 +126,8 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
             self.init(reason: .offline, isRetryUseful: true)
         case .authenticationRequired:
             self.init(reason: .signInRequired, isRetryUseful: false)
+        case .setupRequired:
+            self.init(reason: .setupRequired, isRetryUseful: false)
         case .tooManyRequests:
             self = .rateLimited(after: hint)
         case .notIdempotent:
@@ -172,6 +182,7 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         if decision.stopReason == .authenticationRequired {
             return RetryAdvice(reason: .signInRequired, isRetryUseful: false)
         }
+        if decision.stopReason == .setupRequired { return RetryAdvice(reason: .setupRequired, isRetryUseful: false) }
         guard decision.isRetryable else { return RetryAdvice(reason: .permanent, isRetryUseful: false) }
         let hints = [analysis.retryAfter, decision.retryAfter].compactMap { $0 }
         return RetryAdvice(reason: .serverBusy, isRetryUseful: true, retryAfter: hints.max())

@@ -90,6 +90,12 @@ extension RetryPolicy {
     /// What follows a failure that a recovery or a wait for connectivity handles; `nil` for any other failure.
     ///
     /// Runs after the ``Rulebook``'s rules and before the classifier.
+    ///
+    /// A CloudKit partial failure gets neither: a refresh or a wait would end in the whole
+    /// batch sent again, the items already saved included, although only some items failed
+    /// offline or for their credential. The classifier stops it
+    /// (``RetryStopReason/partialFailure``), and ``retryingFailedItems(_:waitingFor:idempotency:operation:)``
+    /// waits for the network before it sends the failed items again.
     func recoveryPlan(
         isolation: isolated (any Actor)?,
         after error: any Error,
@@ -98,6 +104,7 @@ extension RetryPolicy {
         call: inout CallState,
         start: Duration
     ) async -> Plan? {
+        if analysis.reportsOnItems { return nil }
         if let recovery = options.recovery, !call.hasRecovered, recovery.isCredentialFailure(error, analysis) {
             self.observer?.attemptFailed(
                 .init(

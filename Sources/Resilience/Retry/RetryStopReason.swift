@@ -33,6 +33,12 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     public static let offline = RetryStopReason(rawValue: "offline")
     /// The failure needs the user to sign in again; retrying cannot help.
     public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
+    /// The request relies on something the app sets up on the service, and it is missing:
+    /// a CloudKit record zone the person deleted (`userDeletedZone`) or that does not exist
+    /// (`zoneNotFound`). The same request fails the same way until the app sets it up again
+    /// (creates the zone and its subscriptions), and succeeds after; unlike
+    /// ``notRetryable``, the failure is not final.
+    public static let setupRequired = RetryStopReason(rawValue: "setupRequired")
     /// The request is not idempotent and may have reached the server, so sending it
     /// again could repeat its effect (see ``Idempotency``). A request whose body is a
     /// stream, which the first send read to its end, stops with this reason too. When the

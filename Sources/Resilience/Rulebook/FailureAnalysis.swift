@@ -100,6 +100,15 @@ public struct FailureAnalysis: Sendable, Hashable {
 
     /// The outermost CloudKit error code in the chain, if any: what ``CloudKitRetryClassifier`` judges.
     let cloudKitCode: CloudKitErrorCode?
+
+    /// Whether the failure reports on the items of a batch rather than on one request: the
+    /// outermost CloudKit error in the chain is a `partialFailure`.
+    ///
+    /// Its facts include its items' (``isOffline`` when one item failed offline,
+    /// ``needsCredentials`` when one was refused its credential), although other items may
+    /// have been saved: they say what to do with those items, never that the batch may be
+    /// sent again whole.
+    var reportsOnItems: Bool { self.cloudKitCode == .partialFailure }
     /// The outermost URL loading error's category in the chain, if any.
     let urlErrorCategory: URLErrorCategory?
     /// What ``DefaultRetryClassifier`` reads from the outermost error in the chain that one of its

@@ -26,7 +26,9 @@ public struct RequestDelivery: Sendable, Hashable, CustomStringConvertible {
     /// The server refused the request before acting on it: it asked for credentials
     /// (HTTP 401 or 407, or what stands for them: a URL loading authentication error,
     /// which follows a challenge the session could not answer, and CloudKit's
-    /// `notAuthenticated`). Safe to send again, once the credentials are in order.
+    /// `notAuthenticated`), or, for CloudKit, rolled the item back with its atomic batch
+    /// (`batchRequestFailed`) or found no zone to write to (`userDeletedZone`,
+    /// `zoneNotFound`). Safe to send again, once what it lacked is in order.
     public static let refused = RequestDelivery(rawValue: "refused")
     /// Nothing in the error says; treated like ``mayHaveBeenSent`` for requests that are not idempotent.
     public static let unknown = RequestDelivery(rawValue: "unknown")

@@ -24,6 +24,7 @@ import Testing
     static let offline = RetryAdvice(reason: .offline, isRetryUseful: true)
     static let signIn = RetryAdvice(reason: .signInRequired, isRetryUseful: false)
     static let permanent = RetryAdvice(reason: .permanent, isRetryUseful: false)
+    static let setup = RetryAdvice(reason: .setupRequired, isRetryUseful: false)
     static let unknown = RetryAdvice(reason: .outcomeUnknown, isRetryUseful: false)
     static func busy(_ hint: Duration? = nil) -> RetryAdvice {
         RetryAdvice(reason: .serverBusy, isRetryUseful: true, retryAfter: hint)
@@ -77,6 +78,10 @@ import Testing
         Case("CloudKit zone busy", cloudKit(23), busy()),
         Case("CloudKit unknown item", cloudKit(11), permanent),
         Case("CloudKit quota exceeded", cloudKit(25), permanent),
+        Case("CloudKit zone deleted by the user", cloudKit(28), setup),
+        Case("CloudKit zone not found", cloudKit(26), setup),
+        // No zone, nothing written: a save that may not run twice is still told to recreate it.
+        Case("CloudKit zone deleted on a save", cloudKit(28), idempotency: .notIdempotent, setup),
         // REST SDK
         Case("REST expired token", RESTServiceError(httpStatus: 400, serverErrorCode: "invalid_token"), signIn),
         Case("REST revoked grant", RESTServiceError(httpStatus: 400, serverErrorCode: "invalid_grant"), signIn),
@@ -134,6 +139,17 @@ import Testing
         task.cancel()
         gate.open()
         #expect(await task.value == RetryAdvice(reason: .cancelled, isRetryUseful: true))
+    }
+
+    /// A policy stops on a deleted zone with `.setupRequired`, and the outcome's advice agrees with the error's.
+    @Test func aDeletedZoneIsAdvisedAsSetupRequiredFromTheOutcome() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, clock: TestClock())
+        let outcome = await policy.outcome(idempotency: .notIdempotent) { () async throws -> Int in
+            throw Self.cloudKit(28)
+        }
+        #expect(outcome.attempts == 1)
+        #expect(outcome.stopReason == .setupRequired)
+        #expect(RetryAdvice(for: outcome) == Self.setup)
     }
 
     @Test func theAdviceFollowsTheClassifierThePolicyUses() {

@@ -226,4 +226,36 @@ struct ConnectivityWaitTests {
         #expect(outcome.stopReason == .offline)
         #expect(outcome.attempts == 1)
     }
+
+    /// A batch of A and B in which B was saved and A failed offline (its per-item error): waiting for the
+    /// network and sending the batch again would send B twice. The call stops as a partial failure, at once.
+    @Test func aPartialFailureWithAnOfflineItemIsNotSentAgainWhole() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let policy = try RetryPolicy(maximumAttempts: 3, classifier: CloudKitRetryClassifier(), clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let sends = Counter()
+
+        let call = Task {
+            await policy.outcome(waitingFor: wait) { () throws -> Int in
+                guard sends.increment() == 1 else { return 2 }
+                let offline = NSError(
+                    domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.networkUnavailable.rawValue)
+                throw NSError(
+                    domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.partialFailure.rawValue,
+                    userInfo: [CloudKitErrorCode.partialErrorsKey: ["A": offline]])
+            }
+        }
+        // Should the call wait for the network, bring it back, so that a whole re-send shows.
+        let restore = Task {
+            await network.waitForObservers(count: 1)
+            if !Task.isCancelled { network.set(.online) }
+        }
+        let outcome = await call.value
+        restore.cancel()
+
+        #expect(outcome.stopReason == .partialFailure)
+        #expect(sends.value == 1)
+        #expect(network.updateRequestCount == 0)
+    }
 }

@@ -161,6 +161,30 @@ struct CredentialRecoveryTests {
         #expect(counter.value == 1)
     }
 
+    /// A batch of A and B in which B was saved and A was refused its credential (its per-item error):
+    /// refreshing and sending the batch again would send B twice. The call stops as a partial failure.
+    @Test func aPartialFailureWithAnItemRefusedItsCredentialIsNotSentAgainWhole() async throws {
+        let recovery = CredentialRecovery(credential: "old") { _ in
+            Issue.record("one item's credential failure must not refresh for the whole batch")
+            return "new"
+        }
+        let policy = try RetryPolicy(
+            maximumAttempts: 3, classifier: CloudKitRetryClassifier(), clock: TestClock())
+        let sent = Recorder<String>()
+
+        let outcome = await policy.outcome(recovering: recovery) { token -> Int in
+            sent.record(token)
+            guard sent.values.count == 1 else { return 2 }
+            let refused = NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.notAuthenticated.rawValue)
+            throw NSError(
+                domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.partialFailure.rawValue,
+                userInfo: [CloudKitErrorCode.partialErrorsKey: ["A": refused]])
+        }
+
+        #expect(outcome.stopReason == .partialFailure)
+        #expect(sent.values == ["old"])
+    }
+
     @Test func failuresThatDoNotAskForCredentialsAreLeftToTheClassifier() async throws {
         let recovery = CredentialRecovery(credential: "token") { _ in
             Issue.record("a 503 must not refresh the credential")

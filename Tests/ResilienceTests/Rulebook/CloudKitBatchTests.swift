@@ -62,4 +62,24 @@ import Testing
         }
         #expect(calls.value == 2)
     }
+
+    /// In an atomic zone the items that were fine fail as `batchRequestFailed`, rolled back with the batch:
+    /// they had no effect, so even a batch that may not be sent twice sends them again.
+    @Test func theCollateralOfAnAtomicBatchIsSentAgainWhenTheBatchIsNotIdempotent() async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let sent = Recorder<[String]>()
+        let result = try await policy.retryingFailedItems(["A", "B", "C"], idempotency: .notIdempotent) { names in
+            sent.record(names)
+            guard names.contains("A") else { return }
+            var items: [String: NSError] = [:]
+            for name in names {
+                items[name] = self.cloudKitError(name == "A" ? .serverRecordChanged : .batchRequestFailed)
+            }
+            throw self.cloudKitError(.partialFailure, userInfo: [CloudKitErrorCode.partialErrorsKey: items])
+        }
+        #expect(sent.values == [["A", "B", "C"], ["B", "C"]])
+        #expect(result.stopReason == .succeeded)
+        #expect(result.sentItems == ["B", "C"])
+        #expect(Array(result.failedItems.keys) == ["A"])
+    }
 }

@@ -16,6 +16,18 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
     public static let domain = "CKErrorDomain"
     /// The `userInfo` key of a partial failure's per-item errors (`CKPartialErrorsByItemIDKey`).
     public static let partialErrorsKey = "CKPartialErrors"
+    /// The `userInfo` key of a `serverRecordChanged` error's record as the server has it
+    /// (`CKRecordChangedErrorServerRecordKey`): merge your changes into it, then save it.
+    ///
+    /// ``CloudKitRecordConflict`` reads the three records of a conflict.
+    public static let serverRecordKey = "ServerRecord"
+    /// The `userInfo` key of a `serverRecordChanged` error's record as the app tried to save it
+    /// (`CKRecordChangedErrorClientRecordKey`).
+    public static let clientRecordKey = "ClientRecord"
+    /// The `userInfo` key of a `serverRecordChanged` error's record as the app last fetched it,
+    /// before its own changes (`CKRecordChangedErrorAncestorRecordKey`): the common ancestor of
+    /// a three-way merge.
+    public static let ancestorRecordKey = "AncestorRecord"
 
     /// The raw code.
     public let rawValue: Int
@@ -57,7 +69,8 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
     public static let unknownItem = CloudKitErrorCode(rawValue: 11)
     /// The request contains invalid information (12).
     public static let invalidArguments = CloudKitErrorCode(rawValue: 12)
-    /// The server's version of the record is newer; merge, then save again (14).
+    /// The server's version of the record is newer; merge into it, then save that
+    /// (14; see ``CloudKitRecordConflict``).
     public static let serverRecordChanged = CloudKitErrorCode(rawValue: 14)
     /// The server rejected the request (15).
     public static let serverRejectedRequest = CloudKitErrorCode(rawValue: 15)
@@ -81,11 +94,11 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
     public static let badDatabase = CloudKitErrorCode(rawValue: 24)
     /// Saving would exceed the storage quota (25).
     public static let quotaExceeded = CloudKitErrorCode(rawValue: 25)
-    /// The record zone does not exist (26).
+    /// The record zone does not exist; create it, then send again (26).
     public static let zoneNotFound = CloudKitErrorCode(rawValue: 26)
     /// The request is too large; split the batch (27).
     public static let limitExceeded = CloudKitErrorCode(rawValue: 27)
-    /// The user deleted the zone in Settings (28).
+    /// The user deleted the zone in Settings; create it and its subscriptions again, then send again (28).
     public static let userDeletedZone = CloudKitErrorCode(rawValue: 28)
     /// The share has too many participants (29).
     public static let tooManyParticipants = CloudKitErrorCode(rawValue: 29)

@@ -8,13 +8,15 @@
 /// | `serverResponseLost` | retry only when the operation is idempotent |
 /// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` |
 /// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
+/// | `userDeletedZone`, `zoneNotFound` | stop: ``RetryStopReason/setupRequired`` (create the zone and its subscriptions, then send again) |
 /// | `operationCancelled` | stop: ``RetryStopReason/cancelled`` |
 /// | anything else | stop |
 ///
 /// Some codes need the app to act before a retry can help, so they stop here:
-/// `serverRecordChanged` (merge the server's record, then save again),
-/// `limitExceeded` (split the batch in half), `changeTokenExpired` (refetch),
-/// `accountTemporarilyUnavailable` (wait for the account-changed notification).
+/// `serverRecordChanged` (merge into the server's record, then save that: see
+/// ``CloudKitRecordConflict``), `limitExceeded` (split the batch in half),
+/// `changeTokenExpired` (refetch), `accountTemporarilyUnavailable` (wait for the
+/// account-changed notification), and the two zone codes above.
 /// The outermost CloudKit error in the error's chain is judged (`NSUnderlyingErrorKey`,
 /// the library's wrappers, an app's own error: see ``UnderlyingErrorProviding``);
 /// errors with none in their chain get `nil`.
@@ -67,6 +69,7 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         switch code {
         case .serverResponseLost: return self.operationIsIdempotent ? .retry : .doNotRetry
         case .notAuthenticated: return .doNotRetry(because: .authenticationRequired)
+        case .userDeletedZone, .zoneNotFound: return .doNotRetry(because: .setupRequired)
         case .operationCancelled: return .doNotRetry(because: .cancelled)
         default: return .doNotRetry
         }
@@ -75,14 +78,17 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     /// How far a request got when CloudKit failed it with `code`.
     ///
     /// `networkUnavailable` happens before anything is sent; `networkFailure` and
-    /// `serverResponseLost` may follow a request the server received; `notAuthenticated`
-    /// stands for an HTTP 401, a refusal before the request was acted on
-    /// (``RequestDelivery/refused``); every other code is CloudKit's answer.
+    /// `serverResponseLost` may follow a request the server received. CloudKit refused
+    /// the request before it had any effect when it answers `notAuthenticated` (it stands
+    /// for an HTTP 401), `batchRequestFailed` (the item was rolled back with its atomic
+    /// batch, because another item failed) or a zone code (`userDeletedZone`,
+    /// `zoneNotFound`: there was no zone to write to) (``RequestDelivery/refused``).
+    /// Every other code is CloudKit's answer.
     static func delivery(for code: CloudKitErrorCode) -> RequestDelivery {
         switch code {
         case .networkUnavailable: .notSent
         case .networkFailure, .serverResponseLost: .mayHaveBeenSent
-        case .notAuthenticated: .refused
+        case .notAuthenticated, .batchRequestFailed, .userDeletedZone, .zoneNotFound: .refused
         case .operationCancelled: .unknown
         default: .answered
         }

@@ -56,6 +56,61 @@ extension RetryPolicy {
         idempotency: Idempotency? = nil,
         operation: ([ID]) async throws -> Void
     ) async throws -> CloudKitBatchResult<ID> {
+        try await self.sendingFailedItems(items, connectivity: nil, idempotency: idempotency, operation: operation)
+    }
+
+    /// Sends a batch of items as ``retryingFailedItems(_:idempotency:operation:)`` does, and
+    /// waits for the network instead of spending attempts while the device is offline.
+    ///
+    /// CloudKit's advice for `networkUnavailable` is to wait until the network is back, then
+    /// send again. After an attempt that failed offline (`networkUnavailable`, or a URL loading
+    /// error such as `notConnectedToInternet`), as a whole or for one of the items it sends
+    /// again, the call waits as ``ConnectivityWait`` tells, when the monitor confirms the device
+    /// is offline, then sends the items still to send: at once, or once the rest of their
+    /// retry-after hint has passed. The attempt that failed offline and the wait take none of
+    /// ``maximumAttempts``; the wait counts against the ``deadline``. A wait that reaches its
+    /// limit stops the call with ``RetryStopReason/offline`` (the items still to send are then
+    /// in ``CloudKitBatchResult/failedItems``, once an attempt has reported on the items), and
+    /// one that reaches the deadline with ``RetryStopReason/deadlineExceeded``.
+    ///
+    /// Nesting ``retryingFailedItems(_:idempotency:operation:)`` in
+    /// ``execute(waitingFor:idempotency:operation:)`` does not do this: the inner call spends
+    /// its attempts on backoff while the device is offline, and the outer call never retries
+    /// what the inner policy retried to exhaustion (see ``NestedRetries``).
+    ///
+    /// ```swift
+    /// let network = ConnectivityWait(monitor: monitor, limit: .seconds(300))
+    /// let result = try await policy.retryingFailedItems(recordIDs, waitingFor: network) { ids in
+    ///     try await save(records.filter { ids.contains($0.recordID) })
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - items: The IDs of the items to send, as CloudKit keys its per-item errors (`CKRecord.ID`, …).
+    ///   - connectivity: The monitor to wait on and the longest wait.
+    ///   - idempotency: Whether sending an item twice is harmless; `nil` inherits an enclosing call's
+    ///     declaration or the policy's classifier's, and for items whose response was lost assumes not.
+    ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
+    /// - Returns: Which items were sent and which failed, with their errors.
+    /// - Throws: As ``retryingFailedItems(_:idempotency:operation:)`` does; a call that stops
+    ///   offline before any attempt reported on the items throws the offline error.
+    public nonisolated(nonsending) func retryingFailedItems<ID: Hashable>(
+        _ items: [ID],
+        waitingFor connectivity: ConnectivityWait,
+        idempotency: Idempotency? = nil,
+        operation: ([ID]) async throws -> Void
+    ) async throws -> CloudKitBatchResult<ID> {
+        try await self.sendingFailedItems(
+            items, connectivity: connectivity, idempotency: idempotency, operation: operation)
+    }
+
+    /// The batch helper, with or without a wait for the network.
+    private nonisolated(nonsending) func sendingFailedItems<ID: Hashable>(
+        _ items: [ID],
+        connectivity: ConnectivityWait?,
+        idempotency: Idempotency?,
+        operation: ([ID]) async throws -> Void
+    ) async throws -> CloudKitBatchResult<ID> {
         var remaining = items
         var failed: [ID: any Error] = [:]
         // The last error of each item still to send, once an attempt has reported on the items.
@@ -83,7 +138,7 @@ extension RetryPolicy {
         // the items, which need not be `Sendable`.
         let outcome = await self.runConcurrentAttempt(
             isolation: #isolation, firstFailure: nil,
-            options: CallOptions(idempotency: idempotency, classifier: classifier)
+            options: CallOptions(idempotency: idempotency, classifier: classifier, connectivity: connectivity)
         ) { (_: AttemptDeadline) async throws in
             attempts += 1
             do {

@@ -37,11 +37,26 @@ func cloudKitError(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> 
     @Test(arguments: [
         CloudKitErrorCode.internalError, .badContainer, .missingEntitlement, .permissionFailure, .unknownItem,
         .invalidArguments, .serverRecordChanged, .serverRejectedRequest, .constraintViolation,
-        .changeTokenExpired, .quotaExceeded, .zoneNotFound, .limitExceeded, .userDeletedZone,
-        .accountTemporarilyUnavailable,
+        .changeTokenExpired, .quotaExceeded, .limitExceeded, .accountTemporarilyUnavailable,
     ])
     func codesThatNeedTheAppToActAreFinal(code: CloudKitErrorCode) {
         #expect(CloudKitRetryClassifier().decision(for: cloudKitError(code), context: self.context) == .doNotRetry)
+    }
+
+    /// A deleted or missing zone stops too, but as a failure that passes once the app creates the zone again.
+    @Test(arguments: [CloudKitErrorCode.userDeletedZone, .zoneNotFound])
+    func aMissingZoneStopsWithSetupRequired(code: CloudKitErrorCode) {
+        #expect(
+            CloudKitRetryClassifier().decision(for: cloudKitError(code), context: self.context)
+                == .doNotRetry(because: .setupRequired))
+        #expect(FailureAnalysis(cloudKitError(code)).delivery == .refused, "there was no zone to write to")
+    }
+
+    /// Collateral of an atomic batch was rolled back with it: the request had no effect.
+    @Test func collateralOfAnAtomicBatchProvesItHadNoEffect() {
+        let delivery = FailureAnalysis(cloudKitError(.batchRequestFailed)).delivery
+        #expect(delivery == .refused)
+        #expect(delivery.provesNotSent)
     }
 
     @Test func notAuthenticatedStopsWithAuthenticationRequired() {
