@@ -91,7 +91,7 @@ public enum ErrorHints {
 
     /// The status the node's error itself reports, read from its shared `NSError` form.
     static func ownStatus(of node: ErrorChain.Node) -> Int? {
-        if let reporting = node.error as? any HTTPStatusReporting {
+        if node.kinds.contains(.statusReporting), let reporting = node.error as? any HTTPStatusReporting {
             guard let status = reporting.httpStatusCode, (100...599).contains(status) else { return nil }
             return status
         }
@@ -113,7 +113,7 @@ public enum ErrorHints {
 
     /// The retry-after advice the node's error itself carries, read from its shared `NSError` form.
     static func ownRetryAfter(of node: ErrorChain.Node) -> Duration? {
-        if let providing = node.error as? any RetryAfterProviding {
+        if node.kinds.contains(.retryAfterProviding), let providing = node.error as? any RetryAfterProviding {
             guard let hint = providing.retryAfter, hint >= .zero else { return nil }
             return hint.clampedToResilienceRange
         }
@@ -139,7 +139,9 @@ public enum ErrorHints {
 
     /// The idempotency the node's error itself records, read from its shared `NSError` form.
     static func ownIdempotency(of node: ErrorChain.Node) -> Idempotency? {
-        if let reporting = node.error as? any IdempotencyReporting { return reporting.requestIdempotency }
+        if node.kinds.contains(.idempotencyReporting), let reporting = node.error as? any IdempotencyReporting {
+            return reporting.requestIdempotency
+        }
         // Empty for a `CancellationError`, which is not bridged.
         let userInfo = node.userInfo
         guard !userInfo.isEmpty else { return nil }

@@ -49,7 +49,7 @@ enum BridgedLibraryError {
 
     /// The kind of failure the node's error is, read from its shared `NSError` form.
     static func kind(of node: ErrorChain.Node) -> Kind? {
-        guard type(of: node.error) is NSError.Type, let nsError = node.nsError else { return nil }
+        guard node.kinds.contains(.nsError), let nsError = node.nsError else { return nil }
         let domain = nsError.domain
         guard domain.hasPrefix("Resilience.") else { return nil }
         switch domain {

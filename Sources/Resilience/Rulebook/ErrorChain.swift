@@ -70,17 +70,20 @@ enum ErrorChain {
     /// Walks as ``walkNodes(_:_:)`` does and tells what reflection spent, its proofs included.
     static func measuredNodeWalk(_ error: any Error, _ visit: (Node) -> Bool) -> Spending {
         // Whether reflection looks into an error is asked once, when it joins the queue.
-        var queue: [(error: any Error, depth: Int, claims: Bool)] = [(error, 0, Self.isReflected(error))]
+        let kinds = ErrorKinds.of(error)
+        var queue: [(error: any Error, depth: Int, kinds: ErrorKinds, claims: Bool)] = [
+            (error, 0, kinds, Self.isReflected(kinds))
+        ]
         var reflection = Reflection()
         // How many errors in the queue, from `index` on, reflection will look into.
         var reflected = queue[0].claims ? 1 : 0
         var index = 0
         while index < queue.count {
-            let (current, depth, claims) = queue[index]
+            let (current, depth, kinds, claims) = queue[index]
             index += 1
             if claims { reflected -= 1 }
             if type(of: current) is AnyObject.Type, !reflection.firstSight(of: current as AnyObject) { continue }
-            let node = Node(current)
+            let node = Node(current, kinds: kinds)
             guard visit(node) else { break }
             guard depth < Self.maximumDepth else { continue }
             // Each error still to be looked into by reflection gets an equal part of what it has
@@ -92,9 +95,10 @@ enum ErrorChain {
             for child in self.children(
                 of: node, claims: claims, room: room, allowance: allowance, reflection: &reflection)
             {
-                let childClaims = Self.isReflected(child)
+                let childKinds = ErrorKinds.of(child)
+                let childClaims = Self.isReflected(childKinds)
                 if childClaims { reflected += 1 }
-                queue.append((child, depth + 1, childClaims))
+                queue.append((child, depth + 1, childKinds, childClaims))
             }
         }
         return Spending(
@@ -104,8 +108,12 @@ enum ErrorChain {
     /// Whether the walk reflects on `error`'s stored values: it is neither an `NSError` nor an
     /// error that names what it wraps, nor a library time limit's error.
     static func isReflected(_ error: any Error) -> Bool {
-        !(type(of: error) is NSError.Type) && !(error is any UnderlyingErrorProviding)
-            && !(error is CancellationError) && !LateOperationError.isTimeLimit(error)
+        self.isReflected(ErrorKinds.of(error))
+    }
+
+    /// Whether the walk reflects on the stored values of an error of these kinds.
+    static func isReflected(_ kinds: ErrorKinds) -> Bool {
+        kinds.isDisjoint(with: [.nsError, .underlyingProviding, .cancellation, .timeLimit])
     }
 
     /// The first value `read` returns for an error in the chain, outermost first.
@@ -125,14 +133,14 @@ enum ErrorChain {
     ) -> [any Error] {
         guard room > 0 else { return [] }
         let error = node.error
-        if let provider = error as? any UnderlyingErrorProviding {
+        if node.kinds.contains(.underlyingProviding), let provider = error as? any UnderlyingErrorProviding {
             return Array(provider.underlyingErrors.prefix(room))
         }
         // A time limit's error wraps nothing: the operation's late error it keeps is read by
         // the rules alone (see `LateOperationError`), so a classifier still judges a time-out.
         // Nor does a `CancellationError`. Of the errors reflection passes over, those two and an
         // `NSError`, only an `NSError` has a `userInfo` to read.
-        if !claims && !(type(of: error) is NSError.Type) { return [] }
+        if !claims && !node.kinds.contains(.nsError) { return [] }
         guard let nsError = node.nsError else { return [] }
         var children: [any Error] = []
         let userInfo = node.userInfo
@@ -179,12 +187,17 @@ enum ErrorChain {
         /// The error.
         let error: any Error
 
-        init(_ error: any Error) {
+        /// What the error is (see ``ErrorKinds``).
+        let kinds: ErrorKinds
+
+        init(_ error: any Error, kinds: ErrorKinds? = nil) {
             self.error = error
+            self.kinds = kinds ?? ErrorKinds.of(error)
         }
 
         /// `error` as an `NSError`; `nil` for a `CancellationError`, which no reader bridges.
-        private(set) lazy var nsError: NSError? = self.error is CancellationError ? nil : self.error as NSError
+        private(set) lazy var nsError: NSError? =
+            self.kinds.contains(.cancellation) && self.error is CancellationError ? nil : self.error as NSError
 
         /// The `userInfo` of ``nsError``; empty for a `CancellationError`.
         private(set) lazy var userInfo: [String: Any] = self.nsError?.userInfo ?? [:]

@@ -213,12 +213,12 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// Reads the facts of one error of the chain, each reader sharing the node's `NSError` form.
         mutating func read(_ node: ErrorChain.Node) {
             let error = node.error
-            if error is CancellationError {
+            if node.kinds.contains(.cancellation), error is CancellationError {
                 self.sawCancellation = true
                 if self.ruling == nil { self.ruling = .cancelled }
                 return
             }
-            if LateOperationError.isTimeLimit(error) {
+            if node.kinds.contains(.timeLimit), LateOperationError.isTimeLimit(error) {
                 self.sawTimeLimit = true
                 if let late = LateOperationError.of(error) {
                     self.readLate(late, age: LateOperationError.age(of: error))
@@ -243,7 +243,7 @@ public struct FailureAnalysis: Sendable, Hashable {
                 // The strictest report wins: one failure may speak for a `GET` and a `POST`.
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
-            if let reporting = error as? any RequestDeliveryReporting {
+            if node.kinds.contains(.deliveryReporting), let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
                 self.noteRejection(by: Swift.type(of: reporting), of: error)
             } else if let bridged = BridgedLibraryError.kind(of: node) {

@@ -95,3 +95,37 @@ struct FailureAnalysisMechanicsTests {
 
 /// A structure with no stored values.
 private struct WorkloadFreeFailure: Error {}
+
+/// A generic error that reports a status for one specialization only.
+private struct GenericFailure<Detail: Sendable>: Error {
+    var detail: Detail
+}
+
+extension GenericFailure: HTTPStatusReporting where Detail == Int {
+    var httpStatusCode: Int? { self.detail }
+}
+
+/// What an error is, remembered by its type, is told apart for each type: each specialization
+/// of a generic type, and every `NSError`, which is asked each time.
+@Suite("What an error is, remembered by type, is each type's own")
+struct ErrorKindsTests {
+    @Test func eachSpecializationOfAGenericErrorIsReadAsItself() {
+        #expect(FailureAnalysis(GenericFailure(detail: "x")).httpStatus == nil)
+        #expect(FailureAnalysis(GenericFailure(detail: 429)).isTooManyRequests)
+        #expect(FailureAnalysis(GenericFailure(detail: "y")).httpStatus == nil)
+    }
+
+    @Test func anNSErrorIsAskedEachTime() {
+        #expect(ErrorKinds.of(NSError(domain: "x", code: 1)) == .unknown)
+        let error = NSError(domain: "x", code: 1, userInfo: ["HTTPStatusCode": 503])
+        #expect(FailureAnalysis(error).httpStatus == 503)
+        #expect(FailureAnalysis(NSError(domain: "x", code: 1)).httpStatus == nil)
+    }
+
+    @Test func aValueTypeIsAskedOnce() {
+        #expect(ErrorKinds.of(HTTPResponseError(statusCode: 503)).contains([.statusReporting, .retryAfterProviding]))
+        #expect(ErrorKinds.of(URLError(.timedOut)) == .urlError)
+        #expect(ErrorKinds.of(CancellationError()) == .cancellation)
+        #expect(ErrorKinds.of(AttemptTimeoutError(timeout: .seconds(1))).contains(.timeLimit))
+    }
+}

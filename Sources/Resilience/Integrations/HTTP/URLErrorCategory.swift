@@ -104,7 +104,7 @@ public struct URLErrorCategory: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL loading error code of the node's error itself, read from its shared `NSError` form.
     static func ownCode(of node: ErrorChain.Node) -> URLError.Code? {
-        if let urlError = node.error as? URLError { return urlError.code }
+        if node.kinds.contains(.urlError), let urlError = node.error as? URLError { return urlError.code }
         guard let nsError = node.nsError else { return nil }
         return nsError.domain == NSURLErrorDomain ? URLError.Code(rawValue: nsError.code) : nil
     }
