@@ -42,7 +42,8 @@ REQUIRED_OVERHEAD_ROWS = (
        for design in ["seed-design", "actor-per-call"] for tasks in [2, 64]]
     + [("direct", "nonisolated", tasks) for tasks in [2, 64]]
     + [(name, caller, 1) for name in ["breaker.success.consecutive", "breaker.success.window",
-                                      "retry+breaker.success", "breaker.rejection"] for caller in CALLERS]
+                                      "retry+breaker.success", "breaker.rejection", "breaker.failure"]
+       for caller in CALLERS]
     + [("breaker.success.consecutive", "nonisolated", tasks) for tasks in [2, 64]]
     + [("breaker.success.window", "nonisolated", 64)]
     + [("registry.success", caller, 1) for caller in CALLERS]

@@ -1,3 +1,4 @@
+import Foundation
 import Resilience
 
 /// The breakers the overhead and memory rows measure, built as a user would build them.
@@ -24,6 +25,11 @@ enum BreakerFixtures {
             _ = registry.breaker(for: "host-\(index).example.com")
         }
         return registry
+    }
+
+    /// A consecutive-rule breaker that no run's failures can trip: it counts every failure and stays closed.
+    static func neverTripping() throws -> CircuitBreaker {
+        try CircuitBreaker(name: "benchmark", tripRule: .consecutiveFailures(.max))
     }
 
     /// A consecutive-rule breaker tripped open for an hour, so every call in a run is rejected
@@ -173,5 +179,43 @@ struct BreakerRejection: OverheadSubject {
     private static func fold(_ input: Int, _ rejection: CircuitBreakerOpenError) -> Int {
         let (seconds, attoseconds) = (rejection.retryAfter ?? .zero).components
         return input &+ Int(truncatingIfNeeded: seconds) &+ Int(truncatingIfNeeded: attoseconds) | 1
+    }
+}
+
+/// `breaker.failure`: the operation runs, then fails with a `URLError(.timedOut)`, which a
+/// closed consecutive-rule breaker that never trips reads (`FailureAnalysis`) and records
+/// as a failure; the caller catches the error.
+///
+/// A breaker in an outage records failures at the rate of its calls, so this is the cost it
+/// pays on each.
+struct BreakerFailure: OverheadSubject {
+    let breaker: CircuitBreaker
+    /// The failure, built once: the row measures reading and recording it, not making it.
+    let failure = URLError(.timedOut)
+
+    func call(_ input: Int) async -> Int {
+        let failure = self.failure
+        do {
+            return try await self.breaker.execute { () async throws -> Int in
+                let next = try await Workload.operation(input)
+                if next != 0 { throw failure }
+                return next
+            }
+        } catch {
+            return input &+ 1
+        }
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        let failure = self.failure
+        do {
+            return try await self.breaker.execute { () async throws -> Int in
+                let next = try await Workload.operation(input)
+                if next != 0 { throw failure }
+                return next
+            }
+        } catch {
+            return input &+ 1
+        }
     }
 }

@@ -30,5 +30,8 @@ extension OverheadCatalog {
         OverheadBenchmark("breaker.rejection", OverheadConfiguration.bothCallers) {
             try await BreakerRejection.make()
         },
+        OverheadBenchmark("breaker.failure", OverheadConfiguration.bothCallers) {
+            BreakerFailure(breaker: try BreakerFixtures.neverTripping())
+        },
     ]
 }

@@ -38,10 +38,11 @@ struct PrimitiveBenchmark: Sendable {
 
 /// The primitives table.
 enum PrimitiveCatalog {
-    /// Every row, in order: the synchronization primitives, then the circuit breaker's
-    /// building blocks (`PrimitiveCatalog+CircuitBreaker.swift`).
+    /// Every row, in order: the synchronization primitives, the circuit breaker's building
+    /// blocks (`PrimitiveCatalog+CircuitBreaker.swift`), then the reading of one failure
+    /// (`PrimitiveCatalog+FailureAnalysis.swift`).
     static var all: [PrimitiveBenchmark] {
-        Self.synchronization + Self.circuitBreaker
+        Self.synchronization + Self.circuitBreaker + Self.failureAnalysis
     }
 
     /// The synchronization primitives.

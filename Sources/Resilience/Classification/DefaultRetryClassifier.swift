@@ -119,7 +119,9 @@ extension DefaultRetryClassifier {
         ///   - cloudKitCode: Its CloudKit code, if it has one.
         ///   - speaksHTTP: Whether it reports an HTTP status or is a URL loading error.
         init?(of error: any Error, rest: RESTServiceError?, cloudKitCode: CloudKitErrorCode?, speaksHTTP: Bool) {
-            if let retryable = error as? any RetryableError {
+            // What the error's type is, remembered by type: most errors are none of these.
+            let kinds = ErrorKinds.of(error)
+            if kinds.contains(.retryable), let retryable = error as? any RetryableError {
                 self = .retryable(retryable.isRetryable)
             } else if let rest {
                 guard let decision = RESTServiceErrorClassifier.defaultOwnDecision(for: rest) else { return nil }
@@ -128,7 +130,7 @@ extension DefaultRetryClassifier {
                 self = .cloudKit(cloudKitCode)
             } else if speaksHTTP {
                 self = .http
-            } else if error is DecodingError || error is EncodingError {
+            } else if kinds.contains(.codingError), error is DecodingError || error is EncodingError {
                 self = .malformedData
             } else {
                 return nil

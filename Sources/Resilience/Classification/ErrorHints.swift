@@ -51,7 +51,12 @@ public enum ErrorHints {
     /// the status of the error its operation failed with after the limit fired is not read: the
     /// failure is a time-out, which a classifier judges by what it is, not by a late answer.
     public static func httpStatus(of error: any Error) -> Int? {
-        ErrorChain.first(in: error) { self.ownStatus(of: $0) }
+        var found: Int?
+        ErrorChain.walkNodes(error) { node in
+            found = self.ownStatus(of: node)
+            return found == nil
+        }
+        return found
     }
 
     /// Whether any error in `error`'s chain reports HTTP 429 Too Many Requests.
@@ -81,12 +86,18 @@ public enum ErrorHints {
 
     /// The status `error` itself reports, without looking below it.
     static func ownStatus(of error: any Error) -> Int? {
-        if let reporting = error as? any HTTPStatusReporting {
+        self.ownStatus(of: ErrorChain.Node(error))
+    }
+
+    /// The status the node's error itself reports, read from its shared `NSError` form.
+    static func ownStatus(of node: ErrorChain.Node) -> Int? {
+        if node.kinds.contains(.statusReporting), let reporting = node.error as? any HTTPStatusReporting {
             guard let status = reporting.httpStatusCode, (100...599).contains(status) else { return nil }
             return status
         }
-        if error is CancellationError { return nil }
-        let userInfo = (error as NSError).userInfo
+        // Empty for a `CancellationError`, which is not bridged.
+        let userInfo = node.userInfo
+        guard !userInfo.isEmpty else { return nil }
         for key in self.httpStatusKeys {
             if let value = userInfo[key], let status = self.integer(from: value), (100...599).contains(status) {
                 return status
@@ -97,12 +108,18 @@ public enum ErrorHints {
 
     /// The retry-after advice `error` itself carries, without looking below it.
     static func ownRetryAfter(of error: any Error) -> Duration? {
-        if let providing = error as? any RetryAfterProviding {
+        self.ownRetryAfter(of: ErrorChain.Node(error))
+    }
+
+    /// The retry-after advice the node's error itself carries, read from its shared `NSError` form.
+    static func ownRetryAfter(of node: ErrorChain.Node) -> Duration? {
+        if node.kinds.contains(.retryAfterProviding), let providing = node.error as? any RetryAfterProviding {
             guard let hint = providing.retryAfter, hint >= .zero else { return nil }
             return hint.clampedToResilienceRange
         }
-        if error is CancellationError { return nil }
-        let userInfo = (error as NSError).userInfo
+        // Empty for a `CancellationError`, which is not bridged.
+        let userInfo = node.userInfo
+        guard !userInfo.isEmpty else { return nil }
         // A malformed entry is ignored, so it cannot hide a well-formed one under another key.
         if let value = userInfo[self.cloudKitRetryAfterKey], let hint = self.seconds(from: value) {
             return hint
@@ -117,9 +134,18 @@ public enum ErrorHints {
 
     /// The idempotency `error` itself records for its request, without looking below it.
     static func ownIdempotency(of error: any Error) -> Idempotency? {
-        if let reporting = error as? any IdempotencyReporting { return reporting.requestIdempotency }
-        if error is CancellationError { return nil }
-        return (error as NSError).userInfo[self.requestIdempotencyKey] as? Idempotency
+        self.ownIdempotency(of: ErrorChain.Node(error))
+    }
+
+    /// The idempotency the node's error itself records, read from its shared `NSError` form.
+    static func ownIdempotency(of node: ErrorChain.Node) -> Idempotency? {
+        if node.kinds.contains(.idempotencyReporting), let reporting = node.error as? any IdempotencyReporting {
+            return reporting.requestIdempotency
+        }
+        // Empty for a `CancellationError`, which is not bridged.
+        let userInfo = node.userInfo
+        guard !userInfo.isEmpty else { return nil }
+        return userInfo[self.requestIdempotencyKey] as? Idempotency
     }
 
     /// A non-negative, finite number of seconds from a `userInfo` value, as a duration.

@@ -44,8 +44,12 @@ enum BridgedLibraryError {
     /// The kind of failure `error` is, when it is a plain `NSError` in one of the library's
     /// domains; `nil` for any other error (a Swift error of the library is read as itself).
     static func kind(of error: any Error) -> Kind? {
-        guard type(of: error) is NSError.Type else { return nil }
-        let nsError = error as NSError
+        self.kind(of: ErrorChain.Node(error))
+    }
+
+    /// The kind of failure the node's error is, read from its shared `NSError` form.
+    static func kind(of node: ErrorChain.Node) -> Kind? {
+        guard node.kinds.contains(.nsError), let nsError = node.nsError else { return nil }
         let domain = nsError.domain
         guard domain.hasPrefix("Resilience.") else { return nil }
         switch domain {

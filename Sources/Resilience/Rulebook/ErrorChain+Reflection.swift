@@ -56,6 +56,11 @@ extension ErrorChain {
         ) {
             let allowance = Swift.min(allowance, self.budget)
             guard allowance > 0, room > 0 else { return }
+            if Self.holdsNothing(error) {
+                // What looking into it would spend: its mirror, with nothing below to look at.
+                self.budget -= 1
+                return
+            }
             self.bridged = nsError
             self.bridgedByDomainAndCode = Self.storesItsBridgedError(error)
             defer {
@@ -132,6 +137,47 @@ extension ErrorChain {
             }
             if type(of: value) is AnyObject.Type, !self.firstSight(of: value as AnyObject) { return }
             deferred.append(value)
+        }
+
+        /// The error types proved to hold nothing that the walk takes (see ``holdsNothing(_:)``),
+        /// `true`, or not proved to, `false`; a type is proved once a process.
+        private static let provedTypes = Lock<[ObjectIdentifier: Bool]>([:])
+        /// How many types ``provedTypes`` remembers: a program has a bounded number of error types,
+        /// but generic ones can be made without end.
+        static let maximumProvedTypes = 4_096
+
+        /// Whether no value of `error`'s type can hold an error or an HTTP response among its stored
+        /// values, so that looking into it would spend its mirror and find nothing.
+        ///
+        /// Foundation's `URLError` and `CocoaError` store nothing but the `NSError` they bridge to. A
+        /// structure of an app's (or of the library's) is proved once a process, from the declared
+        /// types of its stored values, as the walk proves a stored value's type (``verdict(on:depth:)``);
+        /// an enum, a class and a type that makes its own mirror are never proved: another case,
+        /// a subclass or another value may show other stored values. The proof runs outside the
+        /// lock, which guards the remembered answers only.
+        static func holdsNothing(_ error: any Error) -> Bool {
+            let key = ObjectIdentifier(type(of: error))
+            if key == ObjectIdentifier(URLError.self) || key == ObjectIdentifier(CocoaError.self) { return true }
+            if let known = Self.provedTypes.withLock({ $0[key] }) { return known }
+            let proved = Self.provesHoldingNothing(error)
+            Self.provedTypes.withLock { remembered in
+                if remembered.count < Self.maximumProvedTypes { remembered[key] = proved }
+            }
+            return proved
+        }
+
+        /// Whether `error` is a structure whose every stored value's declared type can hold no error.
+        private static func provesHoldingNothing(_ error: any Error) -> Bool {
+            guard Self.mirrorKeepsDeclaredTypes, !(type(of: error) is AnyObject.Type), !(error is any CustomReflectable)
+            else { return false }
+            let mirror = Mirror(reflecting: error)
+            guard mirror.displayStyle == .struct else { return false }
+            // A proof of its own, whose mirrors no walk pays for; it is made once a type.
+            var proof = Reflection()
+            for child in mirror.children where proof.verdict(onStored: child.value, depth: 0) != .errorFree {
+                return false
+            }
+            return true
         }
 
         /// Whether `error`, a stored value of the error being searched, is that error as the

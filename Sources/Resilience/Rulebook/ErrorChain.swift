@@ -52,23 +52,39 @@ enum ErrorChain {
     /// Returns how much of ``maximumReflectedValues`` reflection spent.
     @discardableResult
     static func walk(_ error: any Error, _ visit: (any Error) -> Bool) -> Int {
-        self.measuredWalk(error, visit).reflected
+        self.measuredNodeWalk(error) { visit($0.error) }.reflected
+    }
+
+    /// Walks as ``walk(_:_:)`` does, handing each error over as a ``Node``, whose `NSError` form
+    /// the visitor and the walk share.
+    @discardableResult
+    static func walkNodes(_ error: any Error, _ visit: (Node) -> Bool) -> Int {
+        self.measuredNodeWalk(error, visit).reflected
     }
 
     /// Walks as ``walk(_:_:)`` does and tells what reflection spent, its proofs included.
     static func measuredWalk(_ error: any Error, _ visit: (any Error) -> Bool) -> Spending {
-        var queue: [(error: any Error, depth: Int)] = [(error, 0)]
+        self.measuredNodeWalk(error) { visit($0.error) }
+    }
+
+    /// Walks as ``walkNodes(_:_:)`` does and tells what reflection spent, its proofs included.
+    static func measuredNodeWalk(_ error: any Error, _ visit: (Node) -> Bool) -> Spending {
+        // Whether reflection looks into an error is asked once, when it joins the queue.
+        let kinds = ErrorKinds.of(error)
+        var queue: [(error: any Error, depth: Int, kinds: ErrorKinds, claims: Bool)] = [
+            (error, 0, kinds, Self.isReflected(kinds))
+        ]
         var reflection = Reflection()
         // How many errors in the queue, from `index` on, reflection will look into.
-        var reflected = Self.isReflected(error) ? 1 : 0
+        var reflected = queue[0].claims ? 1 : 0
         var index = 0
         while index < queue.count {
-            let (current, depth) = queue[index]
+            let (current, depth, kinds, claims) = queue[index]
             index += 1
-            let claims = Self.isReflected(current)
             if claims { reflected -= 1 }
             if type(of: current) is AnyObject.Type, !reflection.firstSight(of: current as AnyObject) { continue }
-            guard visit(current) else { break }
+            let node = Node(current, kinds: kinds)
+            guard visit(node) else { break }
             guard depth < Self.maximumDepth else { continue }
             // Each error still to be looked into by reflection gets an equal part of what it has
             // left; what one does not spend stays for those behind it. An `NSError`, or an error
@@ -76,9 +92,13 @@ enum ErrorChain {
             let waiting = reflected + (claims ? 1 : 0)
             let allowance = Swift.max(Swift.min(reflection.budget, 1), reflection.budget / Swift.max(1, waiting))
             let room = Self.maximumErrors - queue.count
-            for child in self.children(of: current, room: room, allowance: allowance, reflection: &reflection) {
-                if Self.isReflected(child) { reflected += 1 }
-                queue.append((child, depth + 1))
+            for child in self.children(
+                of: node, claims: claims, room: room, allowance: allowance, reflection: &reflection)
+            {
+                let childKinds = ErrorKinds.of(child)
+                let childClaims = Self.isReflected(childKinds)
+                if childClaims { reflected += 1 }
+                queue.append((child, depth + 1, childKinds, childClaims))
             }
         }
         return Spending(
@@ -88,8 +108,12 @@ enum ErrorChain {
     /// Whether the walk reflects on `error`'s stored values: it is neither an `NSError` nor an
     /// error that names what it wraps, nor a library time limit's error.
     static func isReflected(_ error: any Error) -> Bool {
-        !(type(of: error) is NSError.Type) && !(error is any UnderlyingErrorProviding)
-            && !(error is CancellationError) && !LateOperationError.isTimeLimit(error)
+        self.isReflected(ErrorKinds.of(error))
+    }
+
+    /// Whether the walk reflects on the stored values of an error of these kinds.
+    static func isReflected(_ kinds: ErrorKinds) -> Bool {
+        kinds.isDisjoint(with: [.nsError, .underlyingProviding, .cancellation, .timeLimit])
     }
 
     /// The first value `read` returns for an error in the chain, outermost first.
@@ -102,41 +126,47 @@ enum ErrorChain {
         return found
     }
 
-    /// The errors directly below `error`, at most `room` of them; reflection spends at most `allowance`.
+    /// The errors directly below `node`'s error, at most `room` of them; reflection spends at most
+    /// `allowance`. `claims` is ``isReflected(_:)`` of that error.
     static func children(
-        of error: any Error, room: Int, allowance: Int, reflection: inout Reflection
+        of node: Node, claims: Bool, room: Int, allowance: Int, reflection: inout Reflection
     ) -> [any Error] {
         guard room > 0 else { return [] }
-        if let provider = error as? any UnderlyingErrorProviding {
+        let error = node.error
+        if node.kinds.contains(.underlyingProviding), let provider = error as? any UnderlyingErrorProviding {
             return Array(provider.underlyingErrors.prefix(room))
         }
         // A time limit's error wraps nothing: the operation's late error it keeps is read by
         // the rules alone (see `LateOperationError`), so a classifier still judges a time-out.
-        if error is CancellationError || LateOperationError.isTimeLimit(error) { return [] }
+        // Nor does a `CancellationError`. Of the errors reflection passes over, those two and an
+        // `NSError`, only an `NSError` has a `userInfo` to read.
+        if !claims && !node.kinds.contains(.nsError) { return [] }
+        guard let nsError = node.nsError else { return [] }
         var children: [any Error] = []
-        let nsError = error as NSError
-        let userInfo = nsError.userInfo
-        if let underlying = userInfo[NSUnderlyingErrorKey] as? any Error {
-            children.append(underlying)
-        }
-        if let multiple = userInfo[Self.multipleUnderlyingErrorsKey] as? [any Error] {
-            children.append(contentsOf: multiple.prefix(room - children.count))
-        }
-        if nsError.domain == CloudKitErrorCode.domain,
-            let items = userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any]
-        {
-            for value in items.values where children.count < room {
-                if let item = value as? any Error { children.append(item) }
+        let userInfo = node.userInfo
+        if !userInfo.isEmpty {
+            if let underlying = userInfo[NSUnderlyingErrorKey] as? any Error {
+                children.append(underlying)
+            }
+            if let multiple = userInfo[Self.multipleUnderlyingErrorsKey] as? [any Error] {
+                children.append(contentsOf: multiple.prefix(room - children.count))
+            }
+            if nsError.domain == CloudKitErrorCode.domain,
+                let items = userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any]
+            {
+                for value in items.values where children.count < room {
+                    if let item = value as? any Error { children.append(item) }
+                }
+            }
+            // An HTTP response kept under a key of an SDK's own (see `HTTPResponseReporting`).
+            var looked = 0
+            for value in userInfo.values {
+                guard children.count < room, looked < Self.maximumUserInfoValues else { break }
+                looked += 1
+                if let response = HeldHTTPResponse(value) { children.append(response) }
             }
         }
-        // An HTTP response kept under a key of an SDK's own (see `HTTPResponseReporting`).
-        var looked = 0
-        for value in userInfo.values {
-            guard children.count < room, looked < Self.maximumUserInfoValues else { break }
-            looked += 1
-            if let response = HeldHTTPResponse(value) { children.append(response) }
-        }
-        if !(type(of: error) is NSError.Type) {
+        if claims {
             // A Swift value or class instance: the errors among its stored values join what its
             // `userInfo` says, less the `NSError` it bridges to (a URLError stores its own).
             reflection.search(
@@ -147,4 +177,29 @@ enum ErrorChain {
 
     /// `NSMultipleUnderlyingErrorsKey`, spelled out: the constant is not on every platform's Foundation.
     static let multipleUnderlyingErrorsKey = "NSMultipleUnderlyingErrorsKey"
+
+    /// One error of a chain, with its `NSError` form made once, on first use, for every reader.
+    ///
+    /// Bridging a Swift error makes a new `NSError` each time (and may build its `userInfo`,
+    /// calling a `CustomNSError`'s `errorUserInfo`); the failure analysis reads several facts
+    /// from each error and the walk reads what it wraps, so they share one bridge.
+    final class Node {
+        /// The error.
+        let error: any Error
+
+        /// What the error is (see ``ErrorKinds``).
+        let kinds: ErrorKinds
+
+        init(_ error: any Error, kinds: ErrorKinds? = nil) {
+            self.error = error
+            self.kinds = kinds ?? ErrorKinds.of(error)
+        }
+
+        /// `error` as an `NSError`; `nil` for a `CancellationError`, which no reader bridges.
+        private(set) lazy var nsError: NSError? =
+            self.kinds.contains(.cancellation) && self.error is CancellationError ? nil : self.error as NSError
+
+        /// The `userInfo` of ``nsError``; empty for a `CancellationError`.
+        private(set) lazy var userInfo: [String: Any] = self.nsError?.userInfo ?? [:]
+    }
 }

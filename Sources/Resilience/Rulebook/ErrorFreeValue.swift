@@ -33,6 +33,8 @@ extension Date: ErrorFreeValue {}
 extension URL: ErrorFreeValue {}
 extension UUID: ErrorFreeValue {}
 extension Decimal: ErrorFreeValue {}
+// A request's idempotency: a flag and a method's name.
+extension Idempotency: ErrorFreeValue {}
 extension Optional: ErrorFreeValue where Wrapped: ErrorFreeValue {}
 extension Array: ErrorFreeValue where Element: ErrorFreeValue {}
 extension ArraySlice: ErrorFreeValue where Element: ErrorFreeValue {}

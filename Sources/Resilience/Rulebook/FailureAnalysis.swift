@@ -131,7 +131,7 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// Reads `error` with the task's state given, for tests and for callers that know better.
     init(_ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false) {
         var reader = Reader()
-        ErrorChain.walk(error) { node in
+        ErrorChain.walkNodes(error) { node in
             reader.read(node)
             return true
         }
@@ -223,19 +223,21 @@ public struct FailureAnalysis: Sendable, Hashable {
         static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
         static let breakerRejection = ObjectIdentifier(CircuitBreakerOpenError.self)
 
-        mutating func read(_ error: any Error) {
-            if error is CancellationError {
+        /// Reads the facts of one error of the chain, each reader sharing the node's `NSError` form.
+        mutating func read(_ node: ErrorChain.Node) {
+            let error = node.error
+            if node.kinds.contains(.cancellation), error is CancellationError {
                 self.sawCancellation = true
                 if self.ruling == nil { self.ruling = .cancelled }
                 return
             }
-            if LateOperationError.isTimeLimit(error) {
+            if node.kinds.contains(.timeLimit), LateOperationError.isTimeLimit(error) {
                 self.sawTimeLimit = true
                 if let late = LateOperationError.of(error) {
                     self.readLate(late, age: LateOperationError.age(of: error))
                 }
             }
-            let status = ErrorHints.ownStatus(of: error)
+            let status = ErrorHints.ownStatus(of: node)
             if let status {
                 if self.status == nil { self.status = status }
                 if status == 429 { self.sawTooManyRequests = true }
@@ -247,17 +249,17 @@ public struct FailureAnalysis: Sendable, Hashable {
                     self.sawAnswered = true
                 }
             }
-            if let hint = ErrorHints.ownRetryAfter(of: error) {
+            if let hint = ErrorHints.ownRetryAfter(of: node) {
                 self.hint = Swift.max(self.hint ?? .zero, hint)
             }
-            if self.idempotency?.isIdempotent ?? true, let own = ErrorHints.ownIdempotency(of: error) {
+            if self.idempotency?.isIdempotent ?? true, let own = ErrorHints.ownIdempotency(of: node) {
                 // The strictest report wins: one failure may speak for a `GET` and a `POST`.
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
-            if let reporting = error as? any RequestDeliveryReporting {
+            if node.kinds.contains(.deliveryReporting), let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
                 self.noteRejection(by: Swift.type(of: reporting), of: error)
-            } else if let bridged = BridgedLibraryError.kind(of: error) {
+            } else if let bridged = BridgedLibraryError.kind(of: node) {
                 // One of the library's errors as a plain `NSError` (bridged on Linux).
                 switch bridged {
                 case .breakerRejection:
@@ -276,10 +278,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .timeLimit:
                     self.note(.mayHaveBeenSent)
                     self.sawTimeLimit = true
-                    if let late = LateOperationError.ofBridged(error) { self.readLate(late) }
+                    if let late = LateOperationError.ofBridged(node) { self.readLate(late) }
                 }
             }
-            let urlCode = URLErrorCategory.ownCode(of: error)
+            let urlCode = URLErrorCategory.ownCode(of: node)
             if let code = urlCode {
                 let category = URLErrorCategory(code: code)
                 if self.urlErrorCategory == nil { self.urlErrorCategory = category }
@@ -294,7 +296,7 @@ public struct FailureAnalysis: Sendable, Hashable {
                 }
                 if URLErrorCategory.offlineCodes.contains(code) { self.isOffline = true }
             }
-            let cloudKitCode = CloudKitErrorCode(error)
+            let cloudKitCode = CloudKitErrorCode(node)
             if let code = cloudKitCode {
                 if self.cloudKitCode == nil { self.cloudKitCode = code }
                 if code == .partialFailure {
@@ -336,7 +338,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             guard self.lateDepth < ErrorChain.maximumDepth else { return }
             var reader = Reader()
             reader.lateDepth = self.lateDepth + 1
-            ErrorChain.walk(late) { node in
+            ErrorChain.walkNodes(late) { node in
                 reader.read(node)
                 return true
             }

@@ -52,7 +52,12 @@ enum LateOperationError {
     /// not its `NSError` form, so a Swift error that reports its facts through protocols (an
     /// HTTP status, a hint) and bridges to nothing that says them keeps them.
     static func ofBridged(_ error: any Error) -> (any Error)? {
-        (error as NSError).userInfo[ErrorHints.lateOperationErrorKey] as? any Error
+        self.ofBridged(ErrorChain.Node(error))
+    }
+
+    /// The late error kept in the `userInfo` of the node's error, read from its shared `NSError` form.
+    static func ofBridged(_ node: ErrorChain.Node) -> (any Error)? {
+        node.userInfo[ErrorHints.lateOperationErrorKey] as? any Error
     }
 
     /// How long before its limit ended the attempt the late error of `error` (a library time

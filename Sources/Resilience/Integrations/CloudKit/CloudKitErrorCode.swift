@@ -39,9 +39,12 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
 
     /// The code of `error` when it is in ``domain``, or `nil`.
     public init?(_ error: any Error) {
-        if error is CancellationError { return nil }
-        let nsError = error as NSError
-        guard nsError.domain == Self.domain else { return nil }
+        self.init(ErrorChain.Node(error))
+    }
+
+    /// The code of the node's error, read from its shared `NSError` form.
+    init?(_ node: ErrorChain.Node) {
+        guard let nsError = node.nsError, nsError.domain == Self.domain else { return nil }
         self.init(rawValue: nsError.code)
     }
 

@@ -104,9 +104,13 @@ public struct URLErrorCategory: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL loading error code of `error` itself, without looking below it.
     static func ownCode(of error: any Error) -> URLError.Code? {
-        if let urlError = error as? URLError { return urlError.code }
-        if error is CancellationError { return nil }
-        let nsError = error as NSError
+        self.ownCode(of: ErrorChain.Node(error))
+    }
+
+    /// The URL loading error code of the node's error itself, read from its shared `NSError` form.
+    static func ownCode(of node: ErrorChain.Node) -> URLError.Code? {
+        if node.kinds.contains(.urlError), let urlError = node.error as? URLError { return urlError.code }
+        guard let nsError = node.nsError else { return nil }
         return nsError.domain == NSURLErrorDomain ? URLError.Code(rawValue: nsError.code) : nil
     }
 }
