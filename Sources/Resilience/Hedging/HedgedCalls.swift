@@ -22,6 +22,10 @@ struct HedgedCalls {
         var finished: UInt16 = 0
         var hedgeDue = false
         var callerCancelled = false
+        /// Whether the caller cancelled the call; unlike ``callerCancelled``, never taken.
+        var isCallerCancelled = false
+        /// Whether ``HedgedCalls/attempts`` holds attempts of this call.
+        var hasAttempts = false
         var parked: (any HedgedCallWaiter)?
 
         /// Takes the most urgent pending event: a finished attempt, the caller's cancellation, the hedge.
@@ -44,6 +48,9 @@ struct HedgedCalls {
     }
 
     private var calls: [UInt64: Call] = [:]
+    /// The signals of the attempts each call started after its first, for the caller's
+    /// cancellation handler; apart from ``calls``, so that a call that starts none pays nothing.
+    private var attempts: [UInt64: [TimeLimitSignal]] = [:]
 
     /// The number of calls in flight.
     var count: Int { self.calls.count }
@@ -55,7 +62,33 @@ struct HedgedCalls {
 
     /// Forgets the call `id`.
     mutating func close(_ id: UInt64) {
-        self.calls[id] = nil
+        if self.calls.removeValue(forKey: id)?.hasAttempts == true { self.attempts[id] = nil }
+    }
+
+    /// Registers `signal`, the signal of an attempt of the call `id` about to start after the
+    /// first; returns `true`, registering nothing, when the caller already cancelled the call.
+    mutating func register(_ signal: TimeLimitSignal, of id: UInt64) -> Bool {
+        guard var call = self.calls[id] else { return false }
+        if call.isCallerCancelled { return true }
+        if !call.hasAttempts {
+            call.hasAttempts = true
+            self.calls[id] = call
+        }
+        self.attempts[id, default: []].append(signal)
+        return false
+    }
+
+    /// Records that the caller cancelled the call `id`, and posts it as
+    /// ``HedgedCallEvent/callerCancelled``; returns the waiter to resume, as ``post(_:to:)``
+    /// does, and the signals of the attempts registered, to cancel.
+    mutating func cancelCaller(
+        _ id: UInt64
+    ) -> (wake: (any HedgedCallWaiter, HedgedCallEvent)?, attempts: [TimeLimitSignal]) {
+        guard var call = self.calls[id] else { return (nil, []) }
+        call.isCallerCancelled = true
+        self.calls[id] = call
+        let wake = self.post(.callerCancelled, to: id)
+        return (wake, call.hasAttempts ? self.attempts[id] ?? [] : [])
     }
 
     /// Records `event` for the call `id`; returns the waiter to resume, with the event, when it waits.

@@ -61,9 +61,12 @@ import Synchronization
 /// caller's isolation, as a `Task`'s closure does: written on the main actor, it is
 /// isolated to the main actor and each attempt runs there.
 ///
-/// A caller that cancels ends the call with `CancellationError`. When an enclosing
-/// library time limit (a ``Timeout``, a policy's attempt timeout) fired and an attempt
-/// then failed, the call ends with that failure as above instead, and the limit keeps
+/// A caller that cancels ends the call with `CancellationError`. Its cancellation reaches every
+/// running attempt at once, each hedge and replacement in its own task included, as the
+/// caller's and not as a supersession: what is nested in an attempt reads a failure that came
+/// after it as the caller giving up (a policy does not retry it, a breaker does not count it).
+/// When an enclosing library time limit (a ``Timeout``, a policy's attempt timeout) fired
+/// and an attempt then failed, the call ends with that failure as above instead, and the limit keeps
 /// it (``TimeoutError/operationError``), so what it says about the request still counts.
 ///
 /// The first attempt starts at once, on the caller's thread when the caller already
@@ -183,10 +186,11 @@ public final class Hedging: Sendable {
         call.timer = self.armTimer(at: started + start.delay, for: start.id)
         call.timerDue = started + start.delay
         call.started = started
+        let first = call.attempt(0).signal
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
             await self.run(&call, start, handedOver: early, operation: operation)
         } onCancel: {
-            self.post(.callerCancelled, to: start.id)
+            self.callerCancelled(start.id, first: first)
         }
         if let timer = call.timer { self.disarmTimer(timer) }
         if let winner = call.winner, !call.hedges.isEmpty {
@@ -239,11 +243,9 @@ public final class Hedging: Sendable {
                     if call.running == 0, call.timer == nil { return .failure(call.ending) }
                     continue
                 case .event(.callerCancelled):
-                    // The caller gave up: no more hedges, and the running attempts are cancelled
-                    // without a signal, so a breaker inside counts nothing.
+                    // The caller gave up: no more hedges. The handler that posted this has already
+                    // cancelled the running attempts (``callerCancelled(_:first:)``).
                     call.callerCancelled = true
-                    call.first?.task.cancel()
-                    for hedge in call.hedges { hedge.task.cancel() }
                     // A call waiting out a retry-after hint, with no attempt running, ends now.
                     if call.running == 0 { return .failure(call.ending) }
                     continue
@@ -363,6 +365,9 @@ public final class Hedging: Sendable {
     ) async {
         let index = call.count
         let (scope, signal) = self.attemptScope(start.scope)
+        // Registered before its task exists, so the caller's cancellation handler reaches the
+        // attempt from its first instruction on, or has it start cancelled.
+        self.register(signal, of: start.id)
         let task = await self.startAttempt(
             on: operation.isolation, scope: scope, index: index, of: start.id, at: call.started, signal: signal,
             operation: operation)
@@ -429,7 +434,7 @@ public final class Hedging: Sendable {
     /// The caller's cancellation handler is installed here, after the hop to `isolation` and
     /// before the task starts, and stays until the start is settled; the call installs its
     /// own afterwards. It cancels the attempt through the task the attempt publishes as it
-    /// starts (``TimeLimitSignal/firstAttemptStarted(_:guardedBy:)``), so a caller cancelled while
+    /// starts (``TimeLimitSignal/attemptStarted(_:guardedBy:)``), so a caller cancelled while
     /// the attempt still runs synchronously on its thread (an enclosing ``Timeout`` whose
     /// limit passed, say) reaches it. A caller cancelled before this point finds the handler
     /// run at once, and the attempt starts cancelled.
@@ -475,29 +480,58 @@ public final class Hedging: Sendable {
                 }
             }
         } onCancel: {
-            self.cancelFirstAttempt(of: signal)
+            self.cancelAttempt(of: signal)
         }
         return (task!, early)
     }
 
-    /// Publishes the first attempt's task on `signal`, under this strategy's lock (see
-    /// ``TimeLimitSignal/firstAttemptStarted(_:guardedBy:)``).
+    /// Publishes an attempt's task on `signal`, under this strategy's lock (see
+    /// ``TimeLimitSignal/attemptStarted(_:guardedBy:)``).
     @usableFromInline
-    func firstAttemptStarted(_ task: UnsafeCurrentTask?, of signal: HedgedAttemptSignal) {
-        signal.signal.firstAttemptStarted(task, guardedBy: self.state)
+    func attemptStarted(_ task: UnsafeCurrentTask?, of signal: HedgedAttemptSignal) {
+        signal.signal.attemptStarted(task, guardedBy: self.state)
     }
 
-    /// Withdraws the first attempt's task from `signal`, under this strategy's lock.
+    /// Withdraws an attempt's task from `signal`, under this strategy's lock.
     @usableFromInline
-    func firstAttemptEnded(of signal: HedgedAttemptSignal) {
-        signal.signal.firstAttemptEnded(guardedBy: self.state)
+    func attemptEnded(of signal: HedgedAttemptSignal) {
+        signal.signal.attemptEnded(guardedBy: self.state)
     }
 
-    /// Cancels the first attempt published on `signal`, or has it start cancelled, under
-    /// this strategy's lock.
+    /// Cancels the attempt published on `signal`, or has it start cancelled, under this
+    /// strategy's lock.
     @usableFromInline
-    func cancelFirstAttempt(of signal: HedgedAttemptSignal) {
-        signal.signal.cancelFirstAttempt(guardedBy: self.state)
+    func cancelAttempt(of signal: HedgedAttemptSignal) {
+        signal.signal.cancelRunningAttempt(guardedBy: self.state)
+    }
+
+    /// Registers `signal`, the signal of an attempt of the call `id` about to start after the
+    /// first, for the caller's cancellation handler; when the caller already cancelled, has
+    /// the attempt start cancelled instead.
+    @usableFromInline
+    func register(_ signal: HedgedAttemptSignal, of id: UInt64) {
+        let callerCancelled = self.calls.withLock { $0.register(signal.signal, of: id) }
+        if callerCancelled { self.cancelAttempt(of: signal) }
+    }
+
+    /// The cancellation handler of the caller of the call `id`, whose first attempt runs under
+    /// `first`: cancels every attempt of the call that runs its operation, at once, and tells
+    /// the call.
+    ///
+    /// Each attempt runs in a task of its own, which the caller's cancellation does not reach.
+    /// Cancelled here, before the call's loop takes the event, an attempt that fails after the
+    /// caller gave up sees `Task.isCancelled` with no supersession fired, as the first attempt
+    /// always did: a policy inside does not retry it, a breaker inside does not count it, a
+    /// hedging call inside starts no replacement. An attempt registered after this starts
+    /// cancelled (``register(_:of:)``). The attempts are cancelled after the table's lock is
+    /// released, each under this strategy's lock only while its task is taken: cancelling runs
+    /// the attempt's own cancellation handlers.
+    @usableFromInline
+    func callerCancelled(_ id: UInt64, first: HedgedAttemptSignal) {
+        let (wake, others) = self.calls.withLock { $0.cancelCaller(id) }
+        self.cancelAttempt(of: first)
+        for signal in others { signal.cancelRunningAttempt(guardedBy: self.state) }
+        if let (parked, event) = wake { parked.resume(with: event) }
     }
 
     /// The body of attempt `index`'s task: runs the operation, marks the attempt's end, and
@@ -515,10 +549,11 @@ public final class Hedging: Sendable {
         handOver: UnsafeContinuation<Result<Timed<Value>, any Error>?, Never>?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Timed<Value> {
-        // The first attempt publishes its task for the caller's cancellation handler, so that
-        // cancellation reaches it from its first instruction on, while it may still run
-        // synchronously on the caller's thread, and withdraws it as soon as the operation returns.
-        if handOver != nil { withUnsafeCurrentTask { self.firstAttemptStarted($0, of: signal) } }
+        // The attempt publishes its task for the caller's cancellation handler, so that
+        // cancellation reaches it from its first instruction on (the first attempt's while it
+        // may still run synchronously on the caller's thread, a hedge's while the call's loop
+        // has not yet taken the cancellation), and withdraws it as soon as the operation returns.
+        withUnsafeCurrentTask { self.attemptStarted($0, of: signal) }
         let result: Result<Timed<Value>, any Error>
         do {
             let value = try await operation()
@@ -528,7 +563,7 @@ public final class Hedging: Sendable {
             signal.complete()
             result = .failure(error)
         }
-        if handOver != nil { self.firstAttemptEnded(of: signal) }
+        self.attemptEnded(of: signal)
         if let handOver, signal.handOverAtStart() {
             handOver.resume(returning: result)
         } else if let waiter = self.end(index, of: id) as? HedgedWaiter<Value> {

@@ -137,13 +137,13 @@ final class TimeLimitSignal: Sendable {
     /// the attempt's task; ``Self/pending`` before the attempt started, ``Self/cancelledEarly``
     /// once the caller was cancelled before that.
     private let registration = Atomic<UInt64>(UInt64(TimeLimitSignal.pending))
-    /// For the first attempt of a hedged call: the attempt's task while it runs, for the
-    /// caller's cancellation handler (see ``cancelFirstAttempt(guardedBy:)``). Read and
+    /// For an attempt of a hedged call: the attempt's task while it runs, for the caller's
+    /// cancellation handler (see ``cancelRunningAttempt(guardedBy:)``). Read and
     /// written only under the lock the hedging strategy passes in, its own state's lock: a
     /// lock here would cost every signal an allocation, and the standard library's `Mutex`
     /// is not seen by ThreadSanitizer on Linux. `@exclusivity(unchecked)`: that lock makes
     /// every access exclusive, so the run-time exclusivity check adds nothing.
-    @exclusivity(unchecked) nonisolated(unsafe) private var firstAttempt = FirstAttempt.notStarted
+    @exclusivity(unchecked) nonisolated(unsafe) private var attempt = HedgedAttemptTask.notStarted
     /// Whether a call that may not run twice started inside this limit; set once, never cleared.
     private let enclosesNotIdempotent = Atomic<Bool>(false)
     /// The identity of the error a ``RetryPolicy`` nested in the attempt ended with when this
@@ -246,39 +246,39 @@ final class TimeLimitSignal: Sendable {
     /// a deadline watcher numbers its registrations from 1 up, and never reaches it.
     private static let cancelledEarly = UInt64.max
 
-    /// For the first attempt of a hedged call, before its operation starts: publishes `task`,
-    /// the attempt's own task, for the caller's cancellation handler, or cancels it at once
-    /// when the caller was cancelled before the attempt started.
-    func firstAttemptStarted<Guarded>(_ task: UnsafeCurrentTask?, guardedBy lock: Lock<Guarded>) {
+    /// For an attempt of a hedged call, before its operation starts: publishes `task`, the
+    /// attempt's own task, for the caller's cancellation handler, or cancels it at once when
+    /// the caller was cancelled before the attempt started.
+    func attemptStarted<Guarded>(_ task: UnsafeCurrentTask?, guardedBy lock: Lock<Guarded>) {
         guard let task else { return }  // not in a task: nothing to publish, nor to cancel
         let cancelledEarly = lock.withLock { _ in
-            if case .cancelledEarly = self.firstAttempt { return true }
-            self.firstAttempt = .running(task)
+            if case .cancelledEarly = self.attempt { return true }
+            self.attempt = .running(task)
             return false
         }
         if cancelledEarly { task.cancel() }
     }
 
-    /// For the first attempt of a hedged call, as soon as its operation returns: withdraws
-    /// its task, so that nothing reaches the task through this signal any more.
-    func firstAttemptEnded<Guarded>(guardedBy lock: Lock<Guarded>) {
-        lock.withLock { _ in self.firstAttempt = .ended }
+    /// For an attempt of a hedged call, as soon as its operation returns: withdraws its
+    /// task, so that nothing reaches the task through this signal any more.
+    func attemptEnded<Guarded>(guardedBy lock: Lock<Guarded>) {
+        lock.withLock { _ in self.attempt = .ended }
     }
 
-    /// For the cancellation handler of a hedged call's caller: cancels the first attempt
-    /// while it runs (also while it runs synchronously on the caller's thread, before any
-    /// handle to its task exists), or has it start cancelled; an attempt that ended is left
-    /// alone.
+    /// For the cancellation handler of a hedged call's caller: cancels the attempt while it
+    /// runs (the first attempt also while it runs synchronously on the caller's thread,
+    /// before any handle to its task exists), or has it start cancelled; an attempt that
+    /// ended is left alone.
     ///
     /// The task is taken under the lock and cancelled after it: cancelling runs the
     /// attempt's own cancellation handlers, and no lock is held across those. The attempt
     /// may end in between; the copy taken keeps the task alive until it is dropped, and
     /// cancelling a task that has completed does nothing.
-    func cancelFirstAttempt<Guarded>(guardedBy lock: Lock<Guarded>) {
+    func cancelRunningAttempt<Guarded>(guardedBy lock: Lock<Guarded>) {
         let running: (any AttemptTask)? = lock.withLock { _ in
-            switch self.firstAttempt {
+            switch self.attempt {
             case .notStarted:
-                self.firstAttempt = .cancelledEarly
+                self.attempt = .cancelledEarly
                 return nil
             case .running(let task):
                 return task
@@ -386,7 +386,7 @@ final class TimeLimitSignal: Sendable {
     }
 }
 
-/// The first attempt of a hedged call, as its caller's cancellation handler sees it.
+/// An attempt of a hedged call, as its caller's cancellation handler sees it.
 ///
 /// Its layout is known when the package is compiled: the task is held as an existential
 /// (`AttemptTask`), not as `UnsafeCurrentTask`, whose layout the standard library keeps to
@@ -394,7 +394,7 @@ final class TimeLimitSignal: Sendable {
 /// of it a call into the run time's generic enum functions, and the layout of the
 /// ``TimeLimitSignal`` holding it one computed at run time (Docs/Benchmarks.md, "The first
 /// attempt's cancellation slot", has the measurements).
-private enum FirstAttempt {
+private enum HedgedAttemptTask {
     /// The attempt has not started its operation yet.
     case notStarted
     /// The attempt runs its operation.
@@ -405,7 +405,7 @@ private enum FirstAttempt {
     case ended
 }
 
-/// A task the caller's cancellation handler may cancel: the first attempt's own
+/// A task the caller's cancellation handler may cancel: a hedged attempt's own
 /// `UnsafeCurrentTask`.
 ///
 /// `UnsafeCurrentTask` is not `Sendable`, since most of what it offers may be used only by

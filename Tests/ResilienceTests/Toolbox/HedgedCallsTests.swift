@@ -45,6 +45,40 @@ struct HedgedCallsTests {
         #expect(calls.end(0, of: id) == nil)
         #expect(calls.count == 0)
     }
+
+    @Test func theCallersCancellationWakesTheCallAndHandsOverTheRegisteredAttempts() {
+        var calls = HedgedCalls()
+        let id: UInt64 = 1
+        calls.open(id)
+        let (hedge, replacement) = (TimeLimitSignal(), TimeLimitSignal())
+        #expect(calls.register(hedge, of: id) == false)
+        #expect(calls.register(replacement, of: id) == false)
+        #expect(calls.next(of: id, parking: RecordingWaiter()) == nil)
+        let (wake, attempts) = calls.cancelCaller(id)
+        #expect(wake?.1 == .callerCancelled)
+        #expect(attempts.map(ObjectIdentifier.init) == [ObjectIdentifier(hedge), ObjectIdentifier(replacement)])
+    }
+
+    @Test func anAttemptRegisteredAfterTheCallerCancelledIsToStartCancelled() {
+        var calls = HedgedCalls()
+        let id: UInt64 = 1
+        calls.open(id)
+        _ = calls.cancelCaller(id)
+        #expect(calls.register(TimeLimitSignal(), of: id) == true)
+        // The cancellation is still posted once, for the call to take.
+        #expect(calls.next(of: id, parking: RecordingWaiter()) == .callerCancelled)
+        #expect(calls.next(of: id, parking: RecordingWaiter()) == nil)
+    }
+
+    @Test func closingACallForgetsItsRegisteredAttempts() {
+        var calls = HedgedCalls()
+        let id: UInt64 = 1
+        calls.open(id)
+        #expect(calls.register(TimeLimitSignal(), of: id) == false)
+        calls.close(id)
+        calls.open(id)
+        #expect(calls.cancelCaller(id).attempts.isEmpty)
+    }
 }
 
 /// A waiter that only says it was resumed.
