@@ -979,10 +979,12 @@ public final actor RetryPolicy {
                     do {
                         try await clock.sleepUntil(deadline)
                     } catch {
-                        throw TimerStopped(sleepError: error)
+                        // Every call whose attempt returns first ends its timer here: the error
+                        // thrown is one made once, so that ending it allocates nothing.
+                        throw TimerStopped.whileSleeping
                     }
                     // The attempt returned first, or its caller gave up before the limit passed.
-                    guard signal.claim() else { throw TimerStopped(sleepError: nil) }
+                    guard signal.claim() else { throw TimerStopped.outrun }
                     throw LimitReached()
                 }
                 defer { group.cancelAll() }
@@ -994,7 +996,7 @@ public final actor RetryPolicy {
                 case .failure(let stopped as TimerStopped) where !signal.hasFired:
                     // Not this limit's end: the caller's cancellation stopped the timer (the
                     // call ends with it, as it always has), or the attempt returned first.
-                    if let sleepError = stopped.sleepError { throw sleepError }
+                    if stopped.wasCancelled { throw CancellationError() }
                     return try await group.next() ?? { throw CancellationError() }()
                 case .failure(let error) where !signal.hasFired:
                     throw error  // the attempt's own failure, before the limit passed
@@ -1040,10 +1042,13 @@ public final actor RetryPolicy {
     /// Thrown by an attempt's timer inside the task group; never leaves it.
     private struct LimitReached: Error {}
 
-    /// Thrown by an attempt's timer that stopped without claiming the attempt: cancelled with
-    /// `sleepError`, or woken after the attempt returned or its caller gave up (`nil`).
+    /// Thrown by an attempt's timer that stopped without claiming the attempt: cancelled
+    /// while it slept, or woken after the attempt returned or its caller gave up.
     private struct TimerStopped: Error {
-        let sleepError: (any Error)?
+        let wasCancelled: Bool
+
+        static let whileSleeping: any Error = TimerStopped(wasCancelled: true)
+        static let outrun: any Error = TimerStopped(wasCancelled: false)
     }
 }
 
