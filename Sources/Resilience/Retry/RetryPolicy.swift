@@ -65,6 +65,14 @@ public final actor RetryPolicy {
     /// whose limit is the shorter of the timeout and the time left), because
     /// otherwise the operation runs in the caller's own task, which the policy
     /// cannot stop without cancelling the caller.
+    ///
+    /// A caller that cancels after the deadline passed: when the running attempt's
+    /// limit was the time left before the deadline, the limit ended the attempt first,
+    /// even if its timer had not woken yet, so the call ends with ``AttemptTimeoutError``
+    /// and ``RetryStopReason/deadlineExceeded``. An attempt without a time limit is not
+    /// ended by the deadline, so a cancellation while it runs past the deadline is the
+    /// caller's: the attempt's own outcome, and ``RetryStopReason/cancelled``. No wait
+    /// runs past the deadline, so a cancellation during a wait is always the caller's too.
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
     public nonisolated let maximumRetryAfter: Duration
@@ -370,6 +378,14 @@ public final actor RetryPolicy {
     /// is the attempt's; if it fails with an error of its own, the error is kept in
     /// ``AttemptTimeoutError/operationError``, and what it says about the request
     /// (a `POST`, a 429, a retry-after hint) holds for the retry decision.
+    ///
+    /// Whichever comes first, the limit or the caller's cancellation, ends the attempt.
+    /// A caller that cancels before the limit passed ends it with the attempt's own error,
+    /// however long the cancelled attempt takes to return. A caller that cancels after the
+    /// limit passed, even before the limit's timer has woken, leaves it a time-out: the
+    /// call ends with ``AttemptTimeoutError``, and stops for the reason the time-out gives
+    /// (``RetryStopReason/exhausted`` with no attempt left, ``RetryStopReason/deadlineExceeded``
+    /// past the ``deadline``), or ``RetryStopReason/cancelled`` where it would have been retried.
     ///
     /// The operation must be `Sendable` because it runs in a child task, and it
     /// must respond to cancellation for the limit to take effect. It runs in the
@@ -808,9 +824,16 @@ public final actor RetryPolicy {
         let idempotency = Rulebook.idempotency(of: analysis, declared: options.idempotency, classifier: classifier)
 
         // The rules no classifier can change. A failure in a task that is cancelled
-        // cannot be retried whoever cancelled it: any attempt would be cancelled too.
+        // cannot be retried whoever cancelled it: any attempt would be cancelled too. The
+        // caller's cancellation is then why the call stops, unless the failure is a library
+        // time limit's, which ended the attempt before the caller gave up (the limit settles
+        // that race, see `TimeLimitSignal`): such a call stops for the reason it would have
+        // stopped for had the limit ended it a moment before, and for the cancellation only
+        // where it would have been retried (`cancelledAfterTimeOut` below).
+        let cancelled = Task.isCancelled
+        let timedOutFirst = cancelled && (error is AttemptTimeoutError || error is TimeoutError)
         let ruled: RetryStopReason? =
-            Task.isCancelled ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
+            cancelled && !timedOutFirst ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
         let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
         if var ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: &call) ?? reportedStop {
             if ruled == .notIdempotent {
@@ -828,8 +851,9 @@ public final actor RetryPolicy {
             )
             return .stop(ruled)
         }
-        if let recovered = await self.recoveryPlan(
-            isolation: isolation, after: error, analysis: analysis, options: options, call: &call, start: start)
+        if !cancelled,
+            let recovered = await self.recoveryPlan(
+                isolation: isolation, after: error, analysis: analysis, options: options, call: &call, start: start)
         {
             return recovered
         }
@@ -851,6 +875,7 @@ public final actor RetryPolicy {
         }
         if call.countedAttempts >= self.maximumAttempts { return .stop(.exhausted) }
         if let hint, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
+        if cancelled { return .stop(self.cancelledAfterTimeOut(start: start)) }
 
         // The schedule counts the attempts that count: a wait for the network or a
         // recovered credential moves it on no more than it spends an attempt.
@@ -878,6 +903,15 @@ public final actor RetryPolicy {
         classifier.decision(for: error, context: context)
             ?? (options.classifier == nil
                 ? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry : .doNotRetry)
+    }
+
+    /// Why a call stops whose attempt a library time limit ended before the caller gave up,
+    /// when the rules would retry it: the deadline, when it has passed (the limit that ended
+    /// the attempt was the time left before it, or came after it), else the caller's cancellation,
+    /// which leaves no retry to run.
+    private nonisolated func cancelledAfterTimeOut(start: Duration) -> RetryStopReason {
+        if let left = self.timeLeft(start: start), left <= .zero { return .deadlineExceeded }
+        return .cancelled
     }
 
     /// Ends a call with `result` (its value left out), reporting to the observer and the counters.
@@ -933,36 +967,71 @@ public final actor RetryPolicy {
         clock: ElapsedClock,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        // The attempt runs under a signal the timer fires before the group cancels
-        // it, so a breaker inside tells this time limit from the caller giving up.
+        // The attempt runs under a signal the limit claims before the group cancels it,
+        // so a breaker inside tells this time limit from the caller giving up. The attempt
+        // marks it completed as soon as it returns, and the caller's cancellation settles
+        // it for the caller unless the limit had passed by then (see the handler below).
         let (scope, signal) = CallScope.limited()
+        let deadline = clock.now() + limit
         return try await withThrowingTaskGroup(of: Value.self) { group in
-            group.addTask {
-                // The error comes out of the group as the very value thrown, which is what
-                // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
-                try await CallScope.$current.withValue(scope) { try await operation() }
-            }
-            group.addTask {
-                try await clock.sleepUntil(clock.now() + limit)
-                signal.fire()
-                throw LimitReached()
-            }
-            defer { group.cancelAll() }
-            do {
-                guard let first = try await group.next() else { throw CancellationError() }
-                return first
-            } catch is LimitReached {
-                // The limit fired first. The group waits for the cancelled attempt anyway;
-                // its outcome is taken rather than dropped (see `LateOperationError`).
-                group.cancelAll()
+            // Installed inside the group, so that it runs before the group's children are
+            // cancelled (a task runs its cancellation records innermost first): whatever the
+            // children throw once cancelled comes after the signal was settled. It reads the
+            // clock at the cancellation, where no lock of the package is held.
+            try await withTaskCancellationHandler {
+                group.addTask {
+                    // The error comes out of the group as the very value thrown, which is what
+                    // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
+                    do {
+                        let value = try await CallScope.$current.withValue(scope) { try await operation() }
+                        signal.complete()
+                        return value
+                    } catch {
+                        signal.complete()
+                        throw error
+                    }
+                }
+                group.addTask {
+                    do {
+                        try await clock.sleepUntil(deadline)
+                    } catch {
+                        // Every call whose attempt returns first ends its timer here: the error
+                        // thrown is one made once, so that ending it allocates nothing.
+                        throw TimerStopped.whileSleeping
+                    }
+                    // The attempt returned first, or its caller gave up before the limit passed.
+                    guard signal.claim() else { throw TimerStopped.outrun }
+                    throw LimitReached()
+                }
+                defer { group.cancelAll() }
+                guard let first = await group.nextResult() else { throw CancellationError() }
                 let late: (any Error)?
-                switch await group.nextResult() {
-                case .success(let value)?:
-                    return value  // it finished after all: the work was done
-                case .failure(let error)?:
+                switch first {
+                case .success(let value):
+                    return value
+                case .failure(let stopped as TimerStopped) where !signal.hasFired:
+                    // Not this limit's end: the caller's cancellation stopped the timer (the
+                    // call ends with it, as it always has), or the attempt returned first.
+                    if stopped.wasCancelled { throw CancellationError() }
+                    return try await group.next() ?? { throw CancellationError() }()
+                case .failure(let error) where !signal.hasFired:
+                    throw error  // the attempt's own failure, before the limit passed
+                case .failure(is LimitReached), .failure(is TimerStopped):
+                    // The limit claimed the attempt: its timer, or the caller's cancellation once
+                    // the limit had passed. The group waits for the cancelled attempt anyway; its
+                    // outcome is taken rather than dropped (see `LateOperationError`).
+                    group.cancelAll()
+                    switch await group.nextResult() {
+                    case .success(let value)?:
+                        return value  // it finished after all: the work was done
+                    case .failure(let error)?:
+                        late = LateOperationError.kept(error)
+                    case nil:
+                        late = nil
+                    }
+                case .failure(let error):
+                    // The attempt ended first, after the caller's cancellation claimed it for the limit.
                     late = LateOperationError.kept(error)
-                case nil:
-                    late = nil
                 }
                 // Built once the attempt has ended, so that a call inside it that declared
                 // itself not idempotent, however late it started, is reported, and so is
@@ -972,12 +1041,31 @@ public final actor RetryPolicy {
                     requestIdempotency: LateOperationError.idempotency(
                         signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
                     operationError: late, operationErrorAge: late.flatMap { signal.lateErrorAge(of: $0) })
+            } onCancel: {
+                // A limit that passed before the caller gave up claims the attempt, as its timer
+                // would have a moment earlier had it woken in time; otherwise the caller's
+                // cancellation settles it, and a limit that passes while the cancelled attempt
+                // winds down claims nothing.
+                if clock.now() >= deadline {
+                    _ = signal.claim()
+                } else {
+                    signal.yieldToCaller()
+                }
             }
         }
     }
 
     /// Thrown by an attempt's timer inside the task group; never leaves it.
     private struct LimitReached: Error {}
+
+    /// Thrown by an attempt's timer that stopped without claiming the attempt: cancelled
+    /// while it slept, or woken after the attempt returned or its caller gave up.
+    private struct TimerStopped: Error {
+        let wasCancelled: Bool
+
+        static let whileSleeping: any Error = TimerStopped(wasCancelled: true)
+        static let outrun: any Error = TimerStopped(wasCancelled: false)
+    }
 }
 
 extension RetryOutcome {

@@ -23,7 +23,9 @@
 /// `Task.isCancelled` or calls `Task.checkCancellation()` stops at the deadline.
 /// Whichever comes first, the deadline or the caller's cancellation, ends the call:
 /// a caller that cancels first gets the operation's own error, never a
-/// ``TimeoutError``, however long the cancelled operation takes to return.
+/// ``TimeoutError``, however long the cancelled operation takes to return. A caller
+/// that cancels after the deadline passed gets the ``TimeoutError``, also before the
+/// watcher has woken to end the call: the cancellation reads the clock as it comes.
 ///
 /// Where it sits decides what it limits: outside a ``RetryPolicy`` it bounds
 /// the whole call, waits included; inside, each attempt.
@@ -320,14 +322,27 @@ struct TimeLimit: Sendable {
     /// The caller was cancelled: cancels the running attempt through its registration,
     /// or has it start cancelled. An attempt that already returned is left alone.
     ///
-    /// The signal is settled for the caller first: the registration stays with the watcher
-    /// until the attempt returns, and a deadline that passes while the cancelled operation
-    /// winds down (awaiting its cleanup, say) must not claim the call, or the caller's
-    /// cancellation would come out as a ``TimeoutError`` that a breaker counts and a
-    /// fallback answers. A limit that claimed the call before the caller gave up keeps it.
+    /// The signal is settled first, by the watcher's clock read now, at the cancellation.
+    /// When the deadline has not passed, it is settled for the caller: the registration stays
+    /// with the watcher until the attempt returns, and a deadline that passes while the
+    /// cancelled operation winds down (awaiting its cleanup, say) must not claim the call,
+    /// or the caller's cancellation would come out as a ``TimeoutError`` that a breaker
+    /// counts and a fallback answers. When the deadline has passed, the limit claims the
+    /// call here, as its watcher would have a moment earlier had it woken in time (on a test
+    /// clock, it wakes only once the clock's advance has resumed its sleep; on the system's
+    /// clocks, a little after the deadline): a deadline that passed before the caller gave
+    /// up stays a time-out, whether or not the watcher has run its expiry yet. A limit that
+    /// claimed the call before the caller gave up keeps it.
+    ///
+    /// It runs in the caller's cancellation handler, where no lock of the package is held,
+    /// so reading the clock there is safe.
     @usableFromInline
     func callerCancelled() {
-        self.signal.yieldToCaller()
+        if self.watcher.now() >= self.deadline {
+            _ = self.signal.claim()
+        } else {
+            self.signal.yieldToCaller()
+        }
         guard let registration = self.signal.cancelAttempt() else { return }
         self.watcher.cancel(registration)
     }
@@ -376,10 +391,12 @@ private struct TimeoutExpiry: DeadlineExpiry {
     func deadlineReached() {
         // Claimed before the cancellation, so a breaker inside counts a time-out; an
         // operation that already returned keeps its own outcome and is not cancelled. One
-        // whose caller gave up first is cancelled without a claim: the caller's cancellation
-        // may have come after the watcher took this deadline as due, when withdrawing it no
-        // longer reached the attempt, so it is passed on here, as the caller's.
-        guard self.signal.claim() || self.signal.isYieldedToCaller else { return }
+        // whose caller gave up first is cancelled without a claim, and so is one the caller's
+        // cancellation handler claimed for the limit (the deadline had passed when the caller
+        // gave up): that cancellation may have come after the watcher took this deadline as
+        // due, when withdrawing it no longer reached the attempt, so it is passed on here.
+        _ = self.signal.claim()
+        guard !self.signal.isCompleted else { return }
         self.attempt?.cancel()
     }
 

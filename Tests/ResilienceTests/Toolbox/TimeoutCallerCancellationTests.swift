@@ -106,6 +106,111 @@ struct TimeoutCallerCancellationTests {
         #expect(breaker.snapshot().state == .open)
         #expect(try #require(operation.signal).hasFired)
     }
+
+    // MARK: - The deadline passed, the watcher has not woken yet, and the caller cancels
+
+    // On a test clock, `advance` only resumes the watcher's sleep: the caller's cancellation
+    // that follows at once comes before the watcher looks, so it is the cancellation handler
+    // that finds the deadline passed. On the system's clocks the same happens when the caller
+    // cancels within the watcher's wake-up delay.
+
+    @Test func aCancellationAfterTheDeadlinePassedIsATimeOutThoughTheWatcherHasNotWoken() async throws {
+        for _ in 0..<5 {
+            let clock = TestClock()
+            let timeout = try Timeout(.seconds(1), clock: clock)
+            let call = Task {
+                try await timeout.execute { () async throws -> Int in
+                    try await clock.sleep(for: .seconds(10))
+                    return 1
+                }
+            }
+            await clock.waitForSleepers(count: 2)  // the operation and the watcher
+            clock.advance(by: .seconds(2))  // the deadline has passed
+            call.cancel()  // and only now does the caller cancel
+            let error = await #expect(throws: TimeoutError.self) { try await call.value }
+            #expect(error?.operationError == nil, "the limit's own cancellation is not kept")
+        }
+    }
+
+    @Test func aBreakerAroundTheTimeoutCountsACancellationAfterTheDeadlinePassed() async throws {
+        let clock = TestClock()
+        let breaker = try CircuitBreaker(name: "outer", tripRule: .consecutiveFailures(1), clock: clock)
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let call = Task {
+            try await breaker.execute { try await timeout.execute { try await clock.sleep(for: .seconds(10)) } }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(2))
+        call.cancel()
+        await #expect(throws: TimeoutError.self) { try await call.value }
+        #expect(breaker.snapshot().state == .open)
+    }
+
+    @Test func aBreakerInsideATimeoutStageCountsACancellationAfterTheDeadlinePassed() async throws {
+        let clock = TestClock()
+        let breaker = try CircuitBreaker(name: "inner", tripRule: .consecutiveFailures(1), clock: clock)
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let pipeline = ResiliencePipeline {
+            timeout
+            breaker
+        }
+        let call = Task { try await pipeline.execute { try await clock.sleep(for: .seconds(10)) } }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(2))
+        call.cancel()
+        await #expect(throws: TimeoutError.self) { try await call.value }
+        #expect(breaker.snapshot().state == .open)  // the signal it reads was claimed for the limit
+    }
+
+    @Test func aFallbackAnswersACancellationAfterTheDeadlinePassed() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let fallback = Fallback<Int>.value(-1)
+        let call = Task {
+            try await fallback.execute {
+                try await timeout.execute { () async throws -> Int in
+                    try await clock.sleep(for: .seconds(10))
+                    return 1
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(2))
+        call.cancel()
+        #expect(try await call.value == -1)
+    }
+
+    @Test func standardHTTPsAttemptTimeoutStaysATimeOutWhenTheCallerCancelsAfterIt() async throws {
+        let clock = TestClock()
+        let pipeline = try ResiliencePipeline.standardHTTP(
+            name: "api", totalTimeout: .seconds(30), attemptTimeout: .seconds(10), clock: clock)
+        let call = Task {
+            try await pipeline.execute { () async throws -> Int in
+                try await clock.sleep(for: .seconds(100))
+                return 1
+            }
+        }
+        await clock.waitForSleepers(count: 3)  // the operation and the two timeouts' watchers
+        clock.advance(by: .seconds(11))  // the attempt's limit has passed, the total one not
+        call.cancel()
+        let error = await #expect(throws: TimeoutError.self) { try await call.value }
+        #expect(error?.timeoutName == "api.attempt-timeout")
+    }
+
+    @Test func aCancellationBeforeTheDeadlineStaysTheCallersThoughTheClockThenPassesIt() async throws {
+        let clock = TestClock()
+        let breaker = try CircuitBreaker(name: "outer", tripRule: .consecutiveFailures(1), clock: clock)
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let call = Task {
+            try await breaker.execute { try await timeout.execute { try await clock.sleep(for: .seconds(10)) } }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .milliseconds(500))
+        call.cancel()
+        clock.advance(by: .seconds(2))
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(breaker.snapshot().state == .closed)
+    }
 }
 
 /// An operation that sleeps for an hour and, once cancelled, waits at ``cleanup`` before
