@@ -132,18 +132,20 @@ public final class ConcurrencyLimiter: Sendable {
         do {
             try await withTaskCancellationHandler {
                 try await caller.park()
-            } onCancel: { [storage] in
-                storage.remove(ticket)?.resolve(.failure(CancellationError()))
+            } onCancel: { [clock, storage, name] in
+                // A queue timeout that had passed before the caller cancelled stays a time-out,
+                // whether or not the timer has woken yet: the clock is read at the cancellation.
+                guard let caller = storage.remove(ticket) else { return }
+                if let deadline, clock.now() >= deadline {
+                    caller.resolve(
+                        .failure(
+                            LimiterRejectionError(
+                                limiterName: name, reason: .queueTimedOut, queued: storage.counts.queued)))
+                } else {
+                    caller.resolve(.failure(CancellationError()))
+                }
             }
         } catch let rejection as LimiterRejectionError {
-            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
-            throw rejection
-        } catch let cancellation as CancellationError {
-            // A queue timeout that had passed before the caller cancelled stays a time-out, whether or
-            // not the timer has woken yet (the clock is read here, after the handler, not inside it).
-            guard let deadline, self.clock.now() >= deadline else { throw cancellation }
-            let rejection = LimiterRejectionError(
-                limiterName: self.name, reason: .queueTimedOut, queued: self.storage.counts.queued)
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
             throw rejection
         }

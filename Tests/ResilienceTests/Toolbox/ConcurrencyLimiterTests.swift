@@ -81,7 +81,9 @@ struct ConcurrencyLimiterTests {
         #expect(limiter.inFlight == 0)
     }
 
-    /// Cancelled before its queue timeout, a queued caller still gets its own cancellation.
+    /// Cancelled before its queue timeout, a queued caller still gets its own cancellation, even
+    /// when its task runs again only after the timeout has passed: the clock is read at the
+    /// cancellation, not when the caller wakes.
     @Test func aQueuedCallerCancelledBeforeItsQueueTimeoutGetsCancellation() async throws {
         let clock = TestClock()
         let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
@@ -92,6 +94,7 @@ struct ConcurrencyLimiterTests {
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(4))
         second.cancel()
+        clock.advance(by: .seconds(2))
         await #expect(throws: CancellationError.self) { try await second.value }
         #expect(limiter.queued == 0)
         gate.open()
