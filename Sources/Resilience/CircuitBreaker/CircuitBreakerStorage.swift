@@ -14,11 +14,12 @@ public import Synchronization
 /// machine's own answer.
 ///
 /// Under a time-window rule, closed-state successes are counted without the lock
-/// too: the lock publishes the current bucket's span and a tagged counter word,
+/// too: the lock publishes the current bucket's span and a tagged counter word (in
+/// one stripe, or in several once threads count at once: ``CircuitBreakerSuccessStripes``),
 /// and a success that finishes within the span adds one to the word with a
-/// compare-and-exchange. The next locked update hands the count to the window
-/// before anything reads it, then publishes afresh (a new tag), so a success
-/// counted against an old publication fails its exchange and tries again.
+/// compare-and-exchange. The next locked update hands the count of every stripe to
+/// the window before anything reads it, then publishes afresh (a new tag), so a
+/// success counted against an old publication fails its exchange and tries again.
 ///
 /// A success counted without the lock is never judged against the trip rule, so the
 /// bucket is published only while no run of successes counted in it could meet the rule
@@ -46,20 +47,16 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     private struct Locked {
         var machine: CircuitBreakerStateMachine
         var publishedEpoch: Int128?
+        /// Whether that bucket is published in every stripe, or in the first alone.
+        var publishedInEveryStripe = false
         var tag: UInt64 = 0
     }
 
     private let machine: Lock<Locked>
     @usableFromInline let word: Atomic<UInt64>
-    /// Successes counted without the lock: bit 63 set while a bucket is published, bits
-    /// 32...62 the publication's tag, bits 0...31 the count.
-    private let pendingSuccesses: Atomic<UInt64>
-    /// The published bucket's span in whole nanoseconds of elapsed time, start rounded up and end down.
-    private let bucketStart: Atomic<Int64>
-    private let bucketEnd: Atomic<Int64>
+    /// Successes counted without the lock, with the published bucket's span; time windows only.
+    private let successes: CircuitBreakerSuccessStripes?
     private let hasTimeWindow: Bool
-    private static let publishedBit: UInt64 = 1 << 63
-    private static let countMask: UInt64 = 0xFFFF_FFFF
     private let openUntil: Atomic<Int64>
     private let latestSeen: Atomic<Int64>
     /// ``CircuitBreakerStateMachine/rebases``, for callers to read before they read the clock.
@@ -85,14 +82,12 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
         self.word = Atomic(machine.fastPathWord)
         self.openUntil = Atomic(Self.openUntilMark(of: machine.phase, offset: machine.offset))
         self.latestSeen = Atomic(Self.nanosecondsRoundedUp(machine.latestReading))
-        self.pendingSuccesses = Atomic(0)
         self.rebases = Atomic(machine.rebases)
-        self.bucketStart = Atomic(0)
-        self.bucketEnd = Atomic(0)
         switch machine.configuration.tripRule.window?.kind {
-        case .time: self.hasTimeWindow = true
-        case .count, nil: self.hasTimeWindow = false
+        case .time: self.successes = CircuitBreakerSuccessStripes()
+        case .count, nil: self.successes = nil
         }
+        self.hasTimeWindow = self.successes != nil
         self.machine = Lock(Locked(machine: machine))
     }
 
@@ -175,52 +170,44 @@ struct CircuitBreakerStorage: ~Copyable, Sendable {
     /// Hands the successes counted without the lock to the window, and stops that counting.
     @inline(__always)
     private func takePendingSuccesses(_ locked: inout Locked) {
-        let pending = self.pendingSuccesses.exchange(0, ordering: .acquiringAndReleasing)
-        if pending & Self.publishedBit != 0, let epoch = locked.publishedEpoch {
-            locked.machine.addLockFreeSuccesses(Int(pending & Self.countMask), inBucketOf: epoch)
-        }
+        // With no bucket published, every stripe holds zero: nothing to take, nothing to stop.
+        guard let epoch = locked.publishedEpoch, let successes = self.successes else { return }
+        let taken = successes.take(fromEveryStripe: locked.publishedInEveryStripe)
+        locked.machine.addLockFreeSuccesses(taken, inBucketOf: epoch)
         locked.publishedEpoch = nil
     }
 
     /// Publishes the window's current bucket for counting without the lock, if the machine allows it.
     @inline(__always)
     private func publishBucket(_ locked: inout Locked) {
-        guard let bucket = locked.machine.lockFreeSuccessBucket else { return }
+        guard let successes = self.successes, let bucket = locked.machine.lockFreeSuccessBucket else { return }
         // As readings of the clock, which the lock-free path compares as they are.
         let start = Self.nanosecondsRoundedUp(locked.machine.reading(at: bucket.start))
         let end = locked.machine.reading(at: bucket.end)
         let (quotient, remainder) = end.attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         guard let end = Int64(exactly: remainder < 0 ? quotient - 1 : quotient), start < end else { return }
-        self.bucketStart.store(start, ordering: .releasing)
-        self.bucketEnd.store(end, ordering: .releasing)
         locked.tag = (locked.tag &+ 1) & 0x7FFF_FFFF
         locked.publishedEpoch = bucket.epoch
-        self.pendingSuccesses.store(Self.publishedBit | locked.tag << 32, ordering: .releasing)
+        locked.publishedInEveryStripe = successes.publish(start: start, end: end, tag: locked.tag)
     }
 
     /// Counts a closed-state success that finished at `now` (whole nanoseconds of elapsed time)
-    /// without the lock, if `now` falls within the published bucket; returns `false` when the
-    /// caller must take the lock.
+    /// without the lock (``CircuitBreakerSuccessStripes``), if `now` falls within the published bucket;
+    /// returns `false` when the caller must take the lock.
     @inline(__always)
     func countSuccessWithoutLock(atNanoseconds now: Int64) -> Bool {
-        var pending = self.pendingSuccesses.load(ordering: .acquiring)
-        while true {
-            guard pending & Self.publishedBit != 0, pending & Self.countMask != Self.countMask else { return false }
-            let start = self.bucketStart.load(ordering: .acquiring)
-            let end = self.bucketEnd.load(ordering: .acquiring)
-            guard now >= start, now < end else { return false }
-            let (exchanged, original) = self.pendingSuccesses.compareExchange(
-                expected: pending, desired: pending + 1, successOrdering: .acquiringAndReleasing,
-                failureOrdering: .acquiring)
-            if exchanged { return true }
-            pending = original
-        }
+        self.successes?.countSuccess(atNanoseconds: now) ?? false
     }
 
     /// The successes counted without the lock since the bucket was last published, not yet
     /// handed to the window; for tests.
     var pendingSuccessCount: Int {
-        Int(self.pendingSuccesses.load(ordering: .acquiring) & Self.countMask)
+        self.successes?.pendingCount ?? 0
+    }
+
+    /// The stripes of a time window's successes counted without the lock; for tests.
+    var successStripes: CircuitBreakerSuccessStripes? {
+        self.successes
     }
 
     /// The published ``CircuitBreakerStateMachine/fastPathWord``, read without the lock.

@@ -93,6 +93,9 @@ public final class Hedging: Sendable {
     public let budget: RetryBudget?
 
     let state: Lock<HedgingStateMachine>
+    /// The delay, when it is fixed: then there are no latencies to learn from, and neither a
+    /// call's start nor its success takes the state's lock.
+    let fixedDelay: Duration?
     let watcher: DeadlineWatcher
     /// The calls in flight, by number: what each has to hear about, and where it waits.
     let calls = Lock(HedgedCalls())
@@ -131,6 +134,10 @@ public final class Hedging: Sendable {
         self.observer = observer
         self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
         self.state = Lock(HedgingStateMachine(delay))
+        switch delay.kind {
+        case .fixed(let fixed): self.fixedDelay = fixed
+        case .percentile: self.fixedDelay = nil
+        }
     }
 
     /// The delay after which the next call would start a hedge.
@@ -596,7 +603,7 @@ public final class Hedging: Sendable {
         var scope = CallScope.current
         let declared = idempotency ?? scope.idempotency ?? .idempotent
         guard declared.isIdempotent else { return nil }
-        let delay = self.state.withLock { $0.currentDelay }
+        let delay = self.fixedDelay ?? self.state.withLock { $0.currentDelay }
         // Only a declaration is handed down, never the default: a policy inside that knows
         // its request is a `POST` must still judge it so.
         if let idempotency { scope.declare(idempotency) }
@@ -680,10 +687,11 @@ public final class Hedging: Sendable {
 
     /// Records a call's success, once: the time from the call's start to its winning
     /// attempt's answer, for the percentile delay, and the tokens a success gives back
-    /// to the budget, as a ``RetryPolicy``'s success does.
+    /// to the budget, as a ``RetryPolicy``'s success does. A fixed delay learns nothing from
+    /// the latency, so it is not recorded, and the state's lock is not taken.
     @usableFromInline
     func recordSuccess(_ latency: Duration) {
-        self.state.withLock { $0.record(latency) }
+        if self.fixedDelay == nil { self.state.withLock { $0.record(latency) } }
         self.budget?.recordSuccess()
     }
 
