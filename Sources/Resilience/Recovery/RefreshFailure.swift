@@ -1,14 +1,15 @@
 /// What the failure of a credential's refresh says about the session, read from the one ``FailureAnalysis``.
 ///
 /// A refresh fails **for good** when the auth server refused the session (a 400 or a 401,
-/// an OAuth 2.0 `invalid_grant`), answered with a status that no retry changes (a 501
-/// Not Implemented, say), or the refresh threw an error of the app's own that the
+/// an OAuth 2.0 `invalid_grant`), or the refresh threw an error of the app's own that the
 /// analysis does not know: the person must sign in again. It fails **for now** when
 /// the failure says nothing about the session: the auth server asked for less traffic
-/// (429) or for a wait (a retry-after hint), was unavailable (408 or a 5xx that a call would
-/// be retried after: ``DefaultRetryClassifier/retryableHTTPStatuses``, one rule for both),
-/// could not be reached (offline, a refused connection, a timeout), or the refresh was
-/// cut short (a time limit, a cancellation, a local limiter or breaker).
+/// (429) or for a wait (a retry-after hint, whatever the status), timed out the request
+/// (408), failed on its side or behind a proxy (any 5xx: even one a call is not retried
+/// after, such as 501 or a captive portal's 511, is the server's or the network's fault,
+/// not the session's, and signing in again would meet it too), could not be reached
+/// (offline, a refused connection, a timeout), or the refresh was cut short (a time
+/// limit, a cancellation, a local limiter or breaker).
 enum RefreshFailure {
     /// Whether the refresh failed for a reason that passes, so the session is not over.
     static func isTransient(_ error: any Error, _ analysis: FailureAnalysis) -> Bool {
@@ -18,13 +19,13 @@ enum RefreshFailure {
         {
             return true
         }
-        if let status = analysis.httpStatus {
-            // The server answered: the statuses a call is retried after (408, the server's or a
-            // proxy's failure: 503, 521, 522, 524) pass. The rest, the final 5xx among them
-            // (501 Not Implemented), will be answered the same way the next time.
-            return DefaultRetryClassifier.retryableHTTPStatuses.contains(status)
-        }
+        // A wait the server asked for passes, whatever the status that came with it.
         if analysis.retryAfter != nil { return true }
+        if let status = analysis.httpStatus {
+            // The server answered: a 408 or a 5xx says nothing about the session, even a final
+            // one; any other status (a 4xx) is the auth server's word on it.
+            return status >= 500 || DefaultRetryClassifier.retryableHTTPStatuses.contains(status)
+        }
         if let category = analysis.urlErrorCategory { return category.isTransient }
         if case .retryable(let isRetryable)? = analysis.defaultRuling { return isRetryable }
         return false

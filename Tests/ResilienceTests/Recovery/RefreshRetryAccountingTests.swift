@@ -111,12 +111,20 @@ struct RefreshRetryAccountingTests {
         #expect(outcomes.allSatisfy { $0.stopReason == .succeeded })
     }
 
-    @Test(arguments: [507, 521, 522, 524])
-    func aRefreshAnsweredWithARetriedServerErrorDoesNotEndTheSession(status: Int) async throws {
+    /// Any 5xx from the auth server, even one a call is not retried after (501, or a captive
+    /// portal's 511, RFC 6585 section 6), is the server's or the network's fault, not the
+    /// session's; so is a final status that comes with a retry-after hint.
+    @Test(arguments: [
+        HTTPResponseError(statusCode: 507), HTTPResponseError(statusCode: 521), HTTPResponseError(statusCode: 522),
+        HTTPResponseError(statusCode: 524), HTTPResponseError(statusCode: 501), HTTPResponseError(statusCode: 505),
+        HTTPResponseError(statusCode: 511), HTTPResponseError(statusCode: 501, headers: ["Retry-After": "2"]),
+    ])
+    func aRefreshAnsweredWithAServerErrorDoesNotEndTheSession(failure: HTTPResponseError) async throws {
+        let status = failure.statusCode
         let clock = TestClock()
         let refreshes = Counter()
         let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
-            if refreshes.increment() == 1 { throw HTTPResponseError(statusCode: status) }
+            if refreshes.increment() == 1 { throw failure }
             return "new"
         }
         let policy = try RetryPolicy(

@@ -100,8 +100,6 @@ struct TransientRefreshFailureTests {
         ),
         ("401", HTTPResponseError(statusCode: 401)),
         ("400", HTTPResponseError(statusCode: 400)),
-        // One rule with the calls': a status no retry changes is final for a refresh too.
-        ("501", HTTPResponseError(statusCode: 501)),
         ("the app's own error", TokenService.RefreshRefused()),
     ])
     func aDefinitiveRefreshFailureSendsThePersonToSignInAndIsRemembered(shape: String, error: any Error & Sendable)
