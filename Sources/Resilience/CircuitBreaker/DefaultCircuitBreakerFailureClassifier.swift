@@ -13,7 +13,8 @@
 ///    a pipeline stage): does not count; the request was never sent, so it says nothing
 ///    of the dependency. A breaker never asks its classifier about one, wherever it sits
 ///    in the error's chain (``Rulebook/countsAsFailure(_:)``); this rule answers a direct
-///    question the same way.
+///    question the same way, and so for a call a retry policy refused to start because an
+///    enclosing deadline had passed (``LimiterRejectionError/Reason/noTimeLeft``).
 /// 4. An HTTP status (see ``ErrorHints/httpStatus(of:)``) in 400...499 other than
 ///    408 Request Timeout and 429 Too Many Requests: does not count. A 404 or a 422
 ///    is the client's problem and proves the server is answering.
@@ -49,7 +50,7 @@ public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClass
     func countsAsFailure(_ error: any Error, analysis: FailureAnalysis) -> Bool {
         if analysis.interruption == .caller || analysis.interruption == .superseded { return false }
         if analysis.isBreakerRejection { return true }
-        if analysis.isLocalRejection { return false }
+        if analysis.isLocalRejection || analysis.isRefusedForWantOfTime { return false }
         if let status = analysis.httpStatus {
             guard (400...499).contains(status) else { return true }
             return Self.countedClientErrorStatuses.contains(status)

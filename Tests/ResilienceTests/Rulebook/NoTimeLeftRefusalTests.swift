@@ -20,6 +20,8 @@ struct NoTimeLeftRefusalTests {
         // Nothing was sent: a breaker still never holds it against the dependency.
         #expect(analysis.delivery == .notSent, "\(shape)")
         #expect(Rulebook.countsAsFailure(analysis) == false, "\(shape)")
+        // And the default breaker classifier, asked directly, answers the same.
+        #expect(DefaultCircuitBreakerFailureClassifier().countsAsFailure(error) == false, "\(shape)")
     }
 
     /// A limiter's own refusal, in the same shapes, stays a rejection.
