@@ -1009,10 +1009,11 @@ public final actor RetryPolicy {
                 switch first {
                 case .success(let value):
                     return value
-                case .failure(let stopped as TimerStopped) where !signal.hasFired:
-                    // Not this limit's end: the caller's cancellation stopped the timer (the
-                    // call ends with it, as it always has), or the attempt returned first.
-                    if stopped.wasCancelled { throw CancellationError() }
+                case .failure(is TimerStopped) where !signal.hasFired:
+                    // Not this limit's end: the caller's cancellation stopped the timer, or the
+                    // attempt returned first. Either way the call ends with the attempt's own
+                    // outcome, however long the cancelled attempt takes to return (the group
+                    // would wait for it anyway), so that what its error says is not lost.
                     return try await group.next() ?? { throw CancellationError() }()
                 case .failure(let error) where !signal.hasFired:
                     throw error  // the attempt's own failure, before the limit passed
@@ -1061,10 +1062,8 @@ public final actor RetryPolicy {
     /// Thrown by an attempt's timer that stopped without claiming the attempt: cancelled
     /// while it slept, or woken after the attempt returned or its caller gave up.
     private struct TimerStopped: Error {
-        let wasCancelled: Bool
-
-        static let whileSleeping: any Error = TimerStopped(wasCancelled: true)
-        static let outrun: any Error = TimerStopped(wasCancelled: false)
+        static let whileSleeping: any Error = TimerStopped()
+        static let outrun: any Error = TimerStopped()
     }
 }
 

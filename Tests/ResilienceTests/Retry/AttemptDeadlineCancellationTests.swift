@@ -87,6 +87,41 @@ struct AttemptDeadlineCancellationTests {
         #expect(breaker.snapshot().state == .closed)
     }
 
+    /// A caller that cancels before the limit gets the attempt's own error, however long the
+    /// cancelled attempt takes to return: the timer, stopped by the same cancellation, reaches the
+    /// group first while the attempt still cleans up, and must not end the call in its place.
+    @Test func aCancellationBeforeTheLimitEndsWithTheAttemptsOwnErrorWhateverStopsFirst() async throws {
+        struct OwnError: Error {}
+        for round in 0..<20 {
+            let clock = TestClock()
+            let policy = try Self.policy(clock, attempts: 3)
+            let cleanup = AsyncStream<Void>.makeStream()
+            let cleaning = AsyncStream<Void>.makeStream()
+            let call = Task {
+                await policy.outcome(attemptTimeout: .seconds(1)) { () async throws -> Int in
+                    do {
+                        try await clock.sleep(for: .seconds(10))
+                    } catch {
+                        cleaning.continuation.yield()
+                        for await _ in cleanup.stream {}  // the cleanup, until the test ends it
+                        throw OwnError()
+                    }
+                    return 1
+                }
+            }
+            await clock.waitForSleepers(count: 2)
+            call.cancel()  // before the limit
+            for await _ in cleaning.stream { break }
+            // The timer has stopped sleeping; the attempt is still cleaning up.
+            while clock.sleeperCount > 0 { await Task.yield() }
+            for _ in 0..<10 { await Task.yield() }
+            cleanup.continuation.finish()
+            let outcome = await call.value
+            #expect(outcome.result.failureValue is OwnError, "round \(round): \(outcome.result)")
+            #expect(outcome.stopReason == .cancelled, "round \(round)")
+        }
+    }
+
     /// A limit that passes while the cancelled attempt winds down claims nothing.
     @Test func aLimitPassingWhileTheCancelledAttemptWindsDownClaimsNothing() async throws {
         let clock = TestClock()
