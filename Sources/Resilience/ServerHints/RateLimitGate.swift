@@ -16,8 +16,9 @@ import Foundation
 /// the quota before the later request spent it. Record each response with the
 /// ``Ticket`` its request went with (``acquire()`` returns it), and the gate keeps what
 /// the response to the latest request sent said: a response to a request sent before
-/// that one is ignored. A response recorded without a ticket counts as the answer to a
-/// request sent when it is recorded.
+/// that one is ignored, and the requests the gate let go after the one a response answers
+/// are taken as spent from the quotas it reports (they are not in its count). A response
+/// recorded without a ticket counts as the answer to a request sent when it is recorded.
 ///
 /// ```swift
 /// let gate = try RateLimitGate()
@@ -145,7 +146,14 @@ public final class RateLimitGate: Sendable {
             // An answer to a request sent before the one already recorded knows less.
             if let known = state.recordedOrder, order < known { return }
             state.recordedOrder = order
-            state.limits = recorded
+            // The requests let go after this one are not in its answer: each spends one unit of
+            // every quota, as it did of the quotas known when it went.
+            let later = Int64(clamping: state.lastIssued &- order)
+            state.limits = recorded.map { limit in
+                var limit = limit
+                limit.remaining = Swift.max(0, limit.remaining - later)
+                return limit
+            }
         }
     }
 

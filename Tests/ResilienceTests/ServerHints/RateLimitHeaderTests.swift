@@ -226,6 +226,29 @@ struct RateLimitGateTests {
         #expect(gate.reserve() == .seconds(30), "the quota is spent: the late answer knew less")
     }
 
+    /// The answer to the first of three requests let go on a quota of three tells of two left:
+    /// the two requests sent after it spent them, so the quota is spent, not given back.
+    @Test func aLateAnswerCountsTheRequestsSentAfterItsOwnAsSpent() async throws {
+        let clock = TestClock()
+        let gate = try RateLimitGate(clock: clock)
+        gate.record(headers: ["RateLimit": #""default";r=3;t=60"#])
+        let first = try await gate.acquire()
+        _ = try await gate.acquire()
+        _ = try await gate.acquire()
+        gate.record(headers: ["RateLimit": #""default";r=2;t=60"#], for: first)
+        #expect(gate.reserve() == .seconds(60))
+    }
+
+    /// Answered with more left than the requests sent since, the quota keeps the difference.
+    @Test func aLateAnswerKeepsWhatTheLaterRequestsLeft() async throws {
+        let gate = try RateLimitGate(clock: TestClock())
+        let first = try await gate.acquire()
+        _ = try await gate.acquire()
+        gate.record(headers: ["RateLimit": #""default";r=2;t=60"#], for: first)
+        #expect(gate.reserve() == .zero, "one of the two is left")
+        #expect(gate.reserve() == .seconds(60))
+    }
+
     @Test func anAnswerToALaterRequestReplacesWhatAnEarlierOneSaid() async throws {
         let gate = try RateLimitGate(clock: TestClock())
         let first = try await gate.acquire()
