@@ -24,8 +24,10 @@
 ///   wherever it sits in the error's chain, is never counted, since it never reached
 ///   the dependency; a half-open probe refused that way just frees its slot;
 /// - an attempt that the library's own time limit ended (a policy's
-///   `attemptTimeout`) is always counted, half-open probes included, since the
-///   dependency was too slow.
+///   `attemptTimeout`, a ``Timeout``) is counted, half-open probes included, since the
+///   dependency was too slow; unless the attempt provably never reached it: the limit
+///   cut short its wait for a limiter's slot or permit
+///   (``LimiterRejectionError/Reason/waitCutShort``) or for the network.
 ///
 /// A ``CircuitBreakerOpenError`` from a breaker inside the operation is left to the
 /// classifier: it says the dependency is known to be failing, and the default one counts it.

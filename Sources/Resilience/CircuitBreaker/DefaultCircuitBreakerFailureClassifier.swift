@@ -2,7 +2,7 @@
 ///
 /// In order, each looking through the error's whole chain (``FailureAnalysis``):
 /// 1. `CancellationError`: does not count; the caller gave up, the dependency did not fail.
-///    A time limit's cancellation is not the caller's: it counts (rule 6).
+///    A time limit's cancellation is not the caller's: it counts (rule 8).
 /// 2. ``CircuitBreakerOpenError`` from another breaker inside the operation: counts,
 ///    since that dependency is unavailable to this one. Unlike a limiter's rejection,
 ///    which says only that this process is busy, an inner breaker's says the dependency
@@ -25,7 +25,19 @@
 ///    dependency, so a breaker inside a call that refreshes its credential
 ///    (``RetryPolicy/execute(recovering:waitingFor:idempotency:operation:)``) lets the
 ///    retry with the new one through.
-/// 6. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
+/// 6. A request the dependency refused before acting on it, for a reason of the app's own
+///    (``FailureAnalysis/delivery`` at ``RequestDelivery/refused``): CloudKit's
+///    `userDeletedZone` and `zoneNotFound`, which found no zone to write to (the app's setup,
+///    which ``RetryStopReason/setupRequired`` asks it to redo), and `batchRequestFailed`,
+///    an item rolled back with an atomic batch another item of which failed (that item's
+///    error is the one to judge): does not count. The service answered; it is healthy.
+/// 7. A CloudKit partial failure (`partialFailure`): does not count, unless one of its
+///    items reports HTTP 429, the service asking for less traffic, which counts (and opens
+///    the breaker for its hint, as any counted 429 does). CloudKit answered the batch and saved the items in no error; what its items'
+///    errors ask for (a record to merge, a zone to create, an item to send again) is the
+///    app's to do item by item, and says nothing of the service's health. A service that is
+///    failing fails the whole request (`serviceUnavailable`, `zoneBusy`), and that counts.
+/// 8. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
 ///
 /// A request that never left an offline device is not this classifier's to judge:
 /// the ``Rulebook`` never counts it (``Rulebook/countsAsFailure(_:)``).
@@ -51,10 +63,12 @@ public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClass
         if analysis.interruption == .caller || analysis.interruption == .superseded { return false }
         if analysis.isBreakerRejection { return true }
         if analysis.isLocalRejection || analysis.isRefusedForWantOfTime { return false }
+        if analysis.reportsOnItems { return analysis.isTooManyRequests }
         if let status = analysis.httpStatus {
             guard (400...499).contains(status) else { return true }
             return Self.countedClientErrorStatuses.contains(status)
         }
+        if analysis.delivery == .refused { return false }
         return !analysis.needsCredentials
     }
 }

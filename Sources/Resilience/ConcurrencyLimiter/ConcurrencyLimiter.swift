@@ -6,7 +6,10 @@
 /// the queue, first come first served, if there is room; a caller that waits
 /// longer than ``queueTimeout``, or finds the queue full, is refused with
 /// ``LimiterRejectionError``, which says how many were queued. A queued caller
-/// whose task is cancelled leaves the queue at once with `CancellationError`.
+/// whose task is cancelled leaves the queue at once with `CancellationError`; when a
+/// library time limit around it (a ``Timeout``, a policy's `attemptTimeout`) cancelled it,
+/// with ``LimiterRejectionError/Reason/waitCutShort`` instead, so that no breaker counts the
+/// time-out: the call ended in front of the dependency.
 /// Every queued caller is answered: by a slot, its cancellation or its queue timeout.
 /// A caller that left the queue is forgotten soon after, even while others still
 /// wait behind a slot held for long: the queue's memory follows the callers waiting
@@ -78,9 +81,10 @@ public final class ConcurrencyLimiter: Sendable {
     /// - Parameter operation: The call to limit. It runs in the caller's isolation.
     /// - Returns: The operation's value.
     /// - Throws: ``LimiterRejectionError`` without running the operation when the
-    ///   queue is full or the wait outlasted ``queueTimeout``; `CancellationError`
-    ///   when the caller's task is cancelled while queued; otherwise the
-    ///   operation's own error, unchanged.
+    ///   queue is full or the wait outlasted ``queueTimeout``, or, for
+    ///   ``LimiterRejectionError/Reason/waitCutShort``, when a library time limit enclosing
+    ///   the call ended it while queued; `CancellationError` when the caller's task is
+    ///   cancelled while queued; otherwise the operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
         if !self.tryAcquire() {
@@ -148,6 +152,11 @@ public final class ConcurrencyLimiter: Sendable {
         } catch let rejection as LimiterRejectionError {
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
             throw rejection
+        } catch is CancellationError where LateOperationError.enclosingLimitFired() {
+            // A library time limit, not the caller, ended the wait: say that the operation never
+            // ran; the limit keeps this as its late error, so no breaker counts the time-out.
+            throw LimiterRejectionError(
+                limiterName: self.name, reason: .waitCutShort, queued: self.storage.counts.queued)
         }
     }
 }

@@ -12,19 +12,20 @@ public import Foundation
 ///
 /// A plain `NSError` made from it still reads as a local refusal of a request that never
 /// left (``FailureAnalysis/isLocalRejection``), with its hint; one for
-/// ``Reason/noTimeLeft`` as a request never sent that no limiter refused.
+/// ``Reason/noTimeLeft`` or ``Reason/waitCutShort`` as a request never sent that no limiter refused.
 extension LimiterRejectionError: CustomNSError, LocalizedError {
     /// `"Resilience.LimiterRejectionError"`.
     public static var errorDomain: String { BridgedLibraryError.limiterRejectionDomain }
 
     /// 1 for ``Reason/queueFull``, 2 for ``Reason/queueTimedOut``, 3 for ``Reason/noPermit``,
-    /// 4 for ``Reason/noTimeLeft``.
+    /// 4 for ``Reason/noTimeLeft``, 5 for ``Reason/waitCutShort``.
     public var errorCode: Int {
         switch self.reason {
         case .queueFull: 1
         case .queueTimedOut: 2
         case .noPermit: 3
         case .noTimeLeft: BridgedLibraryError.noTimeLeftCode
+        case .waitCutShort: BridgedLibraryError.waitCutShortCode
         default: 0
         }
     }

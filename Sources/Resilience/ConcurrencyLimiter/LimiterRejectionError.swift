@@ -11,9 +11,10 @@
 /// ``retryAfter`` says when a permit frees, where the limiter knows; the failure
 /// analysis reads it like a server's hint, and a retry policy waits at least that long.
 ///
-/// A refusal for ``Reason/noTimeLeft`` is a deadline's outcome, not load shedding: it is
-/// no ``FailureAnalysis/isLocalRejection`` and no ``FallbackContext/isRejection``, though
-/// it too proves the request never left, which no breaker counts and no budget pays for.
+/// A refusal for ``Reason/noTimeLeft`` or ``Reason/waitCutShort`` is a deadline's outcome,
+/// not load shedding: it is no ``FailureAnalysis/isLocalRejection`` and no
+/// ``FallbackContext/isRejection``, though it too proves the request never left, which no
+/// breaker counts and no budget pays for.
 public struct LimiterRejectionError: RetryableError, RetryAfterProviding, RequestDeliveryReporting, Hashable,
     CustomStringConvertible
 {
@@ -35,6 +36,16 @@ public struct LimiterRejectionError: RetryableError, RetryAfterProviding, Reques
         /// An enclosing call's deadline had already passed, so a time-limited attempt
         /// (``RetryPolicy/execute(attemptTimeout:idempotency:operation:)``) could not start.
         public static let noTimeLeft = Reason(rawValue: "noTimeLeft")
+        /// A library time limit enclosing the call (a ``Timeout``, a policy's `attemptTimeout`)
+        /// ended it while it waited for a ``ConcurrencyLimiter``'s slot or a ``RateLimiter``'s
+        /// permit: the operation never ran.
+        ///
+        /// Like ``noTimeLeft``, a deadline's outcome rather than load shedding. The time limit
+        /// keeps it as its late error, and no breaker counts that time-out: the call ended in
+        /// front of the dependency. The time-out still reads as a request that may have been
+        /// sent (``RequestDelivery/mayHaveBeenSent``): the operation may have sent one before it
+        /// waited, so a call that may not run twice is not sent again.
+        public static let waitCutShort = Reason(rawValue: "waitCutShort")
 
         /// The identifier.
         public var description: String { self.rawValue }

@@ -118,8 +118,10 @@ public final class RateLimiter: Sendable {
     /// - Parameter operation: The call to limit. It runs in the caller's isolation.
     /// - Returns: The operation's value.
     /// - Throws: ``LimiterRejectionError`` without running the operation when no
-    ///   permit frees within ``maximumWait``; `CancellationError` when the caller's
-    ///   task is cancelled while waiting; otherwise the operation's own error, unchanged.
+    ///   permit frees within ``maximumWait``, or, for ``LimiterRejectionError/Reason/waitCutShort``,
+    ///   when a library time limit enclosing the call ended it while it waited;
+    ///   `CancellationError` when the caller's task is cancelled while waiting; otherwise the
+    ///   operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
         if let retryAfter = self.tryAcquire() {
@@ -195,7 +197,13 @@ public final class RateLimiter: Sendable {
         var now = self.clock.now()
         while true {
             if retryAfter > self.maximumWait - waited { throw self.rejection(retryAfter: retryAfter) }
-            try await self.clock.sleepUntil(now + retryAfter)
+            do {
+                try await self.clock.sleepUntil(now + retryAfter)
+            } catch is CancellationError where LateOperationError.enclosingLimitFired() {
+                // A library time limit, not the caller, ended the wait: the operation never ran, and
+                // the limit keeps this as its late error, so no breaker counts the time-out.
+                throw LimiterRejectionError(limiterName: self.name, reason: .waitCutShort)
+            }
             guard let next = self.tryAcquire() else { return }
             retryAfter = next
             let later = self.clock.now()

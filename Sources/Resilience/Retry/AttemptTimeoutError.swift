@@ -2,7 +2,8 @@
 ///
 /// The request may have reached the server, so a call that is not idempotent
 /// is not retried after it (see ``Idempotency``); an idempotent one is, like
-/// any transient failure. A ``CircuitBreaker`` always counts it as a failure.
+/// any transient failure. A ``CircuitBreaker`` counts it as a failure, unless what
+/// the attempt ended with proves it never reached the dependency (see below).
 ///
 /// The limit waits for the cancelled attempt to return. When the attempt fails
 /// after the limit fired (its operation ignored the cancellation, or was past its

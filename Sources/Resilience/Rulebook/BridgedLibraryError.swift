@@ -27,6 +27,9 @@ enum BridgedLibraryError {
     static let timedOutCode = 1
     /// The code of a ``LimiterRejectionError`` for want of time (``LimiterRejectionError/Reason/noTimeLeft``).
     static let noTimeLeftCode = 4
+    /// The code of a ``LimiterRejectionError`` for a wait an enclosing time limit cut short
+    /// (``LimiterRejectionError/Reason/waitCutShort``).
+    static let waitCutShortCode = 5
 
     /// What a bridged error of the library says, as the failure analysis reads it.
     enum Kind {
@@ -36,6 +39,9 @@ enum BridgedLibraryError {
         /// A ``LimiterRejectionError`` for want of time (``LimiterRejectionError/Reason/noTimeLeft``):
         /// a request never sent, but no limiter's refusal.
         case noTimeLeft
+        /// A ``LimiterRejectionError`` for a wait an enclosing time limit cut short
+        /// (``LimiterRejectionError/Reason/waitCutShort``): a request never sent, but no limiter's refusal.
+        case waitCutShort
         /// An ``AdaptiveThrottle``'s refusal: a local rejection too.
         case throttleRejection
         case timeLimit
@@ -56,7 +62,11 @@ enum BridgedLibraryError {
         case Self.breakerOpenDomain:
             return .breakerRejection
         case Self.limiterRejectionDomain:
-            return nsError.code == Self.noTimeLeftCode ? .noTimeLeft : .localRejection
+            switch nsError.code {
+            case Self.noTimeLeftCode: return .noTimeLeft
+            case Self.waitCutShortCode: return .waitCutShort
+            default: return .localRejection
+            }
         case Self.throttleRejectionDomain:
             return .throttleRejection
         case Self.timeoutDomain, Self.attemptTimeoutDomain:

@@ -22,7 +22,10 @@ import Foundation
 /// that proves its request never left (as a retry policy nested in the attempt ends
 /// with when the limit cuts short its wait for the network) makes the time-out's
 /// ``delivery`` ``RequestDelivery/notSent`` too, so a call that may not run twice is
-/// sent again; it is still a time-out for everything else.
+/// sent again and a breaker does not count it; it is still a time-out for everything else.
+/// A late ``LimiterRejectionError/Reason/waitCutShort`` (a wait for a bulkhead's slot or a
+/// rate limiter's permit the limit cut short) keeps a breaker from counting the time-out,
+/// but leaves its delivery: the operation may have sent a request before it waited.
 ///
 /// ```swift
 /// let analysis = FailureAnalysis(error)
@@ -68,7 +71,8 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// and a retry of it costs no ``RetryBudget`` token.
     ///
     /// A ``LimiterRejectionError`` whose reason is ``LimiterRejectionError/Reason/noTimeLeft``
-    /// is not a limiter's refusal: a ``RetryPolicy`` made it for an attempt that an enclosing
+    /// (or ``LimiterRejectionError/Reason/waitCutShort``, a wait a time limit ended) is not a
+    /// limiter's refusal: a ``RetryPolicy`` made it for an attempt that an enclosing
     /// deadline left no time to start, an outcome of that deadline rather than load shedding.
     /// It leaves this `false` (and ``FallbackContext/isRejection`` too), while the rules still
     /// read it as a request never sent, which no breaker counts and no budget pays for.
@@ -93,6 +97,16 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// bridged), while nothing in it says the request left: a deadline's outcome, not a
     /// rejection, that says nothing about the dependency (``Rulebook/countsAsFailure(_:)``).
     let isRefusedForWantOfTime: Bool
+
+    /// Whether a library time limit ended the call while it waited for a ``ConcurrencyLimiter``'s
+    /// slot or a ``RateLimiter``'s permit (``LimiterRejectionError/Reason/waitCutShort``), with
+    /// nothing in what it ended with saying a request left.
+    ///
+    /// The attempt ended in front of the dependency, so a breaker does not count the time-out
+    /// (``Rulebook/countsAsFailure(_:)``). Its ``delivery`` stays ``RequestDelivery/mayHaveBeenSent``:
+    /// the operation may have sent a request before it waited at the gate (a `POST`, then a wait
+    /// for a second gate), and a time-out reads only how the operation ended.
+    let endedWaitingAtAGate: Bool
 
     /// Whether a ``CircuitBreaker`` refused the call: a ``CircuitBreakerOpenError`` anywhere in
     /// the chain, as itself or bridged, while nothing in it says the request left.
@@ -154,6 +168,12 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else {
             self.interruption = nil
         }
+        // Whether the time limit ended the operation while it waited at one of the library's
+        // gates: in the time-limited task itself, or as the late error a limit keeps.
+        self.endedWaitingAtAGate =
+            self.interruption == .timeLimit
+            && (reader.lateEndedWaitingAtAGate
+                || (!reader.sawTimeLimit && reader.sawWaitCutShort && reader.provesNeverLeft))
         if self.interruption == .timeLimit {
             self.delivery = reader.lateNeverLeft ? .notSent : .mayHaveBeenSent
         } else if reader.sawMaybeSent {
@@ -208,6 +228,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// Whether a time-limited attempt was refused for want of time (``LimiterRejectionError/Reason/noTimeLeft``):
         /// a request never sent, but not a limiter's refusal.
         var sawNoTimeLeft = false
+        /// Whether a wait for a limiter's slot or permit was cut short by an enclosing time limit
+        /// (``LimiterRejectionError/Reason/waitCutShort``): the operation never ran.
+        var sawWaitCutShort = false
         var sawBreakerRejection = false
         /// Whether the local rejection was, or included, an ``AdaptiveThrottle``'s.
         var sawThrottleRejection = false
@@ -218,6 +241,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         var lateDepth = 0
         /// Whether a late error read says the device was offline and its request never left.
         var lateNeverLeft = false
+        /// Whether a late error read is a wait for a limiter that the limit cut short
+        /// (``LimiterRejectionError/Reason/waitCutShort``), through nested limits.
+        var lateEndedWaitingAtAGate = false
 
         static let limiterRejection = ObjectIdentifier(LimiterRejectionError.self)
         static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
@@ -271,6 +297,10 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .noTimeLeft:
                     self.note(.notSent)
                     self.sawNoTimeLeft = true
+                case .waitCutShort:
+                    self.note(.notSent)
+                    self.sawNoTimeLeft = true
+                    self.sawWaitCutShort = true
                 case .throttleRejection:
                     self.note(.notSent)
                     self.sawLocalRejection = true
@@ -352,13 +382,27 @@ public struct FailureAnalysis: Sendable, Hashable {
             }
             if reader.isOffline { self.isOffline = true }
             // An offline failure that proves its request never left (a retry policy cut short
-            // while it waited for the network, say) says so for the attempt the limit ended too;
-            // a nested limit's error, when its own late error did.
+            // while it waited for the network, say), or a wait for a limiter's slot or permit
+            // that the limit cut short, says so for the attempt the limit ended too; a nested
+            // limit's error, when its own late error did.
             let neverLeft =
                 reader.sawTimeLimit
                 ? reader.lateNeverLeft
-                : reader.sawNotSent && !reader.sawMaybeSent && !reader.sawAnswered && !reader.sawRefused
-            if reader.isOffline && neverLeft { self.lateNeverLeft = true }
+                : reader.isOffline && reader.provesNeverLeft
+            if neverLeft { self.lateNeverLeft = true }
+            // A wait at a limiter the limit cut short: the attempt ended in front of the dependency.
+            // It says nothing of what the operation sent before it waited, so it leaves the delivery.
+            let endedWaiting =
+                reader.sawTimeLimit
+                ? reader.lateEndedWaitingAtAGate
+                : reader.sawWaitCutShort && reader.provesNeverLeft
+            if endedWaiting { self.lateEndedWaitingAtAGate = true }
+        }
+
+        /// Whether the errors read prove the request never left, and nothing among them says
+        /// it may have been sent, was answered or was refused.
+        var provesNeverLeft: Bool {
+            self.sawNotSent && !self.sawMaybeSent && !self.sawAnswered && !self.sawRefused
         }
 
         /// Notes whether the library's own limiter or breaker refused the call, from the type
@@ -371,8 +415,12 @@ public struct FailureAnalysis: Sendable, Hashable {
             let type = ObjectIdentifier(type)
             if type == Self.limiterRejection {
                 // A refusal for want of time is a deadline's outcome, not a limiter's refusal.
-                if (error as? LimiterRejectionError)?.reason == .noTimeLeft {
+                let reason = (error as? LimiterRejectionError)?.reason
+                if reason == .noTimeLeft {
                     self.sawNoTimeLeft = true
+                } else if reason == .waitCutShort {
+                    self.sawNoTimeLeft = true
+                    self.sawWaitCutShort = true
                 } else {
                     self.sawLocalRejection = true
                 }

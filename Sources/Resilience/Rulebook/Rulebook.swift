@@ -19,7 +19,10 @@
 /// Three more rules are about counting, not retrying (``countsAsFailure(_:)``):
 ///
 /// 4. **A ``CircuitBreaker`` never counts a call the caller cancelled.**
-/// 5. **It always counts an attempt the library's own time limit ended.**
+/// 5. **It always counts an attempt the library's own time limit ended**, unless the
+///    attempt ended in front of the dependency: the limit cut short a wait for a limiter's
+///    slot or permit (``LimiterRejectionError/Reason/waitCutShort``), or a wait for the
+///    network on an offline device that never let the request leave.
 /// 6. **It never counts a call that never reached the dependency**: one of the
 ///    library's own limiters refused it (``FailureAnalysis/isLocalRejection``: a
 ///    ``ConcurrencyLimiter``'s or a ``RateLimiter``'s ``LimiterRejectionError``, or an
@@ -83,12 +86,18 @@ public enum Rulebook {
     ///   own limiters refused (``FailureAnalysis/isLocalRejection``), a time-limited attempt an
     ///   enclosing deadline left no time to start (``LimiterRejectionError/Reason/noTimeLeft``) and a request that never
     ///   left an offline device (``FailureAnalysis/isOffline``, ``RequestDelivery/notSent``);
-    ///   `true` for an attempt the library's own time limit ended (``Interruption/timeLimit``);
-    ///   `nil` otherwise.
+    ///   `true` for an attempt the library's own time limit ended (``Interruption/timeLimit``),
+    ///   unless it ended the operation waiting for a limiter's slot or permit
+    ///   (``LimiterRejectionError/Reason/waitCutShort``) or what ended it proves the request
+    ///   never left an offline device (``RequestDelivery/notSent``); `nil` otherwise.
     public static func countsAsFailure(_ analysis: FailureAnalysis) -> Bool? {
         switch analysis.interruption {
         case .caller?, .superseded?: return false
-        case .timeLimit?: return true
+        case .timeLimit?:
+            // A time-out counts because its request may have reached a slow dependency; one whose
+            // operation provably never left (an offline device), or that ended it waiting in front
+            // of the dependency at a limiter, says nothing of the dependency's health (rule 6).
+            return analysis.delivery != .notSent && !analysis.endedWaitingAtAGate
         default:
             let neverLeft = analysis.isOffline && analysis.delivery == .notSent
             return analysis.isLocalRejection || analysis.isRefusedForWantOfTime || neverLeft ? false : nil

@@ -2,7 +2,8 @@
 ///
 /// The request may have reached the server (``RequestDelivery/mayHaveBeenSent``),
 /// so a call that is not idempotent is not repeated after it; a
-/// ``CircuitBreaker`` always counts it as a failure, like ``AttemptTimeoutError``.
+/// ``CircuitBreaker`` counts it as a failure, like ``AttemptTimeoutError``, unless what
+/// the operation ended with proves it never reached the dependency (see below).
 ///
 /// The timeout waits for the cancelled operation to return. When the operation
 /// fails after the limit fired (it ignored the cancellation, or was past its last

@@ -445,8 +445,9 @@ struct LateOperationErrorMeaningTests {
     }
 
     /// A late offline failure that proves its request never left makes the time-out's request
-    /// one that never left too; a late failure that only proves it was not sent (a limiter's
-    /// refusal) does not, nor does an offline one that may have been sent.
+    /// one that never left too, which a breaker does not count: the dependency was not reached;
+    /// a late failure that only proves it was not sent (a limiter's refusal) does not, nor does
+    /// an offline one that may have been sent.
     @Test func aLateOfflineFailureThatNeverLeftSaysSoForTheTimeOut() {
         let offline = URLError(.notConnectedToInternet)
         let nested = TimeoutError(timeoutName: "inner", timeout: .seconds(1), operationError: offline)
@@ -454,7 +455,7 @@ struct LateOperationErrorMeaningTests {
             let analysis = FailureAnalysis(error)
             #expect(analysis.delivery == .notSent)
             #expect(analysis.interruption == .timeLimit, "still a time-out")
-            #expect(Rulebook.countsAsFailure(analysis) == true, "a breaker still counts it")
+            #expect(Rulebook.countsAsFailure(analysis) == false, "nothing reached the dependency")
             #expect(Rulebook.stopReason(for: analysis, idempotency: .notIdempotent) == nil)
         }
         let lates: [any Error] = [
