@@ -74,7 +74,8 @@ class Unit:
         return self.blocks[0]
 
     def imports(self, module: str) -> bool:
-        pattern = rf"^\s*(@\w+\s+)*import\s+{module}\s*$"
+        # A comment may follow the import, as in any Swift file.
+        pattern = rf"^\s*(@\w+\s+)*import\s+{module}\s*(//.*)?$"
         return any(re.search(pattern, block.code, re.M) for block in self.blocks)
 
     @property
