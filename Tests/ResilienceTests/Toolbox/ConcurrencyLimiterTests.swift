@@ -42,21 +42,15 @@ struct ConcurrencyLimiterTests {
     }
 
     @Test func aQueuedCallerThatWaitsPastTheQueueTimeoutIsRefused() async throws {
-        let clock = TestClock()
-        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
-        let gate = Gate()
-        let first = Task { try await limiter.execute { await gate.wait() } }
-        await gate.waitForWaiters(count: 1)
-        let second = Task { try await limiter.execute { 2 } }
-        await clock.waitForSleepers(count: 1)  // the queue timer
+        let queue = try await QueuedBehindAHeldSlot.start()
+        let (clock, limiter, second) = (queue.clock, queue.limiter, queue.second)
         clock.advance(by: .seconds(4))
         #expect(limiter.queued == 1)
         clock.advance(by: .seconds(1))
         let error = await #expect(throws: LimiterRejectionError.self) { try await second.value }
         #expect(error?.reason == .queueTimedOut)
         #expect(limiter.queued == 0)
-        gate.open()
-        try await first.value
+        try await queue.finish()
         #expect(limiter.inFlight == 0)
     }
 
@@ -64,20 +58,14 @@ struct ConcurrencyLimiterTests {
     /// refused as timed out, as it would have been a moment earlier: a fallback or a breaker sees
     /// the time-out, not the caller's own cancellation.
     @Test func aQueuedCallerCancelledAfterItsQueueTimeoutPassedIsRefusedAsTimedOut() async throws {
-        let clock = TestClock()
-        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
-        let gate = Gate()
-        let first = Task { try await limiter.execute { await gate.wait() } }
-        await gate.waitForWaiters(count: 1)
-        let second = Task { try await limiter.execute { 2 } }
-        await clock.waitForSleepers(count: 1)  // the queue timer
+        let queue = try await QueuedBehindAHeldSlot.start()
+        let (clock, limiter, second) = (queue.clock, queue.limiter, queue.second)
         clock.advance(by: .seconds(5))
         second.cancel()
         let error = await #expect(throws: LimiterRejectionError.self) { try await second.value }
         #expect(error?.reason == .queueTimedOut)
         #expect(limiter.queued == 0)
-        gate.open()
-        try await first.value
+        try await queue.finish()
         #expect(limiter.inFlight == 0)
     }
 
@@ -85,20 +73,14 @@ struct ConcurrencyLimiterTests {
     /// when its task runs again only after the timeout has passed: the clock is read at the
     /// cancellation, not when the caller wakes.
     @Test func aQueuedCallerCancelledBeforeItsQueueTimeoutGetsCancellation() async throws {
-        let clock = TestClock()
-        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
-        let gate = Gate()
-        let first = Task { try await limiter.execute { await gate.wait() } }
-        await gate.waitForWaiters(count: 1)
-        let second = Task { try await limiter.execute { 2 } }
-        await clock.waitForSleepers(count: 1)
+        let queue = try await QueuedBehindAHeldSlot.start()
+        let (clock, limiter, second) = (queue.clock, queue.limiter, queue.second)
         clock.advance(by: .seconds(4))
         second.cancel()
         clock.advance(by: .seconds(2))
         await #expect(throws: CancellationError.self) { try await second.value }
         #expect(limiter.queued == 0)
-        gate.open()
-        try await first.value
+        try await queue.finish()
     }
 
     @Test func aCancelledQueuedCallerLeavesTheQueueAtOnceAndTakesNoSlot() async throws {
@@ -228,5 +210,32 @@ struct ConcurrencyLimiterTests {
         #expect(outcomes.count == 10_000)  // every caller answered
         #expect(inFlight.highest <= 4)
         #expect(limiter.inFlight == 0 && limiter.queued == 0)
+    }
+}
+
+/// A limiter of one slot, a queue of one and a 5 s queue timeout on a test clock: the first
+/// caller holds the slot until ``finish()``, the second waits in the queue, its timer parked.
+private struct QueuedBehindAHeldSlot {
+    let clock: TestClock
+    let limiter: ConcurrencyLimiter
+    let gate: Gate
+    let first: Task<Void, any Error>
+    let second: Task<Int, any Error>
+
+    static func start() async throws -> Self {
+        let clock = TestClock()
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 1, queueTimeout: .seconds(5), clock: clock)
+        let gate = Gate()
+        let first = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        let second = Task { try await limiter.execute { 2 } }
+        await clock.waitForSleepers(count: 1)  // the queue timer
+        return Self(clock: clock, limiter: limiter, gate: gate, first: first, second: second)
+    }
+
+    /// Frees the slot and waits for the first caller to end.
+    func finish() async throws {
+        self.gate.open()
+        try await self.first.value
     }
 }
