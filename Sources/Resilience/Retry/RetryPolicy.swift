@@ -72,7 +72,10 @@ public final actor RetryPolicy {
     /// and ``RetryStopReason/deadlineExceeded``. An attempt without a time limit is not
     /// ended by the deadline, so a cancellation while it runs past the deadline is the
     /// caller's: the attempt's own outcome, and ``RetryStopReason/cancelled``. No wait
-    /// runs past the deadline, so a cancellation during a wait is always the caller's too.
+    /// starts that would end past the deadline, so a cancellation during a wait is the
+    /// caller's too, unless the clock jumped past the wait's end and the deadline before
+    /// the caller cancelled: the deadline passed first, and the call stops with the failure
+    /// it waited on and ``RetryStopReason/deadlineExceeded``, whether or not the wait has woken.
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
     public nonisolated let maximumRetryAfter: Duration
@@ -386,6 +389,8 @@ public final actor RetryPolicy {
     /// call ends with ``AttemptTimeoutError``, and stops for the reason the time-out gives
     /// (``RetryStopReason/exhausted`` with no attempt left, ``RetryStopReason/deadlineExceeded``
     /// past the ``deadline``), or ``RetryStopReason/cancelled`` where it would have been retried.
+    /// A ``TimeoutError`` or ``AttemptTimeoutError`` from a limit inside the operation is read
+    /// the same way wherever it sits in the failure's chain, wrapped or bridged to `NSError`.
     ///
     /// The operation must be `Sendable` because it runs in a child task, and it
     /// must respond to cancellation for the limit to take effect. It runs in the
@@ -600,6 +605,11 @@ public final actor RetryPolicy {
             if Task.isCancelled {
                 let ending = self.endingOnCancellation(
                     after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
+                // A deadline the clock passed before the caller was cancelled stops the call, with
+                // the failure it waited on, as the deadline's check below would have.
+                if call.state.deadlinePassedBeforeCancellation, let lastError = call.state.lastError {
+                    return .stop(lastError, .deadlineExceeded)
+                }
                 return .stop(ending, .cancelled)
             }
             if let remaining = self.timeLeft(start: call.start), remaining <= .zero,
@@ -647,6 +657,7 @@ public final actor RetryPolicy {
     ) async -> CallEnd? {
         if ran { self.recordAttemptFailure(error) }
         call.state.lastError = error
+        call.state.deadlinePassedBeforeCancellation = false
         // Only a call a library time limit may cut short ends with a failure it has been waiting on.
         call.state.lastErrorReceivedAt = CallScope.current.timeLimits == nil ? nil : self.clock.now()
         switch await self.plan(
@@ -659,14 +670,25 @@ public final actor RetryPolicy {
         case .retryNow:
             return nil
         case .wait(let delay):
-            do {
-                try await self.clock.sleepUntil(self.clock.now() + delay)
-            } catch {
+            switch await self.waitBeforeRetry(isolation: isolation, delay, start: call.start) {
+            case .elapsed:
+                return nil
+            case .elapsedPastDeadline:
+                // The clock passed the wait's end and the deadline before any cancellation of the
+                // caller: one that comes before the next attempt's checks leaves the deadline's stop.
+                call.state.deadlinePassedBeforeCancellation = true
+                return nil
+            case .cancelled:
                 let ending = self.endingOnCancellation(
                     after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
                 return await self.finish(isolation: isolation, call, .failure(ending), .cancelled)
+            case .cancelledPastDeadline:
+                // The deadline passed first: the call stops there, with the failure it waited on,
+                // as it would have had the wait woken before the cancellation. An enclosing limit
+                // that cancelled it hears how long ago the failure came, as below.
+                _ = self.endingOnCancellation(after: error, receivedAt: call.state.lastErrorReceivedAt)
+                return await self.finish(isolation: isolation, call, .failure(error), .deadlineExceeded)
             }
-            return nil
         }
     }
 
@@ -733,6 +755,10 @@ public final actor RetryPolicy {
         var lastErrorReceivedAt: Duration?
         var previousDelay: Duration?
         var lastHint: Duration?
+        /// Whether the last wait before a retry found the deadline passed when it ended, before
+        /// any cancellation of the caller (a clock that jumped past both): a cancellation that
+        /// follows stops the call at the deadline, not as the caller's (see `waitBeforeRetry`).
+        var deadlinePassedBeforeCancellation = false
         /// Attempts that do not count against ``maximumAttempts``: refused for a stale
         /// credential, or failed offline before a wait for connectivity.
         var uncountedAttempts = 0
@@ -829,9 +855,11 @@ public final actor RetryPolicy {
         // time limit's, which ended the attempt before the caller gave up (the limit settles
         // that race, see `TimeLimitSignal`): such a call stops for the reason it would have
         // stopped for had the limit ended it a moment before, and for the cancellation only
-        // where it would have been retried (`cancelledAfterTimeOut` below).
+        // where it would have been retried (`cancelledAfterTimeOut` below). The limit's error
+        // says so wherever it sits in the failure's chain (wrapped in an app's error, under
+        // `NSUnderlyingErrorKey`, bridged), not only as thrown.
         let cancelled = Task.isCancelled
-        let timedOutFirst = cancelled && (error is AttemptTimeoutError || error is TimeoutError)
+        let timedOutFirst = cancelled && analysis.holdsTimeLimitError
         let ruled: RetryStopReason? =
             cancelled && !timedOutFirst ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
         let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
@@ -1041,7 +1069,7 @@ public final actor RetryPolicy {
                     timeout: limit,
                     requestIdempotency: LateOperationError.idempotency(
                         signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
-                    operationError: late, operationErrorAge: late.flatMap { signal.lateErrorAge(of: $0) })
+                    operationError: late, operationErrorAge: late.flatMap { signal.takeLateErrorAge(of: $0) })
             } onCancel: {
                 // A limit that passed before the caller gave up claims the attempt, as its timer
                 // would have a moment earlier had it woken in time; otherwise the caller's

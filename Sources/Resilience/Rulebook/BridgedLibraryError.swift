@@ -77,22 +77,33 @@ enum BridgedLibraryError {
     }
 
     /// The `userInfo` of a bridged error of the library: its description, its retry-after
-    /// hint in seconds when it has one, the idempotency of its request when known, and the
-    /// error a time limit's operation failed with after the limit fired, if any.
+    /// hint in seconds when it has one, the idempotency of its request when known, the
+    /// error a time limit's operation failed with after the limit fired, if any, and how long
+    /// before the limit's end that error had been received, when a policy nested in the attempt
+    /// was waiting on it.
     ///
     /// The late error is kept as the value itself under ``ErrorHints/lateOperationErrorKey``,
     /// never under `NSUnderlyingErrorKey`, which the chain would walk into: a classifier would
-    /// then judge the late error rather than the time-out.
+    /// then judge the late error rather than the time-out. Its age is kept as a `Duration` under
+    /// ``lateOperationErrorAgeKey``, so that its retry-after hint still runs from its response.
     static func userInfo(
         description: String, retryAfter: Duration? = nil, requestIdempotency: Idempotency? = nil,
-        lateOperationError: (any Error)? = nil
+        lateOperationError: (any Error)? = nil, lateOperationErrorAge: Duration? = nil
     ) -> [String: Any] {
         var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description]
         if let retryAfter, retryAfter >= .zero { userInfo[Self.retryAfterKey] = retryAfter.secondsValue }
         if let requestIdempotency { userInfo[ErrorHints.requestIdempotencyKey] = requestIdempotency }
-        if let lateOperationError { userInfo[ErrorHints.lateOperationErrorKey] = lateOperationError }
+        if let lateOperationError {
+            userInfo[ErrorHints.lateOperationErrorKey] = lateOperationError
+            if let lateOperationErrorAge { userInfo[Self.lateOperationErrorAgeKey] = lateOperationErrorAge }
+        }
         return userInfo
     }
+
+    /// The `userInfo` key under which a time limit's error, bridged, keeps how long before the
+    /// limit's end its late error had been received (``TimeoutError/operationErrorAge``), as a
+    /// `Duration`; read back by ``LateOperationError/ageOfBridged(_:)``.
+    static let lateOperationErrorAgeKey = "ResilienceLateOperationErrorAge"
 
     /// The `userInfo` key of the retry-after hint: the first that ``ErrorHints`` reads.
     static let retryAfterKey = "Retry-After"

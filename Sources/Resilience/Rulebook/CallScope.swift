@@ -146,9 +146,13 @@ final class TimeLimitSignal: Sendable {
     @exclusivity(unchecked) nonisolated(unsafe) private var attempt = HedgedAttemptTask.notStarted
     /// Whether a call that may not run twice started inside this limit; set once, never cleared.
     private let enclosesNotIdempotent = Atomic<Bool>(false)
-    /// The identity of the error a ``RetryPolicy`` nested in the attempt ended with when this
-    /// limit cut short its wait (the error's box, as `NestedRetryLedger` keys it; 0 for none),
-    /// and how long before that, in nanoseconds, the failure had come (see ``noteLateError(_:age:)``).
+    /// The error a ``RetryPolicy`` nested in the attempt ended with when this limit cut short
+    /// its wait (the error's box, as `NestedRetryLedger` keys it, retained; 0 for none), and how
+    /// long before that, in nanoseconds, the failure had come (see ``noteLateError(_:age:)``).
+    ///
+    /// Retained until the limit takes it (``takeLateErrorAge(of:)``) or the signal goes, so that
+    /// no other error made meanwhile (a wrapper, a value the chain's walk boxes) can sit at its
+    /// address and pass for it. Only a limit that fired and cut a policy's wait short holds one.
     private let lateErrorBox = Atomic<UInt>(0)
     private let lateErrorAgeNanoseconds = Atomic<Int64>(0)
     /// The signal of the same kind enclosing this one, if any.
@@ -161,6 +165,10 @@ final class TimeLimitSignal: Sendable {
     init(enclosing: TimeLimitSignal? = nil) {
         self.enclosing = enclosing
         self.host = NestedRetryLedger.currentTask
+    }
+
+    deinit {
+        Self.release(self.lateErrorBox.load(ordering: .relaxed))
     }
 
     /// Records that the time limit, not the caller, is about to cancel the attempt, whatever its state.
@@ -328,32 +336,58 @@ final class TimeLimitSignal: Sendable {
         return self.enclosesNotIdempotentCall ? .notIdempotent : declared
     }
 
-    /// Whether `innermost` or any signal enclosing it fired.
     /// Records that a policy nested in the attempt, cut short by this limit while it waited
     /// to retry `error`, ends with it, which it had received `age` before.
     ///
     /// The limit keeps the error (see `LateOperationError`), and its retry-after hint runs
     /// from the response, not from the limit's end: the layers above read it less `age`
-    /// (see ``lateErrorAge(of:)``). Written by the attempt's task before it returns, read by
-    /// the limit after it has waited for that task.
+    /// (see ``takeLateErrorAge(of:)``). Written by the attempt's task before it returns, read by
+    /// the limit after it has waited for that task. Only on that failure path: it retains the
+    /// error's box, which ``takeLateErrorAge(of:)`` or the signal's end releases.
     func noteLateError(_ error: any Error, age: Duration) {
         self.lateErrorAgeNanoseconds.store(Self.nanoseconds(of: age), ordering: .relaxed)
-        self.lateErrorBox.store(Self.boxIdentity(of: error), ordering: .releasing)
+        let retained = UInt(bitPattern: Unmanaged.passRetained(Self.box(of: error)).toOpaque())
+        Self.release(self.lateErrorBox.exchange(retained, ordering: .acquiringAndReleasing))
     }
 
     /// How long before the limit's end `error`, the attempt's late error, had been received,
     /// when a policy nested in the attempt said so (``noteLateError(_:age:)``) for this very
-    /// error; `nil` otherwise (a late failure of the operation's own came as the limit ended).
-    func lateErrorAge(of error: any Error) -> Duration? {
-        let box = self.lateErrorBox.load(ordering: .acquiring)
-        guard box != 0, box == Self.boxIdentity(of: error) else { return nil }
-        return .nanoseconds(self.lateErrorAgeNanoseconds.load(ordering: .relaxed))
+    /// error or for an error `error` wraps; `nil` otherwise (a late failure of the operation's
+    /// own came as the limit ended). Releases what the note kept: the limit asks once.
+    ///
+    /// The error the policy ended with is found in `error`'s chain by its identity, the heap box
+    /// a rethrow, a `Result` or a task hands on, so it is found where the code between the policy
+    /// and the limit kept it as it came: as thrown, as an app's enum case's payload, as a stored
+    /// property (reflection hands on the box). Not where it was rebuilt, nor where reading it back
+    /// makes a new value: under an `NSError`'s `NSUnderlyingErrorKey` on Linux, say. There the
+    /// age is lost, and the layers above count the hint whole from when the limit ended the attempt.
+    func takeLateErrorAge(of error: any Error) -> Duration? {
+        let box = self.lateErrorBox.exchange(0, ordering: .acquiring)
+        guard box != 0 else { return nil }
+        defer { Self.release(box) }
+        var found = false
+        ErrorChain.walk(error) { node in
+            found = Self.identity(of: node) == box
+            return !found
+        }
+        return found ? .nanoseconds(self.lateErrorAgeNanoseconds.load(ordering: .relaxed)) : nil
     }
 
-    /// The address of the heap box `error` refers to: stable across rethrows, task groups and
-    /// `Result`s, as `NestedRetryLedger` relies on.
-    private static func boxIdentity(of error: any Error) -> UInt {
-        UInt(bitPattern: ObjectIdentifier(unsafeBitCast(error as any Error, to: AnyObject.self)))
+    /// The heap box `error` refers to: stable across rethrows, task groups and `Result`s, as
+    /// `NestedRetryLedger` relies on.
+    private static func box(of error: any Error) -> AnyObject {
+        unsafeBitCast(error as any Error, to: AnyObject.self)
+    }
+
+    /// The address of the heap box `error` refers to.
+    private static func identity(of error: any Error) -> UInt {
+        UInt(bitPattern: ObjectIdentifier(Self.box(of: error)))
+    }
+
+    /// Releases the box ``noteLateError(_:age:)`` retained at `address`, if any.
+    private static func release(_ address: UInt) {
+        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
+        Unmanaged<AnyObject>.fromOpaque(pointer).release()
     }
 
     /// `duration` in whole nanoseconds, zero or more, clamped to `Int64` (about 292 years).
@@ -376,6 +410,7 @@ final class TimeLimitSignal: Sendable {
         }
     }
 
+    /// Whether `innermost` or any signal enclosing it fired.
     static func anyFired(from innermost: TimeLimitSignal?) -> Bool {
         var signal = innermost
         while let current = signal {

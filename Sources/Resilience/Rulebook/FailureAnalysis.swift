@@ -45,6 +45,12 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// when a library time limit cut short a ``RetryPolicy`` nested in the attempt while it
     /// waited to retry a failure, and keeps that failure as its late error, the time-out's
     /// analysis reads only what was left of the failure's hint when the limit ended the attempt.
+    /// It does so for the time-out as thrown, wrapped or bridged to `NSError` (a copy with the
+    /// same `userInfo` included), and for a failure the code between the policy and the limit
+    /// wrapped as it came (an app's enum case, a stored property). A failure it rebuilt, or
+    /// kept under an `NSError`'s `NSUnderlyingErrorKey` on Linux (where reading the entry back
+    /// makes a new value), is not known for the one the policy waited on: its hint is read
+    /// whole, counted from the limit's end.
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
     public private(set) var delivery: RequestDelivery
@@ -130,6 +136,15 @@ public struct FailureAnalysis: Sendable, Hashable {
     let defaultRuling: DefaultRetryClassifier.Ruling?
     /// Which error these facts were read from, so that a classifier asked about another one reads that.
     let subject: Subject
+    /// Whether the chain holds one of the library's time-limit errors (``TimeoutError``,
+    /// ``AttemptTimeoutError``), as thrown, wrapped (an app's enum, `NSUnderlyingErrorKey`) or
+    /// bridged to `NSError`: a limit ended the call, whatever the task's state says.
+    ///
+    /// The limit throws its error only once it claimed the call before the caller gave up (see
+    /// `TimeLimitSignal`), so the error is the fact, travelling with the failure: a cancelled
+    /// task that fails with it was timed out first, however the code between wrapped the error.
+    /// An enclosing limit that fired around the failing task is not this: ``interruption`` reads that.
+    let holdsTimeLimitError: Bool
 
     /// Reads `error` and the state of the current task.
     ///
@@ -150,6 +165,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             return true
         }
         self.subject = Subject(error)
+        self.holdsTimeLimitError = reader.sawTimeLimit
         self.httpStatus = reader.status
         self.cloudKitCode = reader.cloudKitCode
         self.urlErrorCategory = reader.urlErrorCategory
@@ -308,7 +324,9 @@ public struct FailureAnalysis: Sendable, Hashable {
                 case .timeLimit:
                     self.note(.mayHaveBeenSent)
                     self.sawTimeLimit = true
-                    if let late = LateOperationError.ofBridged(node) { self.readLate(late) }
+                    if let late = LateOperationError.ofBridged(node) {
+                        self.readLate(late, age: LateOperationError.ageOfBridged(node))
+                    }
                 }
             }
             let urlCode = URLErrorCategory.ownCode(of: node)

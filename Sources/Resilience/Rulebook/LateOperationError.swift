@@ -62,11 +62,31 @@ enum LateOperationError {
 
     /// How long before its limit ended the attempt the late error of `error` (a library time
     /// limit's error, as the Swift value) had been received, when a policy nested in the attempt
-    /// was waiting to retry it; `nil` otherwise, and for the `NSError` form, which does not keep it.
+    /// was waiting to retry it; `nil` otherwise.
+    ///
+    /// The limit learns the age from the policy it cut short, for the very error that policy
+    /// ended with, found in the late error's chain by its identity (see
+    /// `TimeLimitSignal.takeLateErrorAge(of:)`): as thrown, or kept as it came by a wrapper of the
+    /// app's (an enum case's payload, a stored property). A late error that rebuilt it, or that
+    /// keeps it where reading it back makes a new value (under an `NSError`'s
+    /// `NSUnderlyingErrorKey` on Linux), carries no age: its hint then runs whole from the
+    /// limit's end, which waits longer than the server asked, never shorter. The limit's own error
+    /// keeps the age wherever it goes: wrapped, it is the same value; bridged to `NSError`, the age
+    /// is in its `userInfo` (``ageOfBridged(_:)``).
     static func age(of error: any Error) -> Duration? {
         if let limit = error as? AttemptTimeoutError { return limit.operationErrorAge }
         if let limit = error as? TimeoutError { return limit.operationErrorAge }
         return nil
+    }
+
+    /// The age of the late error kept in the `userInfo` of the node's error, a library time
+    /// limit's error as a plain `NSError` (see ``age(of:)``): bridged from the Swift value, or
+    /// copied from that with the same `userInfo`.
+    static func ageOfBridged(_ node: ErrorChain.Node) -> Duration? {
+        guard let age = node.userInfo[BridgedLibraryError.lateOperationErrorAgeKey] as? Duration,
+            age >= .zero
+        else { return nil }
+        return age
     }
 
     /// Whether `error` is one of the library's time-limit errors, whose late error the

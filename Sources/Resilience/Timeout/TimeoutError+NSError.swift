@@ -21,11 +21,15 @@ extension TimeoutError: CustomNSError, LocalizedError {
     /// ``ErrorHints/lateOperationErrorKey`` when there is one.
     ///
     /// The late error is kept as it was thrown, not bridged: a Swift error that says its facts
-    /// through protocols (``HTTPStatusReporting``, ``RetryAfterProviding``) keeps them.
+    /// through protocols (``HTTPStatusReporting``, ``RetryAfterProviding``) keeps them. When a
+    /// policy nested in the attempt had been waiting to retry it, how long it had waited is kept
+    /// too, as a `Duration` under `"ResilienceLateOperationErrorAge"`, so that its retry-after
+    /// hint, read from the `NSError` or from a copy made with the same `userInfo`, still runs from
+    /// its response, as it does from the Swift value.
     public var errorUserInfo: [String: Any] {
         BridgedLibraryError.userInfo(
             description: self.description, requestIdempotency: self.requestIdempotency,
-            lateOperationError: self.operationError)
+            lateOperationError: self.operationError, lateOperationErrorAge: self.operationErrorAge)
     }
 
     /// The ``description``.

@@ -32,9 +32,11 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
     /// part in equality and hashing.
     public let operationError: (any Error)?
     /// How long before the limit ended the attempt ``operationError`` had been received, when a
-    /// ``RetryPolicy`` nested in the attempt was waiting to retry it: its retry-after hint runs
-    /// from that response, so the rules read it less this (see ``FailureAnalysis/retryAfter``).
-    /// `nil` for a late failure of the operation's own, which came as the limit ended.
+    /// ``RetryPolicy`` nested in the attempt was waiting to retry it (or an error it holds as it
+    /// came, wrapped by the code in between): its retry-after hint runs from that response, so the
+    /// rules read it less this (see ``FailureAnalysis/retryAfter``), in the `NSError` form too.
+    /// `nil` for a late failure of the operation's own, which came as the limit ended, and for
+    /// one that rebuilt the policy's error (see `LateOperationError.age(of:)`).
     let operationErrorAge: Duration?
 
     /// Creates the error for an operation allowed `timeout`.

@@ -224,6 +224,68 @@ extension Reliability {
             #expect(outcome.elapsed == .seconds(Int64.max))
         }
 
+        /// The jump ends the wait and passes the deadline before the caller cancels: whichever
+        /// came first decides, as for a time limit, so the call stops at the deadline, with the
+        /// failure it waited on.
+        @Test("A clock that jumps past a wait and the deadline, then a cancellation, stops at the deadline")
+        func clockJumpPastTheWaitAndTheDeadlineThenCancellation() async throws {
+            for round in 0..<10 {
+                let clock = TestClock()
+                let policy = try RetryPolicy(
+                    maximumAttempts: .max, backoff: .constant(.seconds(1)), jitter: .none,
+                    deadline: .seconds(10), clock: clock)
+                let attempts = ReliabilityCounter()
+                let call = Task {
+                    await policy.outcome {
+                        attempts.increment()
+                        throw ReliabilityFailure()
+                    }
+                }
+                await clock.waitForSleepers(count: 1)
+                clock.advance(by: .seconds(60))
+                call.cancel()
+                let outcome = await call.value
+                #expect(outcome.stopReason == .deadlineExceeded, "round \(round)")
+                #expect(outcome.result.failureValue is ReliabilityFailure, "round \(round)")
+                #expect(attempts.value == 1)
+            }
+        }
+
+        /// The same on a clock whose sleeps wake late: the wait is still asleep when the caller
+        /// cancels, after the jump passed its end and the deadline.
+        @Test("A jump past a wait and the deadline stops at the deadline before the wait wakes")
+        func clockJumpPastTheWaitAndTheDeadlineBeforeTheWaitWakes() async throws {
+            let clock = TestClock()
+            let policy = try RetryPolicy(
+                maximumAttempts: .max, backoff: .constant(.seconds(1)), jitter: .none,
+                deadline: .seconds(10), clock: LateWakingClock(clock: clock))
+            let call = Task { await policy.outcome { throw ReliabilityFailure() } }
+            await clock.waitForSleepers(count: 1)
+            clock.advance(by: .seconds(60))  // past the wait's end and the deadline; the wait sleeps on
+            call.cancel()
+            let outcome = await call.value
+            #expect(outcome.stopReason == .deadlineExceeded)
+            #expect(outcome.result.failureValue is ReliabilityFailure)
+        }
+
+        /// A caller that cancels during the wait, before the deadline, stays its cause, however
+        /// far the clock jumps after.
+        @Test("A cancellation during a wait before the deadline stays the caller's")
+        func cancellationDuringAWaitBeforeTheDeadline() async throws {
+            let clock = TestClock()
+            let policy = try RetryPolicy(
+                maximumAttempts: .max, backoff: .constant(.seconds(5)), jitter: .none,
+                deadline: .seconds(10), clock: LateWakingClock(clock: clock))
+            let call = Task { await policy.outcome { throw ReliabilityFailure() } }
+            await clock.waitForSleepers(count: 1)
+            clock.advance(by: .seconds(1))
+            call.cancel()
+            clock.advance(by: .seconds(60))
+            let outcome = await call.value
+            #expect(outcome.stopReason == .cancelled)
+            #expect(outcome.result.failureValue is CancellationError)
+        }
+
         @Test("A clock that jumps far past the deadline during an attempt stops without waiting")
         func clockJumpDuringAttempt() async throws {
             let clock = TestClock()

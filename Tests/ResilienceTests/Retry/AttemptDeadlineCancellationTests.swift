@@ -64,7 +64,91 @@ struct AttemptDeadlineCancellationTests {
         #expect(outcome.stopReason == .deadlineExceeded)
     }
 
+    /// A `Timeout`'s error the operation wraps before it reaches the policy (in an app's enum,
+    /// under an `NSError`, bridged) is still the library's time-out: a caller that cancels once
+    /// its deadline passed does not turn it into the caller's cancellation. With no attempt
+    /// left, the call stops as it does for the time-out as thrown.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aWrappedTimeOutWhoseDeadlinePassedBeforeTheCancellationStaysATimeOut(_ shape: LibraryErrorShape)
+        async throws
+    {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let policy = try Self.policy(clock)
+        let call = Task {
+            await policy.outcome { () async throws -> Int in
+                do {
+                    return try await timeout.execute { () async throws -> Int in
+                        try await clock.sleep(for: .seconds(10))
+                        return 1
+                    }
+                } catch {
+                    throw shape.wrap(error)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the operation and the timeout's watcher
+        clock.advance(by: .seconds(2))
+        call.cancel()
+        let outcome = await call.value
+        #expect(FailureAnalysis(try #require(outcome.result.failureValue)).interruption == .timeLimit)
+        #expect(outcome.stopReason == .exhausted, "\(shape): its only attempt timed out")
+    }
+
+    /// The same wrapped time-out with attempts left: the time-out ends the call, and the caller's
+    /// cancellation is why it is not retried; a call that may not run twice stops for that.
+    @Test(arguments: LibraryErrorShape.wrapped)
+    func aWrappedTimeOutOfACallThatMayNotRunTwiceStopsAsNotIdempotent(_ shape: LibraryErrorShape) async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let policy = try Self.policy(clock, attempts: 3)
+        let call = Task {
+            await policy.outcome(idempotency: .notIdempotent) { () async throws -> Int in
+                do {
+                    return try await timeout.execute { () async throws -> Int in
+                        try await clock.sleep(for: .seconds(10))
+                        return 1
+                    }
+                } catch {
+                    throw shape.wrap(error)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(2))
+        call.cancel()
+        let outcome = await call.value
+        #expect(outcome.stopReason == .notIdempotent, "\(shape)")
+        #expect(outcome.attempts == 1)
+    }
+
     // MARK: - The caller cancels first
+
+    /// The caller's cancellation, wrapped on its way out, stays the caller's: only the library's
+    /// own time-out, found in the chain, is read as one.
+    @Test(arguments: LibraryErrorShape.wrapped)
+    func aWrappedCancellationBeforeTheTimeoutsDeadlineStaysTheCallers(_ shape: LibraryErrorShape) async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(1), clock: clock)
+        let policy = try Self.policy(clock)
+        let call = Task {
+            await policy.outcome { () async throws -> Int in
+                do {
+                    return try await timeout.execute { () async throws -> Int in
+                        try await clock.sleep(for: .seconds(10))
+                        return 1
+                    }
+                } catch {
+                    throw shape.wrap(error)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .milliseconds(500))
+        call.cancel()
+        let outcome = await call.value
+        #expect(outcome.stopReason == .cancelled, "\(shape)")
+    }
 
     @Test func aCancellationBeforeTheAttemptLimitStaysTheCallers() async throws {
         let clock = TestClock()

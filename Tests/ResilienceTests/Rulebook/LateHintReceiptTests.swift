@@ -83,4 +83,99 @@ struct LateHintReceiptTests {
         #expect(try await call.value.get() == 7)
         #expect(outerWait == .seconds(30))
     }
+
+    // MARK: - The age in other shapes
+
+    /// A `Timeout` of 10 s around a policy that waits out a 503's `Retry-After: 30`: the
+    /// time-out, with 20 s left of the hint.
+    static func timeOutWaitingOnAHint(
+        _ clock: TestClock, wrappingTheInnerError wrap: @escaping @Sendable (any Error) -> any Error = { $0 }
+    ) async throws -> any Error {
+        let timeout = try Timeout(.seconds(10), clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let call = Task {
+            try await timeout.execute { () async throws -> Int in
+                do {
+                    return try await inner.execute { () throws -> Int in
+                        throw StatusError(status: 503, hint: .seconds(30))
+                    }
+                } catch {
+                    throw wrap(error)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the inner wait and the timeout's watcher
+        clock.advance(by: .seconds(10))
+        return try #require(await call.result.error)
+    }
+
+    /// The time-out crossing `NSError` (bridged, copied with its `userInfo`, inside an app's
+    /// error) still counts the hint from its response.
+    @Test(arguments: LibraryErrorShape.allCases)
+    func aTimeOutInEveryShapeReadsTheRestOfTheHint(_ shape: LibraryErrorShape) async throws {
+        let error = try await Self.timeOutWaitingOnAHint(TestClock())
+        #expect(error is TimeoutError)
+        #expect(FailureAnalysis(shape.wrap(error)).retryAfter == .seconds(20), "\(shape)")
+        #expect(ErrorHints.retryAfter(of: shape.wrap(error)) == .seconds(20), "\(shape)")
+    }
+
+    @Test func aPlainCopyOfTheBridgedTimeOutReadsTheRestOfTheHint() async throws {
+        let bridged = try await Self.timeOutWaitingOnAHint(TestClock()) as NSError
+        let copy = NSError(domain: bridged.domain, code: bridged.code, userInfo: bridged.userInfo)
+        #expect(FailureAnalysis(copy).retryAfter == .seconds(20))
+    }
+
+    /// The inner policy's failure wrapped by the code between it and the limit (an app's enum, a
+    /// struct that keeps its cause) is the failure it waited on: its hint still runs from its response.
+    @Test func theInnerPolicysErrorWrappedBeforeTheLimitKeepsItsAge() async throws {
+        let wraps: [@Sendable (any Error) -> any Error] = [
+            { SilentAppError.transport($0) }, { ContextError(operation: "sync", cause: $0) },
+            { SilentAppError.server(code: 7, cause: ContextError(operation: "sync", cause: $0)) },
+        ]
+        for (index, wrap) in wraps.enumerated() {
+            let error = try await Self.timeOutWaitingOnAHint(TestClock(), wrappingTheInnerError: wrap)
+            let limit = try #require(error as? TimeoutError)
+            #expect(limit.operationError != nil)
+            #expect(FailureAnalysis(error).retryAfter == .seconds(20), "wrapper \(index)")
+        }
+    }
+
+    /// End to end: an outer policy whose attempt limit cut short an inner policy whose error the
+    /// attempt wraps, and whose own time-out the operation bridges, re-sends when the server said.
+    @Test func theOuterPolicyReSendsWhenTheServerSaidWhateverWrapsTheErrors() async throws {
+        let clock = TestClock()
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let timeout = try Timeout(.seconds(10), clock: clock)
+        let sent = Recorder<Duration>()
+        let call = Task {
+            await outer.outcome { () async throws -> Int in
+                do {
+                    return try await timeout.execute { () async throws -> Int in
+                        do {
+                            return try await inner.execute { () throws -> Int in
+                                sent.record(clock.now.offset)
+                                if sent.values.count == 1 { throw StatusError(status: 503, hint: .seconds(30)) }
+                                return 7
+                            }
+                        } catch {
+                            throw SilentAppError.transport(error)
+                        }
+                    }
+                } catch {
+                    let bridged = error as NSError
+                    throw NSError(domain: bridged.domain, code: bridged.code, userInfo: bridged.userInfo)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the inner 30 s wait and the timeout's watcher
+        clock.advance(by: .seconds(10))
+        await clock.waitForSleepRequests(count: 3)  // the outer policy's wait before its retry
+        let outerWait = clock.sleepRequests[2]
+        clock.advance(by: outerWait)
+        let outcome = await call.value
+        #expect(try outcome.get() == 7)
+        #expect(outerWait == .seconds(20), "the outer policy waited \(outerWait), not the 20 s left of the hint")
+        #expect(sent.values == [.zero, .seconds(30)])
+    }
 }
