@@ -235,8 +235,7 @@ public final class AdaptiveThrottle: Sendable {
     }
 
     private func currentEpoch() -> UInt64 {
-        let elapsed = Swift.max(self.clock.now(), .zero)
-        let computed = UInt64(Swift.max(0, (elapsed / self.bucketLength).rounded(.down)).clampedToUInt64)
+        let computed = self.epoch(at: self.clock.now())
         var latest = self.latestEpoch.load(ordering: .relaxed)
         while computed > latest {
             let (exchanged, original) = self.latestEpoch.compareExchange(
@@ -245,6 +244,30 @@ public final class AdaptiveThrottle: Sendable {
             latest = original
         }
         return latest
+    }
+
+    /// The bucket epoch `elapsed` falls in.
+    private func epoch(at elapsed: Duration) -> UInt64 {
+        UInt64(Swift.max(0, (Swift.max(elapsed, .zero) / self.bucketLength).rounded(.down)).clampedToUInt64)
+    }
+
+    /// Whether ``admit()`` would reject some requests: the rejection probability is above
+    /// zero, judged without reading the clock (which may be user code) for a registry that
+    /// asks under its lock.
+    ///
+    /// It is judged at the latest time the throttle read its clock, or, for a throttle on the
+    /// system's continuous clock on Linux, at the time of `boot` (a reading of the system's
+    /// boot-time clock taken before the lock), whichever is later. The time judged at is
+    /// never later than now, so a throttle whose window has just emptied, or one not called
+    /// since it did, may still be judged to reject; never the other way round.
+    func isRejecting(atSystemBoot boot: Int64?) -> Bool {
+        let failure = self.latestFailureEpoch.load(ordering: .relaxed)
+        guard failure != 0 else { return false }  // nothing ever failed: the probability is zero
+        let reading = boot.flatMap { self.clock.elapsed(atSystemBoot: $0) }.map { self.epoch(at: $0) } ?? 0
+        // Never before the failure, which a racing call may have counted at a later epoch.
+        let epoch = Swift.max(self.latestEpoch.load(ordering: .relaxed), failure - 1, reading)
+        if epoch - (failure - 1) >= UInt64(Self.bucketCount) { return false }  // none within the window
+        return self.probability(at: epoch) > 0
     }
 
     private func count(accepted: Bool, at epoch: UInt64) {

@@ -77,7 +77,9 @@ public final class RateLimiterRegistry<Key: Hashable & Sendable>: Sendable {
     ) throws(ConfigurationError) -> BoundedRegistry<Key, RateLimiter> {
         try BoundedRegistry(
             maximumCount: maximumCount,
-            preparingSparing: FullAllowanceReading.sparing(sharedClock: sharedClock) { !$0.isAtFullAllowance($1) },
+            preparingSparing: FullAllowanceReading.sparing(sharedClock: sharedClock) { reading, limiter, _ in
+                !reading.isAtFullAllowance(limiter)
+            },
             make: makeLimiter)
     }
 
@@ -142,19 +144,21 @@ struct FullAllowanceReading {
     }
 
     /// A registry's test of which values to keep (see ``BoundedRegistry/Sparing``): it reads
-    /// the clocks before the registry's lock, and asks `keeps` under it with that reading.
+    /// the clocks before the registry's lock, and asks `keeps` under it with that reading
+    /// (and the registry's counts of shared parts).
     /// Shared by ``RateLimiterRegistry`` and ``ResiliencePipelineRegistry``, whose rate limiter
     /// stages it judges the same way.
     ///
     /// Optional, as the registry takes it: a function value returned by a call does not
     /// convert to an optional `@Sendable` function type under Swift 6.3's checking.
     static func sparing<Value: Sendable>(
-        sharedClock: ElapsedClock?, _ keeps: @escaping @Sendable (FullAllowanceReading, Value) -> Bool
-    ) -> (@Sendable () -> (Value) -> Bool)? {
+        sharedClock: ElapsedClock?,
+        _ keeps: @escaping @Sendable (FullAllowanceReading, Value, SharedPartCounts) -> Bool
+    ) -> (@Sendable () -> (Value, SharedPartCounts) -> Bool)? {
         {
             // Read before the registry's lock: the re-base count first, then the clocks.
             let reading = FullAllowanceReading(sharedClock: sharedClock)
-            return { keeps(reading, $0) }
+            return { keeps(reading, $0, $1) }
         }
     }
 

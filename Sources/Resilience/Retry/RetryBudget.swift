@@ -85,6 +85,12 @@ public final class RetryBudget: Sendable {
         Double(self.milliTokens.load(ordering: .relaxed)) / 1_000
     }
 
+    /// Whether the bucket is full: no token spent, or every one given back. A fresh bucket
+    /// is full, so one that is not holds something a fresh one lacks.
+    var isFull: Bool {
+        self.milliTokens.load(ordering: .relaxed) >= self.maximumMilliTokens
+    }
+
     /// Whether a retry would be allowed now: more than half the tokens remain.
     public var allowsRetry: Bool {
         self.milliTokens.load(ordering: .relaxed) * 2 > self.maximumMilliTokens

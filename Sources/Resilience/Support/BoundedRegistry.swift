@@ -5,7 +5,16 @@
 /// (the key's `hash(into:)` or `==`) runs while the lock is held: a lookup hashes
 /// the key first, takes the lock for an integer-keyed look-up that returns the
 /// entries with that hash, and compares them after releasing it. Finding a victim
-/// walks every entry, on insertion at the bound only.
+/// walks every entry, on insertion at the bound only, but asks the sparing test (see
+/// ``Sparing``) only of the entries used before the oldest one not spared found so far:
+/// in a walk whose order (the hash values') is unrelated to use, about the logarithm of
+/// the count of them, unless most entries are spared.
+///
+/// A value may hold objects that other values hold too (see ``Parts``: a pipeline's retry
+/// budget, shared by every key or made for one), whose state forgetting one of those values
+/// does not lose. The registry counts, for each such object, the values held that hold it,
+/// so that the sparing test can tell a value's own objects from shared ones
+/// (``SharedPartCounts``).
 ///
 /// Like ``CircuitBreakerRegistry``, it remembers the last keys it was asked for bit for
 /// bit, for `String` and the fixed-width integers, in a ``RegistryRecentKeys`` table read
@@ -27,9 +36,13 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
     @usableFromInline
     final class Box: Sendable {
         @usableFromInline let value: Value
+        /// The objects of ``Parts`` the value holds, each once. Kept here rather than in an
+        /// entry, so that the copies of entries a lookup makes retain nothing more.
+        let parts: [ObjectIdentifier]
 
-        @usableFromInline init(_ value: Value) {
+        init(_ value: Value, parts: [ObjectIdentifier]) {
             self.value = value
+            self.parts = parts
         }
     }
 
@@ -73,6 +86,8 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         var recentHashes: [Int]
         /// What rewritten slots held while a lock-free reader was inside them.
         var retired: [Retired] = []
+        /// How many of the values held hold each object of ``Parts``; empty without ``Parts``.
+        var partHolders: [ObjectIdentifier: Int] = [:]
 
         let maximumCount: Int
 
@@ -170,16 +185,23 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         /// remembers `key` in `slot`; returns what it let go of, for the caller to release
         /// outside the lock.
         mutating func insert(
-            key: Key, box: Box, hash: Int, slot: Int, sparing isSpared: ((Value) -> Bool)?
+            key: Key, box: Box, hash: Int, slot: Int, sparing isSpared: ((Value, SharedPartCounts) -> Bool)?
         ) -> Released {
             self.recordLockFreeUses()
             self.clock += 1
             self.version &+= 1
+            // Counted before a victim is chosen: an object the new value holds too is not the
+            // victim's own, since forgetting the victim loses nothing of it.
+            for part in box.parts { self.partHolders[part, default: 0] += 1 }
             var evicted: Entry?
             if self.isFull, let victim = self.leastRecentlyUsed(sparing: isSpared) {
                 evicted = self.byHash[victim.hash]!.remove(at: victim.index)
                 if self.byHash[victim.hash]!.isEmpty { self.byHash[victim.hash] = nil }
                 self.count -= 1
+                for part in evicted!.box.parts {
+                    let holders = self.partHolders[part, default: 1] - 1
+                    self.partHolders[part] = holders > 0 ? holders : nil
+                }
                 // No slot may lead to a box the registry no longer holds.
                 if let victimBox = evicted?.box {
                     for index in 0..<RegistryKeyBits.slotCount where self.recentBoxes[index] === victimBox {
@@ -205,15 +227,26 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
         /// The least recently used entry that `isSpared` does not spare, else the least
         /// recently used of all, so that the registry never grows past its bound.
-        private func leastRecentlyUsed(sparing isSpared: ((Value) -> Bool)?) -> (hash: Int, index: Int)? {
+        ///
+        /// `isSpared` is asked only of an entry used before the oldest one not spared found so
+        /// far: any other can be the victim neither way, since the oldest spared entry counts
+        /// only when no entry is unspared, and then none was passed over.
+        private func leastRecentlyUsed(
+            sparing isSpared: ((Value, SharedPartCounts) -> Bool)?
+        ) -> (hash: Int, index: Int)? {
             var oldest: (hash: Int, index: Int, lastUse: UInt64)?
             var oldestSpared: (hash: Int, index: Int, lastUse: UInt64)?
+            let parts = SharedPartCounts(holders: self.partHolders)
+            // Indices rather than `enumerated()`: this code is generic, unspecialized, and an
+            // enumerated sequence asks the runtime for its types' metadata at every step.
             for (hash, entries) in self.byHash {
-                for (index, entry) in entries.enumerated() {
-                    if let isSpared, isSpared(entry.box.value) {
-                        if entry.lastUse < oldestSpared?.lastUse ?? .max { oldestSpared = (hash, index, entry.lastUse) }
-                    } else if entry.lastUse < oldest?.lastUse ?? .max {
-                        oldest = (hash, index, entry.lastUse)
+                for index in 0..<entries.count {
+                    let lastUse = entries[index].lastUse
+                    guard lastUse < oldest?.lastUse ?? .max else { continue }
+                    if let isSpared, isSpared(entries[index].box.value, parts) {
+                        if lastUse < oldestSpared?.lastUse ?? .max { oldestSpared = (hash, index, lastUse) }
+                    } else {
+                        oldest = (hash, index, lastUse)
                     }
                 }
             }
@@ -228,12 +261,20 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
     /// that it may read what the test needs and must not read under the lock (a clock that
     /// may be user code); the test it returns is asked under the lock, so it must be the
     /// package's own code (never a user's closure). What it read is older than the moment
-    /// the test is asked: the test must allow for that.
-    typealias Sparing = @Sendable () -> (Value) -> Bool
+    /// the test is asked: the test must allow for that. The test is also given the counts of
+    /// ``Parts``, to tell the value's own objects from those other values held share.
+    typealias Sparing = @Sendable () -> (Value, SharedPartCounts) -> Bool
+
+    /// The objects a value holds that other values may hold too, and whose state the sparing
+    /// test looks at (a pipeline's retry budgets and throttles); found outside the lock, once
+    /// for each value made. It must be the package's own code, and return objects the value
+    /// keeps alive (their identities are counted while it is held).
+    typealias Parts = @Sendable (Value) -> [ObjectIdentifier]
 
     let maximumCount: Int
     private let make: @Sendable (Key) -> Value
     private let sparing: Sparing?
+    private let parts: Parts?
     @usableFromInline let recent: RegistryRecentKeys<Box>
     private let entries: Lock<Entries>
 
@@ -241,15 +282,18 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
     ///   - maximumCount: The most values kept; in 1...10,000,000.
     ///   - sparing: Makes, before the lock, the test of which values the bound forgets last
     ///     (see ``Sparing``); `nil` to forget the least recently used of all.
+    ///   - parts: The objects of each value whose holders the registry counts for `sparing`
+    ///     (see ``Parts``); `nil` for none.
     ///   - make: Makes the value for a key not held, outside the lock.
     init(
-        maximumCount: Int, preparingSparing sparing: Sparing? = nil,
+        maximumCount: Int, preparingSparing sparing: Sparing? = nil, parts: Parts? = nil,
         make: @escaping @Sendable (Key) -> Value
     ) throws(ConfigurationError) {
         try ConfigurationError.require(
             (1...10_000_000).contains(maximumCount), "maximumCount", maximumCount, "in 1...10000000")
         self.maximumCount = maximumCount
         self.sparing = sparing
+        self.parts = parts
         self.make = make
         let recent = RegistryRecentKeys<Box>()
         self.recent = recent
@@ -297,7 +341,7 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
                 }
                 return box.value
             }
-            let box = made ?? Box(self.make(key))
+            let box = made ?? self.box(for: key)
             made = box
             // Made before the lock, and only when the insertion will forget an entry: the count
             // cannot change without a change of version, which sends the loop round again.
@@ -312,6 +356,15 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
                 return box.value
             }
         }
+    }
+
+    /// A box with the value made for `key` and its ``Parts``, each once; outside the lock.
+    private func box(for key: Key) -> Box {
+        let value = self.make(key)
+        guard let found = self.parts?(value), !found.isEmpty else { return Box(value, parts: []) }
+        var parts: [ObjectIdentifier] = []
+        for part in found where !parts.contains(part) { parts.append(part) }
+        return Box(value, parts: parts)
     }
 
     /// The value for `key` if held; not counted as a use.
@@ -339,5 +392,16 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
     /// Runs `body` while holding the registry's lock; for tests that show a lookup never takes it.
     func whileLocked<Result>(_ body: () -> Result) -> Result {
         self.entries.withLock { _ in body() }
+    }
+}
+
+/// How many of the values a ``BoundedRegistry`` holds hold each of its values' shared parts
+/// (see ``BoundedRegistry/Parts``), for its sparing test, under its lock.
+struct SharedPartCounts {
+    fileprivate let holders: [ObjectIdentifier: Int]
+
+    /// Whether `part`, which the value asked about holds, is its own: no other value held holds it.
+    func isOwn(_ part: AnyObject) -> Bool {
+        self.holders[ObjectIdentifier(part), default: 0] <= 1
     }
 }

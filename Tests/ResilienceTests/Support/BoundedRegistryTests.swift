@@ -78,4 +78,27 @@ private struct ProbingKey: Hashable, Sendable {
         #expect(values.count == 1)
         #expect(registry.count == 1)
     }
+
+    /// Finding the entry to forget asks the sparing test (a walk of a pipeline's stages, under
+    /// the lock) only of entries that could still be the victim, not of every entry held; the
+    /// choice stays exact: the least recently used entry not spared, else the least recently
+    /// used of all.
+    @Test func findingAnEntryToForgetAsksTheSparingTestOfFewEntries() throws {
+        let asked = Lock(0)
+        let sparing: BoundedRegistry<Int, Int>.Sparing? = {
+            { value, _ in
+                asked.withLock { $0 += 1 }
+                return value % 2 == 0  // even values are spared
+            }
+        }
+        let registry = try BoundedRegistry<Int, Int>(maximumCount: 1_000, preparingSparing: sparing) { $0 }
+        for key in 0..<1_000 { _ = registry.value(for: key) }
+        #expect(asked.withLock { $0 } == 0, "asked below the bound")
+        for key in 1_000..<1_010 { _ = registry.value(for: key) }
+        // Each of the ten insertions forgets the oldest odd key: 1, 3, ..., 19.
+        #expect((0..<10).allSatisfy { registry.existingValue(for: 2 * $0 + 1) == nil })
+        #expect((0..<10).allSatisfy { registry.existingValue(for: 2 * $0) != nil })
+        #expect(registry.count == 1_000)
+        #expect(asked.withLock { $0 } < 1_000, "the sparing test was asked of every entry at each insertion")
+    }
 }
