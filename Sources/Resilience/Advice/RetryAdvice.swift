@@ -54,9 +54,11 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         public static let outcomeUnknown = Reason(rawValue: "outcomeUnknown")
         /// Something the request relies on is missing, and the app must set it up again before a
         /// retry can succeed: a CloudKit record zone the person deleted in Settings
-        /// (`userDeletedZone`) or that does not exist (`zoneNotFound`). Create the zone and its
-        /// subscriptions, then send the request again; no retry button helps before that. A zone
-        /// the person deleted held data they chose to remove: ask them before uploading it again.
+        /// (`userDeletedZone`), that does not exist (`zoneNotFound`), or that a reset of the person's
+        /// encrypted data deleted (``CloudKitErrorCode/userDidResetEncryptedDataKey``). Create the
+        /// zone and its subscriptions, then send the request again; no retry button helps before
+        /// that. A zone the person deleted held data they chose to remove: ask them before
+        /// uploading it again. After a reset, upload the zone's data again.
         /// A failure a classifier stops with ``RetryStopReason/setupRequired``.
         public static let setupRequired = Reason(rawValue: "setupRequired")
         /// The same request will fail the same way: a 4xx, invalid data, a missing record.

@@ -40,16 +40,20 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// The failure needs the user to sign in again; retrying cannot help.
     public static let authenticationRequired = RetryStopReason(rawValue: "authenticationRequired")
     /// The request relies on something the app sets up on the service, and it is missing:
-    /// a CloudKit record zone the person deleted (`userDeletedZone`) or that does not exist
-    /// (`zoneNotFound`). The same request fails the same way until the app sets it up again
-    /// (creates the zone and its subscriptions), and succeeds after; unlike
-    /// ``notRetryable``, the failure is not final.
+    /// a CloudKit record zone the person deleted (`userDeletedZone`), that does not exist
+    /// (`zoneNotFound`), or that the person's reset of their encrypted data deleted (an error
+    /// carrying ``CloudKitErrorCode/userDidResetEncryptedDataKey``). The same request fails the
+    /// same way until the app sets it up again (creates the zone and its subscriptions, and after
+    /// a reset uploads the zone's data again), and succeeds after; unlike ``notRetryable``, the
+    /// failure is not final.
     public static let setupRequired = RetryStopReason(rawValue: "setupRequired")
     /// The request is not idempotent and may have reached the server, so sending it
     /// again could repeat its effect (see ``Idempotency``). A request whose body is a
     /// stream, which the first send read to its end, stops with this reason too. When the
     /// classifier stops the failure for sign-in anyway, the call reports
-    /// ``authenticationRequired`` instead, and is not sent again either.
+    /// ``authenticationRequired`` instead, and is not sent again either. For an item of a
+    /// CloudKit batch (``CloudKitBatchResult/failureReasons``): the item may have been applied,
+    /// so it was held back while the items that provably had no effect were sent again.
     public static let notIdempotent = RetryStopReason(rawValue: "notIdempotent")
     /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
     /// (see ``CloudKitPartialFailure``).

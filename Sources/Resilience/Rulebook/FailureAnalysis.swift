@@ -344,7 +344,8 @@ public struct FailureAnalysis: Sendable, Hashable {
                 }
                 if URLErrorCategory.offlineCodes.contains(code) { self.isOffline = true }
             }
-            let cloudKitCode = CloudKitErrorCode(node)
+            // A zone the person's reset of their encrypted data deleted reads as missing, whatever the code.
+            let cloudKitCode = CloudKitErrorCode(judging: node)
             if let code = cloudKitCode {
                 if self.cloudKitCode == nil { self.cloudKitCode = code }
                 if code == .partialFailure {

@@ -28,7 +28,8 @@ public struct RequestDelivery: Sendable, Hashable, CustomStringConvertible {
     /// which follows a challenge the session could not answer, and CloudKit's
     /// `notAuthenticated`), or, for CloudKit, rolled the item back with its atomic batch
     /// (`batchRequestFailed`) or found no zone to write to (`userDeletedZone`,
-    /// `zoneNotFound`). Safe to send again, once what it lacked is in order.
+    /// `zoneNotFound`, an error carrying ``CloudKitErrorCode/userDidResetEncryptedDataKey``).
+    /// Safe to send again, once what it lacked is in order.
     public static let refused = RequestDelivery(rawValue: "refused")
     /// Nothing in the error says; treated like ``mayHaveBeenSent`` for requests that are not idempotent.
     public static let unknown = RequestDelivery(rawValue: "unknown")

@@ -28,6 +28,18 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
     /// before its own changes (`CKRecordChangedErrorAncestorRecordKey`): the common ancestor of
     /// a three-way merge.
     public static let ancestorRecordKey = "AncestorRecord"
+    /// The `userInfo` key of the flag that says CloudKit deleted the record zone because the person
+    /// reset their encrypted data (`CKErrorUserDidResetEncryptedDataKey`).
+    ///
+    /// CloudKit sets it, as a Boolean `NSNumber`, on `zoneNotFound`: the keys that encrypted the
+    /// zone's data are gone, and the zone with them. Delete the zone if it still exists, create it
+    /// again and upload the data the device holds again: CloudKit encrypts it with the new keys.
+    /// An error carrying the flag (set to true) stops with ``RetryStopReason/setupRequired``,
+    /// whatever its code, and ``RetryAdvice`` says ``RetryAdvice/Reason/setupRequired``.
+    ///
+    /// Apple's documentation names the constant but not its value; this is the value the
+    /// framework's constant holds, as published bindings of it record.
+    public static let userDidResetEncryptedDataKey = "CKUserDidResetEncryptedData"
 
     /// The raw code.
     public let rawValue: Int
@@ -46,6 +58,24 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
     init?(_ node: ErrorChain.Node) {
         guard let nsError = node.nsError, nsError.domain == Self.domain else { return nil }
         self.init(rawValue: nsError.code)
+    }
+
+    /// The code the rules judge the node's error by: its own, or `zoneNotFound` when the error
+    /// says the person's reset of their encrypted data deleted the zone
+    /// (``userDidResetEncryptedDataKey``), whatever code it carries the flag on. A partial
+    /// failure keeps its code: its items speak for themselves.
+    init?(judging node: ErrorChain.Node) {
+        guard let code = CloudKitErrorCode(node) else { return nil }
+        let isReset = code != .partialFailure && code != .zoneNotFound && Self.saysEncryptedDataWasReset(node)
+        self = isReset ? .zoneNotFound : code
+    }
+
+    /// Whether the node's error carries CloudKit's flag that the person's reset of their
+    /// encrypted data deleted the zone, set to true (a Boolean `NSNumber`, or a `Bool`).
+    static func saysEncryptedDataWasReset(_ node: ErrorChain.Node) -> Bool {
+        guard let flag = node.userInfo[Self.userDidResetEncryptedDataKey] else { return false }
+        if let number = flag as? NSNumber { return number.boolValue }
+        return flag as? Bool ?? false
     }
 
     /// A nonrecoverable error inside CloudKit (1).

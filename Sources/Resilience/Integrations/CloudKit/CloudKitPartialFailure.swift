@@ -45,6 +45,9 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     ///
     /// The items that failed for good have no say: they are not sent again.
     public let retryAfter: Duration?
+    /// The retry-after advice of the partial failure itself (`CKErrorRetryAfterKey` on the
+    /// `partialFailure` error), without its items'.
+    let ownRetryAfter: Duration?
 
     /// Splits the per-item errors of the partial failure in `error`'s chain, or returns `nil`
     /// when there is none.
@@ -60,7 +63,8 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
         guard let nsError = Self.partialFailure(in: error) else { return nil }
         var retryable: [AnyHashable: any Error] = [:]
         var failed: [AnyHashable: any Error] = [:]
-        var hint = ErrorHints.ownRetryAfter(of: nsError)
+        let ownHint = ErrorHints.ownRetryAfter(of: nsError)
+        var hint = ownHint
         let items = nsError.userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any] ?? [:]
         for (id, value) in items {
             guard let itemError = value as? any Error else { continue }
@@ -76,6 +80,7 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
         self.retryableItems = retryable
         self.failedItems = failed
         self.retryAfter = hint
+        self.ownRetryAfter = ownHint
     }
 
     /// The outermost CloudKit error in `error`'s chain, when it is a partial failure.

@@ -9,6 +9,7 @@
 /// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` |
 /// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
 /// | `userDeletedZone`, `zoneNotFound` | stop: ``RetryStopReason/setupRequired`` (create the zone and its subscriptions, then send again) |
+/// | any code with ``CloudKitErrorCode/userDidResetEncryptedDataKey`` set | stop: ``RetryStopReason/setupRequired`` (the person reset their encrypted data: create the zone again and upload its data again) |
 /// | `operationCancelled` | stop: ``RetryStopReason/cancelled`` |
 /// | anything else | stop |
 ///
@@ -16,7 +17,10 @@
 /// `serverRecordChanged` (merge into the server's record, then save that: see
 /// ``CloudKitRecordConflict``), `limitExceeded` (split the batch in half),
 /// `changeTokenExpired` (refetch), `accountTemporarilyUnavailable` (wait for the
-/// account-changed notification), and the two zone codes above.
+/// account-changed notification), and the two zone codes above. An error of any code
+/// carrying CloudKit's flag that the person reset their encrypted data
+/// (``CloudKitErrorCode/userDidResetEncryptedDataKey``) is judged as `zoneNotFound`: the
+/// reset deleted the zone.
 /// The outermost CloudKit error in the error's chain is judged (`NSUnderlyingErrorKey`,
 /// the library's wrappers, an app's own error: see ``UnderlyingErrorProviding``);
 /// errors with none in their chain get `nil`.
@@ -82,7 +86,8 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     /// the request before it had any effect when it answers `notAuthenticated` (it stands
     /// for an HTTP 401), `batchRequestFailed` (the item was rolled back with its atomic
     /// batch, because another item failed) or a zone code (`userDeletedZone`,
-    /// `zoneNotFound`: there was no zone to write to) (``RequestDelivery/refused``).
+    /// `zoneNotFound`, or any code with ``CloudKitErrorCode/userDidResetEncryptedDataKey`` set:
+    /// there was no zone to write to) (``RequestDelivery/refused``).
     /// Every other code is CloudKit's answer.
     static func delivery(for code: CloudKitErrorCode) -> RequestDelivery {
         switch code {
@@ -105,8 +110,40 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     }
 
     /// Whether one item's error, from a partial failure, is worth retrying.
+    ///
+    /// The outermost CloudKit error in the item's chain decides, as it does for a whole
+    /// operation's error: the item's error itself, or one it wraps in `NSUnderlyingErrorKey` or
+    /// in an app's own error (see ``UnderlyingErrorProviding``). An item with no CloudKit error
+    /// in its chain, or whose is itself a partial failure, is not.
     public func isRetryable(itemError error: any Error) -> Bool {
-        guard let code = CloudKitErrorCode(error), code != .partialFailure else { return false }
-        return self.decision(for: code).isRetryable
+        self.itemDecision(for: error).isRetryable
+    }
+
+    /// The decision for one item's error, by the outermost CloudKit error in its chain.
+    func itemDecision(for error: any Error) -> RetryDecision {
+        guard let code = Self.judgedCode(in: error), code != .partialFailure else { return .doNotRetry }
+        return self.decision(for: code)
+    }
+
+    /// Why an item that is not worth retrying is not sent again: what its CloudKit error asks
+    /// for (``RetryStopReason/setupRequired``, ``RetryStopReason/authenticationRequired``, …),
+    /// ``RetryStopReason/notIdempotent`` for a lost response, which may have been applied,
+    /// ``RetryStopReason/tooManyRequests`` for an HTTP 429, else ``RetryStopReason/notRetryable``.
+    func stopReason(forItemError error: any Error) -> RetryStopReason {
+        let analysis = FailureAnalysis(error, isCancelled: false, timeLimitFired: false)
+        if analysis.isTooManyRequests { return .tooManyRequests }
+        if let reason = self.itemDecision(for: error).stopReason { return reason }
+        if analysis.cloudKitCode == .serverResponseLost { return .notIdempotent }
+        return .notRetryable
+    }
+
+    /// The code the rules judge the outermost CloudKit error in `error`'s chain by, or `nil`.
+    static func judgedCode(in error: any Error) -> CloudKitErrorCode? {
+        var code: CloudKitErrorCode?
+        ErrorChain.walkNodes(error) { node in
+            code = CloudKitErrorCode(judging: node)
+            return code == nil
+        }
+        return code
     }
 }

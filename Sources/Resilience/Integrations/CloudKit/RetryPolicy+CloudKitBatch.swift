@@ -17,6 +17,15 @@ extension RetryPolicy {
     /// ``CloudKitRetryClassifier`` was made with `operationIsIdempotent: true` and no
     /// enclosing call was declared not idempotent. Otherwise it fails for good.
     ///
+    /// A batch that may not be sent twice (`idempotency: .notIdempotent`, or an enclosing call
+    /// declared so) is judged item by item: an item whose own error proves it had no effect
+    /// (`batchRequestFailed` collateral, `networkUnavailable`) is sent again, even when another
+    /// item of the same attempt may have been applied; an item that may have reached CloudKit
+    /// (`networkFailure`, `serverResponseLost`, `zoneBusy` and every other answer) is held back,
+    /// among ``CloudKitBatchResult/failedItems`` with ``RetryStopReason/notIdempotent`` as its
+    /// ``CloudKitBatchResult/failureReasons`` entry, so the app can check whether it was saved.
+    /// It has no say in the wait before the others are sent again.
+    ///
     /// A partial failure that names none of the items sent (its per-item errors missing, as
     /// in an error re-created from its domain and code, or keyed by IDs of another type)
     /// fails the attempt as a whole: some items may have been saved, none is known to be.
@@ -43,10 +52,12 @@ extension RetryPolicy {
     ///
     /// - Parameters:
     ///   - items: The IDs of the items to send, as CloudKit keys its per-item errors (`CKRecord.ID`, …).
-    ///   - idempotency: Whether sending an item twice is harmless; `nil` inherits an enclosing call's
+    ///   - idempotency: Whether sending an item twice is harmless, for every item of the batch (a
+    ///     save of a record under an ID the app keeps usually is: a second save of a record already
+    ///     saved fails as a conflict or writes the same values); `nil` inherits an enclosing call's
     ///     declaration or the policy's classifier's, and for items whose response was lost assumes not.
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
-    /// - Returns: Which items were sent and which failed, with their errors.
+    /// - Returns: Which items were sent and which failed, with their errors and why.
     /// - Throws: Only when no attempt reported on the items: the error of the last attempt,
     ///   which failed as a whole (not a partial failure), when the policy stops on it (a
     ///   cancelled call's included); `CancellationError` when the call is cancelled while
@@ -113,6 +124,8 @@ extension RetryPolicy {
     ) async throws -> CloudKitBatchResult<ID> {
         var remaining = items
         var failed: [ID: any Error] = [:]
+        // Why each item in `failed` was not sent (again).
+        var reasons: [ID: RetryStopReason] = [:]
         // The last error of each item still to send, once an attempt has reported on the items.
         var lastErrors: [ID: any Error] = [:]
         var reportedOnItems = false
@@ -134,6 +147,10 @@ extension RetryPolicy {
             },
             self.classifier, DefaultRetryClassifier(),
         ])
+        // The call's idempotency as the rules read it after an attempt (before a failure's own
+        // report tightens it): an item that may have been applied is sent again only when it holds.
+        let callIdempotency =
+            idempotency ?? CallScope.current.handedDownIdempotency(over: classifier.declaredIdempotency) ?? .idempotent
         // An ordinary nonisolated attempt, as `operation` is, so that it may hand `operation`
         // the items, which need not be `Sendable`.
         let outcome = await self.runConcurrentAttempt(
@@ -151,7 +168,6 @@ extension RetryPolicy {
                     throw error
                 }
                 reportedOnItems = true
-                lastAdvice = partial.retryAfter
                 guard partial.namesAny(of: remaining) else {
                     lastAdvice = ErrorHints.retryAfter(of: error)
                     // Some items failed, but which is unknown: each item sent failed with the whole.
@@ -162,36 +178,53 @@ extension RetryPolicy {
                 var retryable: [ID] = []
                 var itemErrors: [any Error] = []
                 var failedForGood: [any Error] = []
+                // The wait before the items sent again: theirs and the partial failure's own advice.
+                var hint = partial.ownRetryAfter
                 lastErrors = [:]
                 for id in remaining {
                     if let itemError = partial.failedItems[AnyHashable(id)] {
                         failed[id] = itemError
+                        reasons[id] = itemClassifier.stopReason(forItemError: itemError)
                         failedForGood.append(itemError)
                     } else if let itemError = partial.retryableItems[AnyHashable(id)] {
+                        let analysis = FailureAnalysis(itemError, isCancelled: false, timeLimitFired: false)
+                        if Rulebook.stopReason(for: analysis, idempotency: callIdempotency) == .notIdempotent {
+                            // It may have been applied: held back, whatever the other items' errors prove.
+                            failed[id] = itemError
+                            reasons[id] = .notIdempotent
+                            failedForGood.append(itemError)
+                            continue
+                        }
                         retryable.append(id)
                         itemErrors.append(itemError)
                         lastErrors[id] = itemError
+                        if let itemHint = analysis.retryAfter { hint = Swift.max(hint ?? .zero, itemHint) }
                     }
                 }
                 remaining = retryable
+                lastAdvice = hint
                 let isTooManyRequests = FailureAnalysis(error).isTooManyRequests
                 // Nothing left to send ends the call, unless the rules must see it (a 429 among the items).
                 guard !retryable.isEmpty || isTooManyRequests else { return }
                 throw CloudKitItemsToRetry(
-                    itemErrors: itemErrors, retryAfter: partial.retryAfter,
+                    itemErrors: itemErrors, retryAfter: hint,
                     pushback: isTooManyRequests ? Self.pushback(in: error, failedForGood: failedForGood) : [])
             }
             remaining = []
         }
         if case .failure(let error) = outcome.result {
             guard reportedOnItems else { throw error }
-            // The call stopped with items still to send: they failed, with the last error each met.
-            for id in remaining { failed[id] = lastErrors[id] ?? error }
+            // The call stopped with items still to send: they failed, with the last error each met,
+            // for the reason the call stopped.
+            for id in remaining {
+                failed[id] = lastErrors[id] ?? error
+                reasons[id] = outcome.stopReason
+            }
         }
         let failedIDs = Set(failed.keys)
         return CloudKitBatchResult(
             sentItems: items.filter { !failedIDs.contains($0) }, failedItems: failed, attempts: attempts,
-            stopReason: outcome.stopReason, retryAfter: remaining.isEmpty ? nil : lastAdvice)
+            stopReason: outcome.stopReason, retryAfter: remaining.isEmpty ? nil : lastAdvice, failureReasons: reasons)
     }
 
     /// Whether sending an item of a batch twice is harmless, as the call reads it: its own
@@ -218,8 +251,10 @@ extension RetryPolicy {
 public struct CloudKitBatchResult<ID: Hashable> {
     /// The items CloudKit accepted, in the order given.
     public let sentItems: [ID]
-    /// The items that failed for good, and those still to send when the call stopped (the policy
-    /// gave up on them, or the call was cancelled), each with the last error it failed with.
+    /// The items that failed for good, those held back because they may have been applied to a
+    /// batch that may not be sent twice, and those still to send when the call stopped (the policy
+    /// gave up on them, or the call was cancelled), each with the last error it failed with;
+    /// ``failureReasons`` says which is which.
     public let failedItems: [ID: any Error]
     /// How many times the operation ran.
     public let attempts: Int
@@ -235,17 +270,35 @@ public struct CloudKitBatchResult<ID: Hashable> {
     /// when the policy gave up on a wait longer than its `maximumRetryAfter` or the call was
     /// cancelled while waiting.
     public let retryAfter: Duration?
+    /// Why each item of ``failedItems`` was not sent, or not sent again.
+    ///
+    /// - ``RetryStopReason/notIdempotent``: the item may have reached CloudKit (its error was a
+    ///   dropped connection, a lost response or another answer that proves nothing), and the batch
+    ///   may not be sent twice, so it was held back while the items that provably had no effect
+    ///   were sent again. It may have been saved: fetch it to learn whether it was before sending it
+    ///   again.
+    /// - What the item's own error asks for: ``RetryStopReason/setupRequired`` (its zone is missing,
+    ///   or was deleted by a reset of the person's encrypted data),
+    ///   ``RetryStopReason/authenticationRequired``, ``RetryStopReason/tooManyRequests``, or
+    ///   ``RetryStopReason/notRetryable`` for the rest (a conflict, a quota, invalid data).
+    /// - For an item still to send when the call stopped, why it stopped, as ``stopReason``
+    ///   (``RetryStopReason/exhausted``, ``RetryStopReason/cancelled``,
+    ///   ``RetryStopReason/partialFailure`` for a batch whose items a partial failure did not name, …).
+    ///
+    /// Empty in a result made without reasons.
+    public let failureReasons: [ID: RetryStopReason]
 
     /// Creates a result; the policy makes these, tests may too.
     public init(
         sentItems: [ID], failedItems: [ID: any Error], attempts: Int, stopReason: RetryStopReason,
-        retryAfter: Duration? = nil
+        retryAfter: Duration? = nil, failureReasons: [ID: RetryStopReason] = [:]
     ) {
         self.sentItems = sentItems
         self.failedItems = failedItems
         self.attempts = attempts
         self.stopReason = stopReason
         self.retryAfter = retryAfter
+        self.failureReasons = failureReasons
     }
 }
 
