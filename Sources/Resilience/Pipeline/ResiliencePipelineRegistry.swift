@@ -65,7 +65,7 @@
 /// let (data, _) = try await pipelines.pipeline(for: url.host ?? "").data(for: URLRequest(url: url))
 /// ```
 public final class ResiliencePipelineRegistry<Key: Hashable & Sendable, Strategies: ResilienceStrategy>: Sendable {
-    private let pipelines: BoundedRegistry<Key, ResiliencePipeline<Strategies>>
+    @usableFromInline let pipelines: BoundedRegistry<Key, ResiliencePipeline<Strategies>>
 
     /// Creates a registry that makes each key's pipeline with `makePipeline`, outside its lock.
     ///
@@ -96,6 +96,10 @@ public final class ResiliencePipelineRegistry<Key: Hashable & Sendable, Strategi
     public var count: Int { self.pipelines.count }
 
     /// The pipeline for `key`, made now if the registry does not hold one.
+    ///
+    /// A key the registry remembers bit for bit (a `String` or an integer passed again) is
+    /// found without its lock. Inlinable, so that the lookup is specialized for your key type.
+    @inlinable
     public func pipeline(for key: Key) -> ResiliencePipeline<Strategies> {
         self.pipelines.value(for: key)
     }

@@ -27,9 +27,10 @@
 /// operation stamps the entry it leads to as used before anything else, so the least
 /// recently used entry is exact with respect to locked operations.
 ///
-/// A looked-up key not remembered takes the lock once (twice when another held key has
-/// the same hash value) and once more to remember it, unless its slot already leads to
-/// the same value.
+/// A looked-up key not remembered takes the lock once (three times when another held key
+/// has the same hash value) and once more to remember it, unless its slot already leads to
+/// the same value. The whole lookup, insertion included, is inlinable, so that it is
+/// specialized for the caller's key and value types, as ``CircuitBreakerRegistry``'s is.
 @usableFromInline
 final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// A value, in an object that a lock-free reader can retain.
@@ -38,58 +39,98 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         @usableFromInline let value: Value
         /// The objects of ``Parts`` the value holds, each once. Kept here rather than in an
         /// entry, so that the copies of entries a lookup makes retain nothing more.
-        let parts: [ObjectIdentifier]
+        @usableFromInline let parts: [ObjectIdentifier]
 
+        @inlinable
         init(_ value: Value, parts: [ObjectIdentifier]) {
             self.value = value
             self.parts = parts
         }
     }
 
-    private struct Entry {
-        var key: Key
-        var box: Box
-        var lastUse: UInt64
+    @usableFromInline
+    struct Entry {
+        @usableFromInline var key: Key
+        @usableFromInline var box: Box
+        @usableFromInline var lastUse: UInt64
+
+        @inlinable
+        init(key: Key, box: Box, lastUse: UInt64) {
+            self.key = key
+            self.box = box
+            self.lastUse = lastUse
+        }
+    }
+
+    /// The first entry with a lookup's hash value, for the caller to compare outside the lock.
+    @usableFromInline
+    struct Candidate {
+        @usableFromInline var key: Key
+        @usableFromInline var box: Box
+        /// Whether no other entry has the same hash value; then the lookup marked it as used.
+        @usableFromInline var isOnly: Bool
+        /// Whether the lookup's slot of the table of recent keys already leads to its box.
+        @usableFromInline var isRemembered: Bool
+
+        @inlinable
+        init(key: Key, box: Box, isOnly: Bool, isRemembered: Bool) {
+            self.key = key
+            self.box = box
+            self.isOnly = isOnly
+            self.isRemembered = isRemembered
+        }
     }
 
     /// What a slot of the table of recent keys held before it was rewritten: the key copy
     /// and the box, kept until no lock-free reader is inside the slot.
-    private struct Retired {
-        var slot: Int
-        var key: Key?
-        var box: Box?
+    @usableFromInline
+    struct Retired {
+        @usableFromInline var slot: Int
+        @usableFromInline var key: Key?
+        @usableFromInline var box: Box?
+
+        @inlinable
+        init(slot: Int, key: Key?, box: Box?) {
+            self.slot = slot
+            self.key = key
+            self.box = box
+        }
     }
 
     /// What one locked operation let go of, for the caller to drop after the lock is
     /// released: a key's or a value's deinit may run user code.
-    private struct Released {
-        var evicted: Entry?
-        var displaced: Retired?
-        var retired: [Retired] = []
+    @usableFromInline
+    struct Released {
+        @usableFromInline var evicted: Entry?
+        @usableFromInline var displaced: Retired?
+        @usableFromInline var retired: [Retired] = []
+
+        @inlinable init() {}
     }
 
-    private struct Entries {
+    @usableFromInline
+    struct Entries {
         /// The entries with each hash value, in insertion order.
-        var byHash: [Int: [Entry]] = [:]
-        var count = 0
-        var clock: UInt64 = 0
+        @usableFromInline var byHash: [Int: [Entry]] = [:]
+        @usableFromInline var count = 0
+        @usableFromInline var clock: UInt64 = 0
         /// Bumped by every insertion and removal.
-        var version: UInt64 = 0
+        @usableFromInline var version: UInt64 = 0
         /// The lock-free table, which only this state writes.
-        let recent: RegistryRecentKeys<Box>
+        @usableFromInline let recent: RegistryRecentKeys<Box>
         /// The key each slot of ``recent`` remembers: a copy, so that its bits stay those of
         /// a live value (a `String`'s storage cannot be freed and reused) while they are there.
-        var recentKeys: [Key?]
+        @usableFromInline var recentKeys: [Key?]
         /// The box each slot of ``recent`` points at, held so that the slot's address stays valid.
-        var recentBoxes: [Box?]
+        @usableFromInline var recentBoxes: [Box?]
         /// The hash value of each slot's key, to find its entry when a lock-free hit is recorded.
-        var recentHashes: [Int]
+        @usableFromInline var recentHashes: [Int]
         /// What rewritten slots held while a lock-free reader was inside them.
-        var retired: [Retired] = []
+        @usableFromInline var retired: [Retired] = []
         /// How many of the values held hold each object of ``Parts``; empty without ``Parts``.
-        var partHolders: [ObjectIdentifier: Int] = [:]
+        @usableFromInline var partHolders: [ObjectIdentifier: Int] = [:]
 
-        let maximumCount: Int
+        @usableFromInline let maximumCount: Int
 
         init(recent: RegistryRecentKeys<Box>, maximumCount: Int) {
             self.recent = recent
@@ -101,12 +142,37 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
         /// The most retired entries kept before the registry stops remembering new keys (it
         /// still clears slots), so that readers that never leave cannot make the list grow.
-        static var maximumRetired: Int { 2 * RegistryKeyBits.slotCount }
+        @inlinable static var maximumRetired: Int { 2 * RegistryKeyBits.slotCount }
+
+        /// The first entry with `hash`, with whether it is the only one and whether `slot`
+        /// already leads to it, and the version of the entries. When it is the only one, it
+        /// is marked as used now: it is almost surely the key's, and a wrong guess (a full
+        /// hash collision with a key not held) costs that entry nothing worse than counting
+        /// as used. The held key's lookup: one integer-keyed look-up, no copy of the chain.
+        @inlinable
+        mutating func firstCandidate(hash: Int, slot: Int) -> (candidate: Candidate?, version: UInt64, isFull: Bool) {
+            self.recordLockFreeUses()
+            self.clock += 1
+            guard let position = self.byHash.index(forKey: hash) else { return (nil, self.version, self.isFull) }
+            // In place, through the dictionary's values: no copy of the chain, no second look-up.
+            var candidate = Self.first(of: &self.byHash.values[position], stampingIfOnly: self.clock)
+            candidate.isRemembered = self.recentBoxes[slot] === candidate.box
+            return (candidate, self.version, self.isFull)
+        }
+
+        /// The first entry of `chain`, stamped as used at `clock` when it is the only one;
+        /// the chain is borrowed in place, neither copied nor retained.
+        @inlinable
+        static func first(of chain: inout [Entry], stampingIfOnly clock: UInt64) -> Candidate {
+            let isOnly = chain.count == 1
+            if isOnly { chain[0].lastUse = clock }
+            return Candidate(key: chain[0].key, box: chain[0].box, isOnly: isOnly, isRemembered: false)
+        }
 
         /// The entries with `hash`, the version they belong to, and whether `slot` already
-        /// leads to the first one. When there is only one, it is marked as used now: it is
-        /// almost surely the key's, and a wrong guess (a full hash collision with a key not
-        /// held) costs that entry nothing worse than counting as used.
+        /// leads to the first one; the first is marked as used when it is the only one, as
+        /// ``firstCandidate(hash:slot:)`` does.
+        @inlinable
         mutating func candidates(hash: Int, slot: Int) -> (
             entries: [Entry], version: UInt64, isRemembered: Bool, isFull: Bool
         ) {
@@ -120,10 +186,11 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         }
 
         /// Whether an insertion now would forget an entry.
-        var isFull: Bool { self.count >= self.maximumCount }
+        @inlinable var isFull: Bool { self.count >= self.maximumCount }
 
         /// Marks the entry at `index` of `hash`'s chain as used, if nothing was added or
         /// removed since `version`.
+        @inlinable
         mutating func use(hash: Int, index: Int, version: UInt64) {
             self.recordLockFreeUses()
             guard self.version == version, let count = self.byHash[hash]?.count, index < count else { return }
@@ -136,8 +203,16 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         ///
         /// Nothing for a key type that never takes the lock-free path, and one load when no
         /// hit happened since the last call.
+        @inlinable @inline(__always)
         mutating func recordLockFreeUses() {
-            guard RegistryKeyBits.isBitComparable(Key.self), self.recent.takeUnrecordedUse() else { return }
+            guard RegistryKeyBits.isBitComparable(Key.self), self.recent.mayHaveUnrecordedUse else { return }
+            self.recordMarkedUses()
+        }
+
+        /// The part of ``recordLockFreeUses()`` that runs when some slot may be marked.
+        @inlinable
+        mutating func recordMarkedUses() {
+            guard self.recent.takeUnrecordedUse() else { return }
             self.clock += 1
             for slot in 0..<RegistryKeyBits.slotCount where self.recent.takeUse(slot: slot) {
                 guard let box = self.recentBoxes[slot],
@@ -149,6 +224,7 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
         /// Remembers that `key` (with `hash`) found `box` in `slot`, if `box` is still held;
         /// returns what that displaced, for the caller to release outside the lock.
+        @inlinable
         mutating func remember(_ key: Key, hash: Int, slot: Int, box: Box) -> Released {
             var released = Released()
             released.retired = self.sweepRetired()
@@ -169,6 +245,7 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         }
 
         /// Takes out of ``retired`` every entry whose slot no lock-free reader is inside.
+        @inlinable
         mutating func sweepRetired() -> [Retired] {
             guard !self.retired.isEmpty else { return [] }
             let recent = self.recent
@@ -184,6 +261,7 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         /// Adds `box` for `key`, forgetting the least recently used entry at the bound, and
         /// remembers `key` in `slot`; returns what it let go of, for the caller to release
         /// outside the lock.
+        @inlinable
         mutating func insert(
             key: Key, box: Box, hash: Int, slot: Int, sparing isSpared: ((Value, SharedPartCounts) -> Bool)?
         ) -> Released {
@@ -217,7 +295,8 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         }
 
         /// Empties `slot`, keeping what it held in ``retired`` for a later sweep.
-        private mutating func clear(slot: Int) {
+        @inlinable
+        mutating func clear(slot: Int) {
             var displaced = Retired(slot: slot, key: nil, box: nil)
             swap(&displaced.key, &self.recentKeys[slot])
             swap(&displaced.box, &self.recentBoxes[slot])
@@ -231,14 +310,16 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
         /// `isSpared` is asked only of an entry used before the oldest one not spared found so
         /// far: any other can be the victim neither way, since the oldest spared entry counts
         /// only when no entry is unspared, and then none was passed over.
-        private func leastRecentlyUsed(
+        @inlinable
+        func leastRecentlyUsed(
             sparing isSpared: ((Value, SharedPartCounts) -> Bool)?
         ) -> (hash: Int, index: Int)? {
             var oldest: (hash: Int, index: Int, lastUse: UInt64)?
             var oldestSpared: (hash: Int, index: Int, lastUse: UInt64)?
             let parts = SharedPartCounts(holders: self.partHolders)
-            // Indices rather than `enumerated()`: this code is generic, unspecialized, and an
-            // enumerated sequence asks the runtime for its types' metadata at every step.
+            // Indices rather than `enumerated()`: should this code run unspecialized (a caller
+            // that could not specialize it), an enumerated sequence asks the runtime for its
+            // types' metadata at every step.
             for (hash, entries) in self.byHash {
                 for index in 0..<entries.count {
                     let lastUse = entries[index].lastUse
@@ -263,20 +344,20 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
     /// package's own code (never a user's closure). What it read is older than the moment
     /// the test is asked: the test must allow for that. The test is also given the counts of
     /// ``Parts``, to tell the value's own objects from those other values held share.
-    typealias Sparing = @Sendable () -> (Value, SharedPartCounts) -> Bool
+    @usableFromInline typealias Sparing = @Sendable () -> (Value, SharedPartCounts) -> Bool
 
     /// The objects a value holds that other values may hold too, and whose state the sparing
     /// test looks at (a pipeline's retry budgets and throttles); found outside the lock, once
     /// for each value made. It must be the package's own code, and return objects the value
     /// keeps alive (their identities are counted while it is held).
-    typealias Parts = @Sendable (Value) -> [ObjectIdentifier]
+    @usableFromInline typealias Parts = @Sendable (Value) -> [ObjectIdentifier]
 
     let maximumCount: Int
-    private let make: @Sendable (Key) -> Value
-    private let sparing: Sparing?
-    private let parts: Parts?
+    @usableFromInline let make: @Sendable (Key) -> Value
+    @usableFromInline let sparing: Sparing?
+    @usableFromInline let parts: Parts?
     @usableFromInline let recent: RegistryRecentKeys<Box>
-    private let entries: Lock<Entries>
+    @usableFromInline let entries: Lock<Entries>
 
     /// - Parameters:
     ///   - maximumCount: The most values kept; in 1...10,000,000.
@@ -302,44 +383,87 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
     /// The value for `key`, made now (outside the lock) if not held.
     ///
-    /// A key remembered bit for bit takes no lock and runs no `hash(into:)` or `==`.
-    /// Inlinable, so that the lookup is specialized for the caller's key and value types
-    /// (a generic lookup asks the runtime for the metadata of the table's types on every
-    /// call); everything else is out of line, in ``value(for:slot:)``.
+    /// A key remembered bit for bit takes no lock and runs no `hash(into:)` or `==`; any
+    /// other key takes ``lockedValue(for:slot:)``. Everything here is inlinable, down to
+    /// the insertion, so that it is specialized for the caller's key and value types:
+    /// generic code asks the runtime for the metadata of the table's types at every step.
     @inlinable
     func value(for key: Key) -> Value {
-        guard RegistryKeyBits.isBitComparable(Key.self) else { return self.value(for: key, slot: 0) }
+        guard RegistryKeyBits.isBitComparable(Key.self) else { return self.lockedValue(for: key, slot: 0) }
         let words = RegistryKeyBits.words(of: key)
         let slot = RegistryKeyBits.slot(of: words)
         if let box = self.recent.breaker(for: words, slot: slot, markingUse: true) {
             return box.value
         }
-        return self.value(for: key, slot: slot)
+        return self.lockedValue(for: key, slot: slot)
     }
 
     /// The lookup of a key not remembered bit for bit, whose slot in the table is `slot`.
     ///
+    /// A key held, alone with its hash value, is hashed, found with the lock held for one
+    /// integer-keyed look-up, and compared after the lock is released; a key of a type that
+    /// can be remembered takes the lock once more to be remembered, unless its slot already
+    /// leads to the same value.
+    ///
+    /// Never inlined (but specialized): inlined into ``value(for:)``, it would grow the
+    /// remembered key's path past what the caller's optimizer inlines, and the table's read
+    /// would become a call of its own.
+    @inlinable @inline(never)
+    func lockedValue(for key: Key, slot: Int) -> Value {
+        // The key's hash and `==` run outside the lock; under it, only integer work.
+        let hash = key.hashValue
+        let (first, version, isFull) = self.entries.withLock { $0.firstCandidate(hash: hash, slot: slot) }
+        // No entry with the hash: on to the insertion, with what this look found.
+        guard let candidate = first else {
+            return self.value(for: key, hash: hash, slot: slot, ifNoneHeldAt: (version, isFull))
+        }
+        if candidate.isOnly, candidate.key == key {
+            // Marked as used under the lock already; remembered unless its slot leads to it.
+            if RegistryKeyBits.isBitComparable(Key.self), !candidate.isRemembered {
+                let released = self.entries.withLock { $0.remember(key, hash: hash, slot: slot, box: candidate.box) }
+                // Released here, outside the lock: a key's or a value's deinit may run user code.
+                _ = released
+            }
+            return candidate.box.value
+        }
+        return self.value(for: key, hash: hash, slot: slot, ifNoneHeldAt: nil)
+    }
+
+    /// The lookup of a key whose first look found no entry of its own alone with its hash
+    /// value: no entry with that hash (the look's version and whether the registry was at its
+    /// bound are then `noneHeld`, for the insertion), or other entries.
+    ///
     /// To add a value, it checks under the lock that no entry was added or removed since it
     /// looked (a version number), so a key can never get two values; if one was, it looks again.
-    @usableFromInline
-    func value(for key: Key, slot: Int) -> Value {
-        let hash = key.hashValue
+    @inlinable
+    func value(
+        for key: Key, hash: Int, slot: Int, ifNoneHeldAt noneHeld: (version: UInt64, isFull: Bool)?
+    ) -> Value {
         var made: Box?
+        // A look that found no entry with the hash needs no second one before the insertion.
+        var noneHeld = noneHeld
         while true {
-            let (candidates, version, isRemembered, isFull) = self.entries.withLock {
-                $0.candidates(hash: hash, slot: slot)
-            }
-            if let index = candidates.firstIndex(where: { $0.key == key }) {
-                let box = candidates[index].box
-                if candidates.count > 1 || (RegistryKeyBits.isBitComparable(Key.self) && !isRemembered) {
-                    let released = self.entries.withLock { entries in
-                        if candidates.count > 1 { entries.use(hash: hash, index: index, version: version) }
-                        return entries.remember(key, hash: hash, slot: slot, box: box)
+            let version: UInt64
+            let isFull: Bool
+            if let known = noneHeld {
+                noneHeld = nil
+                (version, isFull) = known
+            } else {
+                let found = self.entries.withLock { $0.candidates(hash: hash, slot: slot) }
+                let candidates = found.entries
+                if let index = candidates.firstIndex(where: { $0.key == key }) {
+                    let box = candidates[index].box
+                    if candidates.count > 1 || (RegistryKeyBits.isBitComparable(Key.self) && !found.isRemembered) {
+                        let released = self.entries.withLock { entries in
+                            if candidates.count > 1 { entries.use(hash: hash, index: index, version: found.version) }
+                            return entries.remember(key, hash: hash, slot: slot, box: box)
+                        }
+                        // Released here, outside the lock: a key's or a value's deinit may run user code.
+                        _ = released
                     }
-                    // Released here, outside the lock: a key's or a value's deinit may run user code.
-                    _ = released
+                    return box.value
                 }
-                return box.value
+                (version, isFull) = (found.version, found.isFull)
             }
             let box = made ?? self.box(for: key)
             made = box
@@ -359,7 +483,8 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
     }
 
     /// A box with the value made for `key` and its ``Parts``, each once; outside the lock.
-    private func box(for key: Key) -> Box {
+    @inlinable
+    func box(for key: Key) -> Box {
         let value = self.make(key)
         guard let found = self.parts?(value), !found.isEmpty else { return Box(value, parts: []) }
         var parts: [ObjectIdentifier] = []
@@ -397,8 +522,14 @@ final class BoundedRegistry<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
 /// How many of the values a ``BoundedRegistry`` holds hold each of its values' shared parts
 /// (see ``BoundedRegistry/Parts``), for its sparing test, under its lock.
+@usableFromInline
 struct SharedPartCounts {
-    fileprivate let holders: [ObjectIdentifier: Int]
+    @usableFromInline let holders: [ObjectIdentifier: Int]
+
+    @inlinable
+    init(holders: [ObjectIdentifier: Int]) {
+        self.holders = holders
+    }
 
     /// Whether `part`, which the value asked about holds, is its own: no other value held holds it.
     func isOwn(_ part: AnyObject) -> Bool {
