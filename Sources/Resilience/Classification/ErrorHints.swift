@@ -111,25 +111,35 @@ public enum ErrorHints {
         self.ownRetryAfter(of: ErrorChain.Node(error))
     }
 
-    /// The retry-after advice the node's error itself carries, read from its shared `NSError` form.
+    /// The retry-after advice the node's error itself carries, read from its shared `NSError` form:
+    /// the longest of its ``RetryAfterProviding`` hint and its `userInfo` entries.
+    ///
+    /// An error may carry several hints (CloudKit's key beside an HTTP `Retry-After`, or a
+    /// `CustomNSError` whose `errorUserInfo` holds one its `retryAfter` does not give): the
+    /// longest counts, as it does along the chain, so no hint can shorten the wait another asks for.
     static func ownRetryAfter(of node: ErrorChain.Node) -> Duration? {
-        if node.kinds.contains(.retryAfterProviding), let providing = node.error as? any RetryAfterProviding {
-            guard let hint = providing.retryAfter, hint >= .zero else { return nil }
-            return hint.clampedToResilienceRange
+        var longest: Duration?
+        func consider(_ hint: Duration?) {
+            guard let hint else { return }
+            longest = Swift.max(longest ?? hint, hint)
+        }
+        if node.kinds.contains(.retryAfterProviding), let providing = node.error as? any RetryAfterProviding,
+            let hint = providing.retryAfter, hint >= .zero
+        {
+            consider(hint.clampedToResilienceRange)
         }
         // Empty for a `CancellationError`, which is not bridged.
         let userInfo = node.userInfo
-        guard !userInfo.isEmpty else { return nil }
+        guard !userInfo.isEmpty else { return longest }
         // A malformed entry is ignored, so it cannot hide a well-formed one under another key.
-        if let value = userInfo[self.cloudKitRetryAfterKey], let hint = self.seconds(from: value) {
-            return hint
+        if let value = userInfo[self.cloudKitRetryAfterKey] {
+            consider(self.seconds(from: value))
         }
         for key in self.retryAfterKeys {
             guard let value = userInfo[key] else { continue }
-            let hint = (value as? String).map { RetryAfterHeader.delay(parsing: $0) } ?? self.seconds(from: value)
-            if let hint { return hint }
+            consider((value as? String).map { RetryAfterHeader.delay(parsing: $0) } ?? self.seconds(from: value))
         }
-        return nil
+        return longest
     }
 
     /// The idempotency `error` itself records for its request, without looking below it.
@@ -160,7 +170,13 @@ public enum ErrorHints {
         case let value as NSNumber: seconds = value.doubleValue
         case let value as Duration: seconds = value.secondsValue
         case let value as String:
-            guard let parsed = Double(value.trimmingCharacters(in: .whitespaces)) else { return nil }
+            let text = value.trimmingCharacters(in: .whitespaces)
+            guard let parsed = Double(text) else { return nil }
+            // A decimal number too large for a `Double` reads as infinity; it is clamped as a huge
+            // finite one is. The words "inf", "infinity" and "nan" are no number of seconds.
+            if parsed == .infinity, !text.lowercased().contains(where: { $0 == "i" || $0 == "n" }) {
+                return .clampedSeconds(.greatestFiniteMagnitude)
+            }
             seconds = parsed
         default: return nil
         }

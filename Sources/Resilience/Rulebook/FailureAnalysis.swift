@@ -40,6 +40,8 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// CloudKit's `CKRetryAfter`, a `Retry-After` entry in an `NSError`'s `userInfo`,
     /// or, in an ``HTTPResponseError`` or a response an error holds (``HTTPResponseReporting``),
     /// the `Retry-After` field or the reset of an exhausted quota in the `RateLimit` field.
+    /// One error that carries several (CloudKit's key beside a `Retry-After` entry, or a
+    /// ``RetryAfterProviding`` error whose `errorUserInfo` holds another) counts the longest too.
     ///
     /// A hint runs from its response (RFC 9110 counts `Retry-After` seconds from receipt). So
     /// when a library time limit cut short a ``RetryPolicy`` nested in the attempt while it

@@ -172,14 +172,18 @@ struct SettingsReader {
     }
 
     /// How the value at `decoder` reads in an error message: `"three"`, `2.5`, `true`, or its shape.
+    ///
+    /// A number no `Double` holds (`1e400`, `1e-400`) reads as "a number out of range": a decoder
+    /// hands over no text for it, and it is neither an object nor anything else.
     static func render(_ decoder: any Decoder) -> String {
         if (try? decoder.unkeyedContainer()) != nil { return "a list" }
+        if (try? decoder.container(keyedBy: SettingKey.self)) != nil { return "an object" }
         guard let single = try? decoder.singleValueContainer() else { return "an object" }
         if single.decodeNil() { return "null" }
         if let text = try? single.decode(String.self) { return "\"\(text)\"" }
         if let number = try? single.decode(Double.self) { return "\(number)" }
         if let flag = try? single.decode(Bool.self) { return "\(flag)" }
-        return "an object"
+        return "a number out of range"
     }
 
     private static func expected(_ type: Any.Type) -> String {
@@ -247,10 +251,15 @@ struct DurationSetting: Codable, Hashable {
         let parsed: Duration?
         if let text = try? single.decode(String.self) {
             parsed = Self.parse(text)
-        } else if let whole = try? single.decode(Int64.self) {
-            parsed = Duration(attoseconds: Int128(whole) * Self.attosecondsPerSecond)
         } else if let seconds = try? single.decode(Double.self) {
-            parsed = Self.duration(seconds: seconds)
+            // A whole number is read exactly, past a `Double`'s 53 bits; but only when the two
+            // readings agree, as a decoder may read a number too small for a `Double` (`1e-400`)
+            // as the whole number zero, which would turn a delay into none.
+            if let whole = try? single.decode(Int64.self), Double(whole) == seconds {
+                parsed = Duration(attoseconds: Int128(whole) * Self.attosecondsPerSecond)
+            } else {
+                parsed = Self.duration(seconds: seconds)
+            }
         } else {
             parsed = nil
         }

@@ -127,4 +127,49 @@ struct FlappingNetworkTests {
             monitor: TestConnectivityMonitor(), limit: .seconds(60), maximumWaits: maximumWaits)
         #expect(wait.maximumWaits == maximumWaits)
     }
+
+    /// At the largest cap (``ConnectivityWait/maximumWaitsLimit``) a call still sends at most
+    /// `maximumWaits` plus `maximumAttempts` times, however the network flaps.
+    @Test func theLargestCapStillBoundsAFlappingCall() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let service = FlappingService(network: network)
+        let policy = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let wait = try ConnectivityWait(
+            monitor: network, limit: Self.limit, maximumWaits: ConnectivityWait.maximumWaitsLimit)
+        let call = Task { await policy.outcome(waitingFor: wait) { try service.fetch() } }
+        for waitNumber in 1...ConnectivityWait.maximumWaitsLimit {
+            await network.waitForUpdateRequests(count: waitNumber)
+            network.set(.online)
+        }
+        let outcome = await call.value
+        #expect(outcome.stopReason == .exhausted)
+        #expect(outcome.attempts == ConnectivityWait.maximumWaitsLimit + 1)
+        #expect(service.attempts.value == ConnectivityWait.maximumWaitsLimit + 1)
+        #expect(network.updateRequestCount == ConnectivityWait.maximumWaitsLimit)
+    }
+
+    /// With a deadline, the waits count against it: the sixth wait is cut to what is left and ends
+    /// the call with `deadlineExceeded`, however many waits the cap still allows.
+    @Test func aDeadlineEndsTheWaitsBeforeTheCap() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let service = FlappingService(network: network)
+        let policy = try RetryPolicy(maximumAttempts: 1, deadline: .milliseconds(5_500), clock: clock)
+        let wait = try ConnectivityWait(monitor: network, limit: Self.limit, maximumWaits: 100)
+        let call = Task { await policy.outcome(waitingFor: wait) { try service.fetch() } }
+        for waitNumber in 1...5 {
+            await network.waitForUpdateRequests(count: waitNumber)
+            await clock.waitForSleepRequests(count: waitNumber)
+            clock.advance(by: .seconds(1))
+            network.set(.online)
+        }
+        await clock.waitForSleepRequests(count: 6)
+        #expect(clock.sleepRequests.last == .milliseconds(500))
+        clock.advance(by: .milliseconds(500))
+        let outcome = await call.value
+        #expect(outcome.stopReason == .deadlineExceeded)
+        #expect(outcome.attempts == 6)
+        #expect(throws: URLError.self) { try outcome.get() }
+    }
 }

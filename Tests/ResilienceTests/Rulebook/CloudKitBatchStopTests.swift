@@ -132,6 +132,76 @@ import Testing
         #expect(failure.retryAfter == .seconds(2))
     }
 
+    /// The partial failure arrives wrapped in an error of the app's that kept the server's
+    /// `Retry-After` of 120 s: the items are sent again once it has passed, as `execute` would wait.
+    @Test func aHintOnTheWrapperOfAPartialFailureSetsTheWait() async throws {
+        let clock = TestClock()
+        let policy = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, maximumRetryAfter: .seconds(600),
+            clock: clock)
+        let sent = Recorder<[String]>()
+        let call = Task {
+            try await policy.retryingFailedItems(["a", "b"]) { ids in
+                sent.record(ids)
+                guard sent.values.count == 1 else { return }
+                throw NSError(
+                    domain: "SyncService", code: 1,
+                    userInfo: [
+                        NSUnderlyingErrorKey: self.partialFailure(["b": self.cloudKitError(.zoneBusy)]),
+                        "Retry-After": "120",
+                    ])
+            }
+        }
+        // The wait before re-sending b is asked of the clock whatever its length (a zero one too).
+        await clock.waitForSleepRequests(count: 1)
+        #expect(clock.sleepRequests == [.seconds(120)], "b waits out the wrapper's 120 s")
+        clock.advance(by: .seconds(120))
+        let result = try await call.value
+        #expect(sent.values == [["a", "b"], ["b"]])
+        #expect(result.stopReason == .succeeded)
+    }
+
+    @Test func theSplitHintCountsTheWrappersOfThePartialFailure() throws {
+        let wrapped = NSError(
+            domain: "SyncService", code: 1,
+            userInfo: [
+                NSUnderlyingErrorKey: self.partialFailure([
+                    "b": self.cloudKitError(.zoneBusy, userInfo: [ErrorHints.cloudKitRetryAfterKey: 2])
+                ]),
+                "Retry-After": "120",
+            ])
+        #expect(try #require(CloudKitPartialFailure(wrapped)).retryAfter == .seconds(120))
+    }
+
+    /// A 429 stops the call; the result still tells when to send the rest, from the 429's
+    /// `Retry-After`: on the error wrapping the partial failure, or on an item that failed for good
+    /// with it (the pushback), though the item sent again asked for no wait.
+    @Test(arguments: [false, true])
+    func a429ThatStopsABatchReportsItsHint(onAnItem: Bool) async throws {
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        let result = try await policy.retryingFailedItems(["a", "b", "c"]) { _ in
+            if onAnItem {
+                throw self.cloudKitError(
+                    .partialFailure,
+                    userInfo: [
+                        CloudKitErrorCode.partialErrorsKey: [
+                            "b": self.cloudKitError(.zoneBusy),
+                            "c": HTTPResponseError(statusCode: 429, headers: ["Retry-After": "120"]),
+                        ] as [String: any Error]
+                    ])
+            }
+            throw NSError(
+                domain: "SyncService", code: 1,
+                userInfo: [
+                    NSUnderlyingErrorKey: self.partialFailure(["b": self.cloudKitError(.zoneBusy)]),
+                    "HTTPStatusCode": 429, "Retry-After": "120",
+                ])
+        }
+        #expect(result.stopReason == .tooManyRequests)
+        #expect(result.failedItems["b"] != nil)
+        #expect(result.retryAfter == .seconds(120))
+    }
+
     /// Cancelled while its first attempt is in flight, the call returns what that attempt reported.
     @Test func aBatchCancelledDuringAnAttemptReturnsWhatItLearnt() async throws {
         let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())

@@ -299,4 +299,57 @@ import Testing
                 + #""tripRule":{"count":5,"kind":"consecutiveFailures"}}"#)
         #expect(String(decoding: try encoder.encode(Jitter.full), as: UTF8.self) == #""full""#)
     }
+
+    static func decode<Settings: Decodable>(_ type: Settings.Type, _ json: String) throws -> Settings {
+        try JSONDecoder().decode(Settings.self, from: Data(json.utf8))
+    }
+
+    /// A setting written twice: a decoder cannot tell, and `JSONDecoder` keeps the first value, the
+    /// later one unread and unvalidated, as the settings article says. Should a decoder ever keep the
+    /// last or refuse the document, the article must change with this test.
+    @Test func aSettingWrittenTwiceKeepsItsFirstValue() throws {
+        let attempts = try Self.decode(RetryPolicyConfiguration.self, #"{"maximumAttempts": 4, "maximumAttempts": 0}"#)
+        #expect(attempts.maximumAttempts == 4)
+        let backoff = try Self.decode(
+            RetryPolicyConfiguration.self, #"{"backoff": {"kind": "constant", "delay": "1s", "delay": "-1s"}}"#)
+        #expect(backoff.backoff == .constant(.seconds(1)))
+        let deadline = try Self.decode(RetryPolicyConfiguration.self, #"{"deadline": "10s", "deadline": "soon"}"#)
+        #expect(deadline.deadline == .seconds(10))
+    }
+
+    /// A number too small for a `Double` (`1e-400`), which a decoder may read as the whole number 0, is
+    /// refused as any number that would round to zero is, never read as no delay at all.
+    @Test(arguments: [("1e-20", "1e-20"), ("5e-324", "5e-324"), ("1e-400", "a number out of range")])
+    func aNumberTooSmallForADurationIsNeverReadAsZero(number: String, rendered: String) {
+        let error = #expect(throws: ConfigurationError.self) {
+            try Self.decode(Backoff.self, #"{"kind": "constant", "delay": \#(number)}"#)
+        }
+        #expect(error?.setting == "delay")
+        #expect(error?.value == rendered)
+    }
+
+    /// A number beyond a `Double`'s range is refused naming its setting and saying what it was.
+    @Test(arguments: [
+        (#"{"maximumAttempts": 1e400}"#, "maximumAttempts"),
+        (#"{"deadline": 1e400}"#, "deadline"),
+        (#"{"deadline": -1e400}"#, "deadline"),
+    ])
+    func aNumberBeyondADoubleIsCalledOutOfRange(json: String, setting: String) {
+        let error = #expect(throws: ConfigurationError.self) { try Self.decode(RetryPolicyConfiguration.self, json) }
+        #expect(error?.setting == setting)
+        #expect(error?.value == "a number out of range", "\(String(describing: error))")
+    }
+
+    @Test func anObjectWhereANumberBelongsIsCalledAnObject() {
+        let error = #expect(throws: ConfigurationError.self) {
+            try Self.decode(RetryPolicyConfiguration.self, #"{"maximumAttempts": {"value": 3}}"#)
+        }
+        #expect(error?.value == "an object")
+    }
+
+    /// A whole number of seconds past a `Double`'s 53 bits is still read exactly.
+    @Test func aLargeWholeNumberOfSecondsIsReadExactly() throws {
+        let backoff = try Self.decode(Backoff.self, #"{"kind": "constant", "delay": 9007199254740993}"#)
+        #expect(backoff == .constant(.seconds(9_007_199_254_740_993)))
+    }
 }

@@ -41,12 +41,13 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     public let retryableItems: [AnyHashable: any Error]
     /// The items that failed for good, by item ID, with their errors.
     public let failedItems: [AnyHashable: any Error]
-    /// The longest retry-after advice of the partial failure itself and of its retryable items, if any.
+    /// The longest retry-after advice of the partial failure itself, of the errors that wrap it
+    /// (a `Retry-After` an app's sync layer kept on its own error), and of its retryable items, if any.
     ///
     /// The items that failed for good have no say: they are not sent again.
     public let retryAfter: Duration?
-    /// The retry-after advice of the partial failure itself (`CKErrorRetryAfterKey` on the
-    /// `partialFailure` error), without its items'.
+    /// The longest retry-after advice of the partial failure itself (`CKErrorRetryAfterKey` on the
+    /// `partialFailure` error) and of the errors that wrap it, without its items'.
     let ownRetryAfter: Duration?
 
     /// Splits the per-item errors of the partial failure in `error`'s chain, or returns `nil`
@@ -60,19 +61,18 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     ///   - error: The operation's error.
     ///   - classifier: Decides which item errors are retryable.
     public init?(_ error: any Error, classifier: CloudKitRetryClassifier = CloudKitRetryClassifier()) {
-        guard let nsError = Self.partialFailure(in: error) else { return nil }
+        guard let found = Self.partialFailureAndWrapperHint(in: error) else { return nil }
+        let nsError = found.partialFailure
         var retryable: [AnyHashable: any Error] = [:]
         var failed: [AnyHashable: any Error] = [:]
-        let ownHint = ErrorHints.ownRetryAfter(of: nsError)
+        let ownHint = Self.longer(ErrorHints.ownRetryAfter(of: nsError), found.wrapperHint)
         var hint = ownHint
         let items = nsError.userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any] ?? [:]
         for (id, value) in items {
             guard let itemError = value as? any Error else { continue }
             if classifier.isRetryable(itemError: itemError) {
                 retryable[id] = itemError
-                if let itemHint = ErrorHints.retryAfter(of: itemError) {
-                    hint = Swift.max(hint ?? .zero, itemHint)
-                }
+                hint = Self.longer(hint, ErrorHints.retryAfter(of: itemError))
             } else {
                 failed[id] = itemError
             }
@@ -83,13 +83,31 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
         self.ownRetryAfter = ownHint
     }
 
-    /// The outermost CloudKit error in `error`'s chain, when it is a partial failure.
-    static func partialFailure(in error: any Error) -> NSError? {
+    /// The outermost CloudKit error in `error`'s chain, when it is a partial failure, with the
+    /// longest retry-after advice of the errors the walk meets before it (those that wrap it).
+    static func partialFailureAndWrapperHint(in error: any Error) -> (partialFailure: NSError, wrapperHint: Duration?)?
+    {
         // The common shape, CloudKit's error as it came, needs no walk.
-        if let code = CloudKitErrorCode(error) { return code == .partialFailure ? error as NSError : nil }
-        let outermost = ErrorChain.first(in: error) { node in CloudKitErrorCode(node).map { (code: $0, error: node) } }
+        if let code = CloudKitErrorCode(error) { return code == .partialFailure ? (error as NSError, nil) : nil }
+        var outermost: (code: CloudKitErrorCode, error: any Error)?
+        var wrapperHint: Duration?
+        ErrorChain.walkNodes(error) { node in
+            if let code = CloudKitErrorCode(node.error) {
+                outermost = (code, node.error)
+                return false
+            }
+            wrapperHint = Self.longer(wrapperHint, ErrorHints.ownRetryAfter(of: node))
+            return true
+        }
         guard let outermost, outermost.code == .partialFailure else { return nil }
-        return outermost.error as NSError
+        return (outermost.error as NSError, wrapperHint)
+    }
+
+    /// The longer of two hints, either of which may be missing.
+    static func longer(_ first: Duration?, _ second: Duration?) -> Duration? {
+        guard let first else { return second }
+        guard let second else { return first }
+        return Swift.max(first, second)
     }
 
     /// Whether some items failed, and all of them retryably.

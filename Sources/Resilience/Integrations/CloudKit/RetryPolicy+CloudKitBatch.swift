@@ -5,7 +5,7 @@ extension RetryPolicy {
     /// Each attempt calls `operation` with the items still to send: all of them at
     /// first, then only the retryable items of the last partial failure
     /// (``CloudKitPartialFailure/retryableItems``), after the longest retry-after
-    /// hint among them. Items that failed for good leave the batch at once and have
+    /// hint among them, the partial failure and the errors that wrap it. Items that failed for good leave the batch at once and have
     /// no say in the wait. The partial failure is found wherever it sits in the
     /// error's chain: thrown as CloudKit made it, or wrapped in `NSUnderlyingErrorKey`
     /// or in an error of the app's (see ``UnderlyingErrorProviding``). The
@@ -178,7 +178,8 @@ extension RetryPolicy {
                 var retryable: [ID] = []
                 var itemErrors: [any Error] = []
                 var failedForGood: [any Error] = []
-                // The wait before the items sent again: theirs and the partial failure's own advice.
+                // The wait before the items sent again: theirs, the partial failure's own advice and
+                // that of the errors that wrap it.
                 var hint = partial.ownRetryAfter
                 lastErrors = [:]
                 for id in remaining {
@@ -202,13 +203,15 @@ extension RetryPolicy {
                     }
                 }
                 remaining = retryable
-                lastAdvice = hint
                 let isTooManyRequests = FailureAnalysis(error).isTooManyRequests
                 // Nothing left to send ends the call, unless the rules must see it (a 429 among the items).
                 guard !retryable.isEmpty || isTooManyRequests else { return }
-                throw CloudKitItemsToRetry(
+                let attemptError = CloudKitItemsToRetry(
                     itemErrors: itemErrors, retryAfter: hint,
                     pushback: isTooManyRequests ? Self.pushback(in: error, failedForGood: failedForGood) : [])
+                // The advice is that of the failure the rules judge, a 429's pushback included.
+                lastAdvice = FailureAnalysis(attemptError, isCancelled: false, timeLimitFired: false).retryAfter
+                throw attemptError
             }
             remaining = []
         }
@@ -263,8 +266,10 @@ public struct CloudKitBatchResult<ID: Hashable> {
     public let stopReason: RetryStopReason
     /// When the call stopped with items still to send, the retry-after advice of the last attempt
     /// that failed, counted from that failure: the longest of the partial failure's own
-    /// (`CKErrorRetryAfterKey` on the `partialFailure` error) and its retryable items'. `nil` when
-    /// every item was sent or failed for good, or when the failure gave no advice.
+    /// (`CKErrorRetryAfterKey` on the `partialFailure` error), that of the errors wrapping it, and
+    /// its retryable items'; after an HTTP 429, the pushback's advice too (a `Retry-After` on the
+    /// 429, wherever it sits). `nil` when every item was sent or failed for good, or when the
+    /// failure gave no advice.
     ///
     /// Schedule the items still to send no sooner than this after the call returns, for instance
     /// when the policy gave up on a wait longer than its `maximumRetryAfter` or the call was
