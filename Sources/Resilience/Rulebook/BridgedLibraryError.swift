@@ -83,16 +83,27 @@ enum BridgedLibraryError {
     /// The late error is kept as the value itself under ``ErrorHints/lateOperationErrorKey``,
     /// never under `NSUnderlyingErrorKey`, which the chain would walk into: a classifier would
     /// then judge the late error rather than the time-out.
+    ///
+    /// `earlierRequestMayHaveLeft`: a time limit saw a request of the attempt it ended that may
+    /// have left before the late error, recorded under ``earlierRequestKey`` so that a plain
+    /// copy of the `NSError` does not read the late error as proof that nothing left.
     static func userInfo(
         description: String, retryAfter: Duration? = nil, requestIdempotency: Idempotency? = nil,
-        lateOperationError: (any Error)? = nil
+        lateOperationError: (any Error)? = nil, earlierRequestMayHaveLeft: Bool = false
     ) -> [String: Any] {
         var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description]
         if let retryAfter, retryAfter >= .zero { userInfo[Self.retryAfterKey] = retryAfter.secondsValue }
         if let requestIdempotency { userInfo[ErrorHints.requestIdempotencyKey] = requestIdempotency }
-        if let lateOperationError { userInfo[ErrorHints.lateOperationErrorKey] = lateOperationError }
+        if let lateOperationError {
+            userInfo[ErrorHints.lateOperationErrorKey] = lateOperationError
+            if earlierRequestMayHaveLeft { userInfo[Self.earlierRequestKey] = true }
+        }
         return userInfo
     }
+
+    /// The `userInfo` key under which a time limit's bridged error records that a request of
+    /// the attempt it ended may have left before the operation's late error.
+    static let earlierRequestKey = "ResilienceEarlierRequestMayHaveLeft"
 
     /// The `userInfo` key of the retry-after hint: the first that ``ErrorHints`` reads.
     static let retryAfterKey = "Retry-After"

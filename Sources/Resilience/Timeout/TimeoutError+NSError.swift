@@ -25,7 +25,7 @@ extension TimeoutError: CustomNSError, LocalizedError {
     public var errorUserInfo: [String: Any] {
         BridgedLibraryError.userInfo(
             description: self.description, requestIdempotency: self.requestIdempotency,
-            lateOperationError: self.operationError)
+            lateOperationError: self.operationError, earlierRequestMayHaveLeft: self.earlierRequestMayHaveLeft)
     }
 
     /// The ``description``.
