@@ -27,7 +27,10 @@
 ///   `attemptTimeout`, a ``Timeout``) is counted, half-open probes included, since the
 ///   dependency was too slow; unless the attempt provably never reached it: the limit
 ///   cut short its wait for a limiter's slot or permit
-///   (``LimiterRejectionError/Reason/waitCutShort``) or for the network.
+///   (``LimiterRejectionError/Reason/waitCutShort``) or for the network, or the attempt
+///   ended with a limiter's refusal (a queue timeout); and no request of the attempt is
+///   known to have left before. The answer is the same wherever the breaker sits, outside
+///   the limit or inside it.
 ///
 /// A ``CircuitBreakerOpenError`` from a breaker inside the operation is left to the
 /// classifier: it says the dependency is known to be failing, and the default one counts it.

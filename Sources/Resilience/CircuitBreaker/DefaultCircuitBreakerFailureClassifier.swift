@@ -32,11 +32,14 @@
 ///    an item rolled back with an atomic batch another item of which failed (that item's
 ///    error is the one to judge): does not count. The service answered; it is healthy.
 /// 7. A CloudKit partial failure (`partialFailure`): does not count, unless one of its
-///    items reports HTTP 429, the service asking for less traffic, which counts (and opens
-///    the breaker for its hint, as any counted 429 does). CloudKit answered the batch and saved the items in no error; what its items'
-///    errors ask for (a record to merge, a zone to create, an item to send again) is the
-///    app's to do item by item, and says nothing of the service's health. A service that is
-///    failing fails the whole request (`serviceUnavailable`, `zoneBusy`), and that counts.
+///    items says the service is busy or unavailable: HTTP 429, or CloudKit's
+///    `serviceUnavailable`, `zoneBusy` or `requestRateLimited`. Such an item counts as the same
+///    error on the whole request would, and its `CKRetryAfter` is the breaker's pushback as
+///    that error's would be (a 429's under the default ``CircuitBreakerPushback``, any hint
+///    under ``CircuitBreakerPushback/anyRetryAfter(maximum:)``). Otherwise CloudKit answered
+///    the batch and saved the items in no error; what its items' errors ask for (a record to
+///    merge, a zone to create, an item to send again) is the app's to do item by item, and
+///    says nothing of the service's health.
 /// 8. Anything else counts: 5xx responses, 408, 429, transport errors, timeouts.
 ///
 /// A request that never left an offline device is not this classifier's to judge:
@@ -63,7 +66,7 @@ public struct DefaultCircuitBreakerFailureClassifier: CircuitBreakerFailureClass
         if analysis.interruption == .caller || analysis.interruption == .superseded { return false }
         if analysis.isBreakerRejection { return true }
         if analysis.isLocalRejection || analysis.isRefusedForWantOfTime { return false }
-        if analysis.reportsOnItems { return analysis.isTooManyRequests }
+        if analysis.reportsOnItems { return analysis.isTooManyRequests || analysis.reportsServiceBusy }
         if let status = analysis.httpStatus {
             guard (400...499).contains(status) else { return true }
             return Self.countedClientErrorStatuses.contains(status)

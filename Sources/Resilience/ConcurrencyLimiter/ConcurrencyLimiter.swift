@@ -9,7 +9,9 @@
 /// whose task is cancelled leaves the queue at once with `CancellationError`; when a
 /// library time limit around it (a ``Timeout``, a policy's `attemptTimeout`) cancelled it,
 /// with ``LimiterRejectionError/Reason/waitCutShort`` instead, so that no breaker counts the
-/// time-out: the call ended in front of the dependency.
+/// time-out: the call ended in front of the dependency. A queue timeout that comes as such a
+/// limit fires stays ``LimiterRejectionError/Reason/queueTimedOut``, a refusal no breaker counts
+/// either, kept by the limit or not.
 /// Every queued caller is answered: by a slot, its cancellation or its queue timeout.
 /// A caller that left the queue is forgotten soon after, even while others still
 /// wait behind a slot held for long: the queue's memory follows the callers waiting

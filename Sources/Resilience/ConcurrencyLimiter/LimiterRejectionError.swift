@@ -45,6 +45,11 @@ public struct LimiterRejectionError: RetryableError, RetryAfterProviding, Reques
         /// front of the dependency. The time-out still reads as a request that may have been
         /// sent (``RequestDelivery/mayHaveBeenSent``): the operation may have sent one before it
         /// waited, so a call that may not run twice is not sent again.
+        ///
+        /// A ``RateLimiter``'s carries the time until the permit the caller waited for frees as
+        /// ``LimiterRejectionError/retryAfter``; the time-out reads it as a hint, so a policy
+        /// around the limit waits for the permit rather than try again before it frees. A
+        /// ``ConcurrencyLimiter``'s carries none: no one knows when a slot frees.
         public static let waitCutShort = Reason(rawValue: "waitCutShort")
 
         /// The identifier.

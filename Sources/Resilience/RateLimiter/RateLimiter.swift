@@ -201,8 +201,11 @@ public final class RateLimiter: Sendable {
                 try await self.clock.sleepUntil(now + retryAfter)
             } catch is CancellationError where LateOperationError.enclosingLimitFired() {
                 // A library time limit, not the caller, ended the wait: the operation never ran, and
-                // the limit keeps this as its late error, so no breaker counts the time-out.
-                throw LimiterRejectionError(limiterName: self.name, reason: .waitCutShort)
+                // the limit keeps this as its late error, so no breaker counts the time-out. The
+                // permit it waited for frees when the wait would have ended: the caller, and a policy
+                // around the limit, learn how long that is from now.
+                let left = Swift.max(.zero, now + retryAfter - self.clock.now())
+                throw LimiterRejectionError(limiterName: self.name, reason: .waitCutShort, retryAfter: left)
             }
             guard let next = self.tryAcquire() else { return }
             retryAfter = next

@@ -37,6 +37,10 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
     /// `nil` for a late failure of the operation's own, which came as the limit ended, and for
     /// one that rebuilt the policy's error (see `LateOperationError.age(of:)`).
     let operationErrorAge: Duration?
+    /// Whether the limit saw a request of the attempt it ended that may have left before
+    /// ``operationError`` (a ``RetryPolicy`` in the attempt tried once and lost the connection,
+    /// say): that error then proves nothing about the attempt's request, however it reads.
+    let earlierRequestMayHaveLeft: Bool
 
     /// Creates the error for an attempt allowed `timeout`.
     ///
@@ -49,18 +53,21 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
         self.requestIdempotency = requestIdempotency
         self.operationError = operationError
         self.operationErrorAge = nil
+        self.earlierRequestMayHaveLeft = false
     }
 
     /// Creates the error for an attempt allowed `timeout` whose late error had been received
-    /// `operationErrorAge` before the limit ended it.
+    /// `operationErrorAge` before the limit ended it, and after a request of the attempt that
+    /// may have left when `earlierRequestMayHaveLeft`.
     init(
         timeout: Duration, requestIdempotency: Idempotency?, operationError: (any Error)?,
-        operationErrorAge: Duration?
+        operationErrorAge: Duration?, earlierRequestMayHaveLeft: Bool = false
     ) {
         self.timeout = timeout
         self.requestIdempotency = requestIdempotency
         self.operationError = operationError
         self.operationErrorAge = operationError == nil ? nil : operationErrorAge
+        self.earlierRequestMayHaveLeft = operationError != nil && earlierRequestMayHaveLeft
     }
 
     /// Always `true`: a timed-out attempt may succeed next time, when it may be repeated.

@@ -843,6 +843,14 @@ public final actor RetryPolicy {
         var analysis = FailureAnalysis(error)
         // The operation proved its attempt had no effect: as good as a request never sent.
         if reported == .noEffect { analysis = analysis.provingNoEffect() }
+        // A request that may have left: the library time limits around the call hear of it, so
+        // that a later try that never left (offline, at a gate) does not speak for their attempt.
+        // A failure in a cancelled task is not one: a limit that ended the attempt reads it itself.
+        if !analysis.delivery.provesNotSent, !analysis.endedWaitingAtAGate, !Task.isCancelled,
+            let limits = CallScope.current.timeLimits
+        {
+            TimeLimitSignal.noteARequestMayHaveLeft(from: limits)
+        }
         let status = analysis.httpStatus
         var hint = analysis.retryAfter
         if let hint { call.lastHint = hint }
@@ -1069,7 +1077,8 @@ public final actor RetryPolicy {
                     timeout: limit,
                     requestIdempotency: LateOperationError.idempotency(
                         signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
-                    operationError: late, operationErrorAge: late.flatMap { signal.takeLateErrorAge(of: $0) })
+                    operationError: late, operationErrorAge: late.flatMap { signal.takeLateErrorAge(of: $0) },
+                    earlierRequestMayHaveLeft: signal.sawARequestLeave)
             } onCancel: {
                 // A limit that passed before the caller gave up claims the attempt, as its timer
                 // would have a moment earlier had it woken in time; otherwise the caller's

@@ -86,9 +86,14 @@ enum BridgedLibraryError {
     /// never under `NSUnderlyingErrorKey`, which the chain would walk into: a classifier would
     /// then judge the late error rather than the time-out. Its age is kept as a `Duration` under
     /// ``lateOperationErrorAgeKey``, so that its retry-after hint still runs from its response.
+    ///
+    /// `earlierRequestMayHaveLeft`: a time limit saw a request of the attempt it ended that may
+    /// have left before the late error, recorded under ``earlierRequestKey`` so that a plain
+    /// copy of the `NSError` does not read the late error as proof that nothing left.
     static func userInfo(
         description: String, retryAfter: Duration? = nil, requestIdempotency: Idempotency? = nil,
-        lateOperationError: (any Error)? = nil, lateOperationErrorAge: Duration? = nil
+        lateOperationError: (any Error)? = nil, lateOperationErrorAge: Duration? = nil,
+        earlierRequestMayHaveLeft: Bool = false
     ) -> [String: Any] {
         var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description]
         if let retryAfter, retryAfter >= .zero { userInfo[Self.retryAfterKey] = retryAfter.secondsValue }
@@ -96,6 +101,7 @@ enum BridgedLibraryError {
         if let lateOperationError {
             userInfo[ErrorHints.lateOperationErrorKey] = lateOperationError
             if let lateOperationErrorAge { userInfo[Self.lateOperationErrorAgeKey] = lateOperationErrorAge }
+            if earlierRequestMayHaveLeft { userInfo[Self.earlierRequestKey] = true }
         }
         return userInfo
     }
@@ -104,6 +110,10 @@ enum BridgedLibraryError {
     /// limit's end its late error had been received (``TimeoutError/operationErrorAge``), as a
     /// `Duration`; read back by ``LateOperationError/ageOfBridged(_:)``.
     static let lateOperationErrorAgeKey = "ResilienceLateOperationErrorAge"
+
+    /// The `userInfo` key under which a time limit's bridged error records that a request of
+    /// the attempt it ended may have left before the operation's late error.
+    static let earlierRequestKey = "ResilienceEarlierRequestMayHaveLeft"
 
     /// The `userInfo` key of the retry-after hint: the first that ``ErrorHints`` reads.
     static let retryAfterKey = "Retry-After"

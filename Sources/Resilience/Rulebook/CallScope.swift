@@ -146,6 +146,9 @@ final class TimeLimitSignal: Sendable {
     @exclusivity(unchecked) nonisolated(unsafe) private var attempt = HedgedAttemptTask.notStarted
     /// Whether a call that may not run twice started inside this limit; set once, never cleared.
     private let enclosesNotIdempotent = Atomic<Bool>(false)
+    /// Whether the library saw a request of this limit's attempt that may have left (see
+    /// ``noteARequestMayHaveLeft(from:)``); set once, never cleared.
+    private let requestMayHaveLeft = Atomic<Bool>(false)
     /// The error a ``RetryPolicy`` nested in the attempt ended with when this limit cut short
     /// its wait (the error's box, as `NestedRetryLedger` keys it, retained; 0 for none), and how
     /// long before that, in nanoseconds, the failure had come (see ``noteLateError(_:age:)``).
@@ -327,6 +330,45 @@ final class TimeLimitSignal: Sendable {
             current.enclosesNotIdempotent.store(true, ordering: .releasing)
             signal = current.enclosing
         }
+    }
+
+    /// Whether the library saw a request of this limit's attempt that may have left: a failure
+    /// it read in the attempt did not prove its request never left (``noteARequestMayHaveLeft(from:)``).
+    ///
+    /// What the attempt ends with then proves nothing about the attempt's request: an offline
+    /// failure or a refusal at a gate came after a request that may have reached the dependency.
+    var sawARequestLeave: Bool {
+        self.requestMayHaveLeft.load(ordering: .acquiring)
+    }
+
+    /// Records, in `innermost` and every signal enclosing it, that a request of their attempts
+    /// may have left: a failure the library read there did not prove it never left.
+    ///
+    /// A ``RetryPolicy`` tells its enclosing limits so when an attempt fails that way, before it
+    /// tries again. The facts of the call then travel with it: a limit that ends the attempt
+    /// later, while the policy waits for the network after an offline try that sent nothing, does
+    /// not read that last try as the whole attempt's (an attempt that sent a request, lost the
+    /// connection, then found the network down may have reached the dependency). Written by the
+    /// attempt's task before it goes on, read by the limit after it has waited for that task, or
+    /// by a breaker in that task. Stops at the first signal already marked: its enclosing ones
+    /// were marked with it.
+    static func noteARequestMayHaveLeft(from innermost: TimeLimitSignal?) {
+        var signal = innermost
+        while let current = signal, !current.requestMayHaveLeft.load(ordering: .relaxed) {
+            current.requestMayHaveLeft.store(true, ordering: .releasing)
+            signal = current.enclosing
+        }
+    }
+
+    /// Whether a fired signal from `innermost` outwards saw a request of its attempt that may
+    /// have left (``sawARequestLeave``): for a failure read in the task a limit cancelled.
+    static func anyFiredSawARequestLeave(from innermost: TimeLimitSignal?) -> Bool {
+        var signal = innermost
+        while let current = signal {
+            if current.hasFired, current.sawARequestLeave { return true }
+            signal = current.enclosing
+        }
+        return false
     }
 
     /// The idempotency an attempt this limit ended is reported with: `declared`, made

@@ -23,9 +23,18 @@ import Foundation
 /// with when the limit cuts short its wait for the network) makes the time-out's
 /// ``delivery`` ``RequestDelivery/notSent`` too, so a call that may not run twice is
 /// sent again and a breaker does not count it; it is still a time-out for everything else.
-/// A late ``LimiterRejectionError/Reason/waitCutShort`` (a wait for a bulkhead's slot or a
-/// rate limiter's permit the limit cut short) keeps a breaker from counting the time-out,
-/// but leaves its delivery: the operation may have sent a request before it waited.
+/// A late refusal at one of the library's gates (a wait for a bulkhead's slot or a rate
+/// limiter's permit the limit cut short, ``LimiterRejectionError/Reason/waitCutShort``, or a
+/// limiter's or a throttle's own refusal, such as a bulkhead's queue timeout) keeps a breaker
+/// from counting the time-out, but leaves its delivery: the operation may have sent a request
+/// before it was refused.
+///
+/// Neither exception holds when the library saw a request of the time-limited attempt that
+/// may have left before it: a ``RetryPolicy`` inside the attempt whose earlier try failed
+/// in a way that does not prove its request never left tells the time limits around it, and
+/// the time-out then reads as one that may have been sent, counted like any other. The same
+/// holds in the task the limit cancelled: there, the failure the operation ends with is read
+/// as the limit's end (``Interruption/timeLimit``), with the same two exceptions.
 ///
 /// ```swift
 /// let analysis = FailureAnalysis(error)
@@ -106,9 +115,11 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// rejection, that says nothing about the dependency (``Rulebook/countsAsFailure(_:)``).
     let isRefusedForWantOfTime: Bool
 
-    /// Whether a library time limit ended the call while it waited for a ``ConcurrencyLimiter``'s
-    /// slot or a ``RateLimiter``'s permit (``LimiterRejectionError/Reason/waitCutShort``), with
-    /// nothing in what it ended with saying a request left.
+    /// Whether a library time limit ended the call in front of the dependency: while it waited
+    /// for a ``ConcurrencyLimiter``'s slot or a ``RateLimiter``'s permit
+    /// (``LimiterRejectionError/Reason/waitCutShort``), or with a refusal of one of the library's
+    /// limiters or throttles (a bulkhead's queue timeout, say) as what the operation ended with,
+    /// nothing in that saying a request left, and no request of the attempt known to have left before.
     ///
     /// The attempt ended in front of the dependency, so a breaker does not count the time-out
     /// (``Rulebook/countsAsFailure(_:)``). Its ``delivery`` stays ``RequestDelivery/mayHaveBeenSent``:
@@ -122,6 +133,11 @@ public struct FailureAnalysis: Sendable, Hashable {
 
     /// The outermost CloudKit error code in the chain, if any: what ``CloudKitRetryClassifier`` judges.
     let cloudKitCode: CloudKitErrorCode?
+
+    /// Whether a CloudKit error in the chain says the service is busy or unavailable
+    /// (`serviceUnavailable`, `zoneBusy`, `requestRateLimited`): the item of a partial failure
+    /// that says so speaks for the service, as the same error on the whole request does.
+    let reportsServiceBusy: Bool
 
     /// Whether the failure reports on the items of a batch rather than on one request: the
     /// outermost CloudKit error in the chain is a `partialFailure`.
@@ -154,13 +170,24 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// task was stopped by the caller, unless one of the library's time limits
     /// cancelled it.
     public init(_ error: any Error) {
+        let isCancelled = Task.isCancelled
+        // Read only in a cancelled task: the scope is the failure path's.
+        let scope = isCancelled ? CallScope.current : nil
+        let timeLimitFired = scope?.timeLimitFired ?? false
         self.init(
-            error, isCancelled: Task.isCancelled, timeLimitFired: Task.isCancelled && CallScope.current.timeLimitFired,
-            superseded: Task.isCancelled && CallScope.current.supersededFired)
+            error, isCancelled: isCancelled, timeLimitFired: timeLimitFired,
+            superseded: scope?.supersededFired ?? false,
+            requestLeftEarlier: timeLimitFired && TimeLimitSignal.anyFiredSawARequestLeave(from: scope?.timeLimits))
     }
 
     /// Reads `error` with the task's state given, for tests and for callers that know better.
-    init(_ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false) {
+    ///
+    /// `requestLeftEarlier`: whether a library time limit that ended this task's attempt saw a
+    /// request of that attempt that may have left (see `TimeLimitSignal.noteARequestMayHaveLeft(from:)`).
+    init(
+        _ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false,
+        requestLeftEarlier: Bool = false
+    ) {
         var reader = Reader()
         ErrorChain.walkNodes(error) { node in
             reader.read(node)
@@ -177,6 +204,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.requestIdempotency = reader.idempotency
         self.needsCredentials = reader.needsCredentials
         self.isOffline = reader.isOffline
+        self.reportsServiceBusy = reader.sawServiceBusy
         if isCancelled && superseded {
             self.interruption = .superseded
         } else if reader.sawTimeLimit || (isCancelled && timeLimitFired) {
@@ -186,14 +214,18 @@ public struct FailureAnalysis: Sendable, Hashable {
         } else {
             self.interruption = nil
         }
-        // Whether the time limit ended the operation while it waited at one of the library's
-        // gates: in the time-limited task itself, or as the late error a limit keeps.
+        // Whether the time limit ended the operation in front of the dependency, at one of the
+        // library's gates, or while it waited for the network with its request never sent: in the
+        // time-limited task itself, or as the late error a limit keeps. Neither, when a request of
+        // the attempt may have left before (the limit's own record, or the late error's).
+        let inTask = self.interruption == .timeLimit && !reader.sawTimeLimit && !requestLeftEarlier
         self.endedWaitingAtAGate =
-            self.interruption == .timeLimit
-            && (reader.lateEndedWaitingAtAGate
-                || (!reader.sawTimeLimit && reader.sawWaitCutShort && reader.provesNeverLeft))
+            self.interruption == .timeLimit && !requestLeftEarlier
+            && (reader.lateEndedWaitingAtAGate || (inTask && reader.endsAtAGate))
         if self.interruption == .timeLimit {
-            self.delivery = reader.lateNeverLeft ? .notSent : .mayHaveBeenSent
+            let neverLeft =
+                !requestLeftEarlier && (reader.lateNeverLeft || (inTask && reader.isOffline && reader.provesNeverLeft))
+            self.delivery = neverLeft ? .notSent : .mayHaveBeenSent
         } else if reader.sawMaybeSent {
             self.delivery = .mayHaveBeenSent
         } else if reader.sawAnswered {
@@ -249,6 +281,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// Whether a wait for a limiter's slot or permit was cut short by an enclosing time limit
         /// (``LimiterRejectionError/Reason/waitCutShort``): the operation never ran.
         var sawWaitCutShort = false
+        /// Whether a CloudKit error says the service is busy or unavailable.
+        var sawServiceBusy = false
         var sawBreakerRejection = false
         /// Whether the local rejection was, or included, an ``AdaptiveThrottle``'s.
         var sawThrottleRejection = false
@@ -278,7 +312,9 @@ public struct FailureAnalysis: Sendable, Hashable {
             if node.kinds.contains(.timeLimit), LateOperationError.isTimeLimit(error) {
                 self.sawTimeLimit = true
                 if let late = LateOperationError.of(error) {
-                    self.readLate(late, age: LateOperationError.age(of: error))
+                    self.readLate(
+                        late, age: LateOperationError.age(of: error),
+                        requestLeftEarlier: LateOperationError.requestLeftEarlier(in: error))
                 }
             }
             let status = ErrorHints.ownStatus(of: node)
@@ -327,7 +363,9 @@ public struct FailureAnalysis: Sendable, Hashable {
                     self.note(.mayHaveBeenSent)
                     self.sawTimeLimit = true
                     if let late = LateOperationError.ofBridged(node) {
-                        self.readLate(late, age: LateOperationError.ageOfBridged(node))
+                        self.readLate(
+                            late, age: LateOperationError.ageOfBridged(node),
+                            requestLeftEarlier: LateOperationError.requestLeftEarlier(inBridged: node))
                     }
                 }
             }
@@ -356,6 +394,7 @@ public struct FailureAnalysis: Sendable, Hashable {
                     self.note(CloudKitRetryClassifier.delivery(for: code))
                     if code == .networkUnavailable { self.isOffline = true }
                     if code == .notAuthenticated { self.needsCredentials = true }
+                    if CloudKitErrorCode.serviceBusyCodes.contains(code) { self.sawServiceBusy = true }
                 }
             }
             let rest = error as? RESTServiceError
@@ -384,8 +423,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         ///
         /// `age` is how long before the limit's end `late` had been received, when a policy
         /// nested in the attempt was waiting to retry it: its hint runs from that response, so
-        /// only the rest of it is read.
-        mutating func readLate(_ late: any Error, age: Duration? = nil) {
+        /// only the rest of it is read. `requestLeftEarlier`: the limit saw a request of its
+        /// attempt that may have left before `late`, which then proves nothing for the attempt.
+        mutating func readLate(_ late: any Error, age: Duration? = nil, requestLeftEarlier: Bool = false) {
             guard self.lateDepth < ErrorChain.maximumDepth else { return }
             var reader = Reader()
             reader.lateDepth = self.lateDepth + 1
@@ -406,18 +446,26 @@ public struct FailureAnalysis: Sendable, Hashable {
             // while it waited for the network, say), or a wait for a limiter's slot or permit
             // that the limit cut short, says so for the attempt the limit ended too; a nested
             // limit's error, when its own late error did.
+            guard !requestLeftEarlier else { return }
             let neverLeft =
                 reader.sawTimeLimit
                 ? reader.lateNeverLeft
                 : reader.isOffline && reader.provesNeverLeft
             if neverLeft { self.lateNeverLeft = true }
-            // A wait at a limiter the limit cut short: the attempt ended in front of the dependency.
-            // It says nothing of what the operation sent before it waited, so it leaves the delivery.
-            let endedWaiting =
-                reader.sawTimeLimit
-                ? reader.lateEndedWaitingAtAGate
-                : reader.sawWaitCutShort && reader.provesNeverLeft
+            // A wait at a limiter the limit cut short, or a limiter's refusal: the attempt ended in
+            // front of the dependency. It says nothing of what the operation sent before it came to
+            // the gate, so it leaves the delivery.
+            let endedWaiting = reader.sawTimeLimit ? reader.lateEndedWaitingAtAGate : reader.endsAtAGate
             if endedWaiting { self.lateEndedWaitingAtAGate = true }
+        }
+
+        /// Whether the errors read end the operation at one of the library's gates, in front of
+        /// the dependency: a wait for a limiter cut short, a call refused for want of time, or a
+        /// limiter's or a throttle's refusal (a queue timeout, a full queue, no permit), with
+        /// nothing among them saying the request left. A breaker's refusal is not one: it speaks
+        /// for the dependency.
+        var endsAtAGate: Bool {
+            (self.sawNoTimeLeft || self.sawLocalRejection) && !self.sawBreakerRejection && self.provesNeverLeft
         }
 
         /// Whether the errors read prove the request never left, and nothing among them says

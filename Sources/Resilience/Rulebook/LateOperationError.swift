@@ -89,6 +89,21 @@ enum LateOperationError {
         return age
     }
 
+    /// Whether the library time limit of `error` (its Swift value) saw a request of the attempt
+    /// it ended that may have left before the operation's late error: then that error proves
+    /// nothing about the attempt's request (see `TimeLimitSignal.noteARequestMayHaveLeft(from:)`).
+    static func requestLeftEarlier(in error: any Error) -> Bool {
+        if let limit = error as? AttemptTimeoutError { return limit.earlierRequestMayHaveLeft }
+        if let limit = error as? TimeoutError { return limit.earlierRequestMayHaveLeft }
+        return false
+    }
+
+    /// ``requestLeftEarlier(in:)`` for a time limit's error as a plain `NSError`, read from its
+    /// shared `NSError` form (``BridgedLibraryError/earlierRequestKey``).
+    static func requestLeftEarlier(inBridged node: ErrorChain.Node) -> Bool {
+        node.userInfo[BridgedLibraryError.earlierRequestKey] as? Bool ?? false
+    }
+
     /// Whether `error` is one of the library's time-limit errors, whose late error the
     /// chain does not walk into (see ``ErrorChain/children(of:room:allowance:reflection:)``).
     static func isTimeLimit(_ error: any Error) -> Bool {

@@ -21,8 +21,13 @@
 /// 4. **A ``CircuitBreaker`` never counts a call the caller cancelled.**
 /// 5. **It always counts an attempt the library's own time limit ended**, unless the
 ///    attempt ended in front of the dependency: the limit cut short a wait for a limiter's
-///    slot or permit (``LimiterRejectionError/Reason/waitCutShort``), or a wait for the
-///    network on an offline device that never let the request leave.
+///    slot or permit (``LimiterRejectionError/Reason/waitCutShort``), the attempt ended with
+///    a limiter's or a throttle's refusal (a bulkhead's queue timeout), or the limit cut short
+///    a wait for the network on an offline device that never let the request leave; and
+///    unless, even then, the library saw a request of that attempt that may have left before
+///    (a ``RetryPolicy`` inside tells the limits around it). The answer is the same for a
+///    breaker outside the limit, which reads its error, and for one inside it, which reads
+///    the failure the operation ends with in the task the limit cancelled.
 /// 6. **It never counts a call that never reached the dependency**: one of the
 ///    library's own limiters refused it (``FailureAnalysis/isLocalRejection``: a
 ///    ``ConcurrencyLimiter``'s or a ``RateLimiter``'s ``LimiterRejectionError``, or an
@@ -87,16 +92,18 @@ public enum Rulebook {
     ///   enclosing deadline left no time to start (``LimiterRejectionError/Reason/noTimeLeft``) and a request that never
     ///   left an offline device (``FailureAnalysis/isOffline``, ``RequestDelivery/notSent``);
     ///   `true` for an attempt the library's own time limit ended (``Interruption/timeLimit``),
-    ///   unless it ended the operation waiting for a limiter's slot or permit
-    ///   (``LimiterRejectionError/Reason/waitCutShort``) or what ended it proves the request
-    ///   never left an offline device (``RequestDelivery/notSent``); `nil` otherwise.
+    ///   unless it ended the operation at one of the library's gates (a wait for a limiter's slot
+    ///   or permit, ``LimiterRejectionError/Reason/waitCutShort``, or a limiter's refusal) or what
+    ///   ended it proves the request never left an offline device (``RequestDelivery/notSent``),
+    ///   with no request of the attempt known to have left before; `nil` otherwise.
     public static func countsAsFailure(_ analysis: FailureAnalysis) -> Bool? {
         switch analysis.interruption {
         case .caller?, .superseded?: return false
         case .timeLimit?:
             // A time-out counts because its request may have reached a slow dependency; one whose
-            // operation provably never left (an offline device), or that ended it waiting in front
-            // of the dependency at a limiter, says nothing of the dependency's health (rule 6).
+            // operation provably never left (an offline device), or that ended it in front of the
+            // dependency at a limiter, says nothing of the dependency's health (rule 6), unless a
+            // request of the attempt may have left before (the analysis reads that too).
             return analysis.delivery != .notSent && !analysis.endedWaitingAtAGate
         default:
             let neverLeft = analysis.isOffline && analysis.delivery == .notSent

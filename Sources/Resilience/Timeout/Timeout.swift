@@ -281,7 +281,8 @@ struct TimeLimit: Sendable {
             timeoutName: timeout.name, timeout: timeout.duration,
             requestIdempotency: LateOperationError.idempotency(
                 self.signal.reportedIdempotency(declared: scope.idempotency), tightenedBy: late),
-            operationError: late, operationErrorAge: late.flatMap { self.signal.takeLateErrorAge(of: $0) })
+            operationError: late, operationErrorAge: late.flatMap { self.signal.takeLateErrorAge(of: $0) },
+            earlierRequestMayHaveLeft: self.signal.sawARequestLeave)
         timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
         return timeoutError
     }

@@ -29,7 +29,8 @@ extension TimeoutError: CustomNSError, LocalizedError {
     public var errorUserInfo: [String: Any] {
         BridgedLibraryError.userInfo(
             description: self.description, requestIdempotency: self.requestIdempotency,
-            lateOperationError: self.operationError, lateOperationErrorAge: self.operationErrorAge)
+            lateOperationError: self.operationError, lateOperationErrorAge: self.operationErrorAge,
+            earlierRequestMayHaveLeft: self.earlierRequestMayHaveLeft)
     }
 
     /// The ``description``.

@@ -265,6 +265,242 @@ struct CircuitBreakerHealthCountingTests {
         #expect(Rulebook.countsAsFailure(analysis) == true)
     }
 
+    // MARK: - The same count whatever the nesting
+
+    /// A time limit that ends a call while a policy inside it waits for the network, after an
+    /// attempt that never left the offline device, ended a call that never reached the
+    /// dependency: the breaker does not count it, whether it sits outside the time limit (it
+    /// reads the time-out) or inside it (it reads the policy's offline failure in the task the
+    /// limit cancelled).
+    @Test(arguments: BreakerPlacement.allCases)
+    func anOfflineWaitCutShortByATimeLimitIsNotCountedWhereverTheBreakerSits(placement: BreakerPlacement)
+        async throws
+    {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let breaker = try CircuitBreaker(name: "dependency", tripRule: .consecutiveFailures(1), clock: clock)
+        let timeout = try Timeout(.seconds(10), clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let call = Task {
+            try await Self.run(placement, breaker: breaker, timeout: timeout) {
+                try await policy.execute(waitingFor: wait) { () throws -> Int in
+                    throw URLError(.notConnectedToInternet)
+                }
+            }
+        }
+        await network.waitForObservers(count: 1)  // the attempt failed offline; the policy waits
+        await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
+        clock.advance(by: .seconds(10))
+        let error = await #expect(throws: (any Error).self) { try await call.value }
+        let analysis = FailureAnalysis(try #require(error))
+        #expect(analysis.delivery == .notSent, "\(String(describing: error))")
+        #expect(breaker.snapshot().consecutiveFailures == 0)
+        #expect(breaker.state == .closed)
+    }
+
+    /// The same time-out after an attempt that did send a request and lost the connection
+    /// before the next one found the network down: the time-limited attempt may have reached
+    /// the dependency, so the time-out reads as maybe sent and the breaker counts it, wherever
+    /// it sits. The policy says so to the time limits around it when the attempt fails.
+    @Test(arguments: BreakerPlacement.allCases)
+    func anOfflineTimeOutAfterARequestLeftInTheSameAttemptIsCounted(placement: BreakerPlacement) async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let breaker = try CircuitBreaker(name: "dependency", tripRule: .consecutiveFailures(1), clock: clock)
+        let timeout = try Timeout(.seconds(10), clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let attempts = Counter()
+        let call = Task {
+            try await Self.run(placement, breaker: breaker, timeout: timeout) {
+                try await policy.execute(waitingFor: wait) { () throws -> Int in
+                    attempts.increment()
+                    // The first request leaves and loses its connection; then the network is down.
+                    throw attempts.value == 1 ? URLError(.networkConnectionLost) : URLError(.notConnectedToInternet)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the time limit and the backoff after the lost connection
+        clock.advance(by: .seconds(1))
+        await network.waitForObservers(count: 1)  // the second attempt failed offline; the policy waits
+        await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
+        clock.advance(by: .seconds(9))
+        let error = await #expect(throws: (any Error).self) { try await call.value }
+        #expect(attempts.value == 2)
+        if placement == .outsideTheTimeLimit {
+            let limit = try #require(error as? TimeoutError)
+            #expect((limit.operationError as? URLError)?.code == .notConnectedToInternet)
+            #expect(FailureAnalysis(limit).delivery == .mayHaveBeenSent)
+            #expect(Rulebook.stopReason(for: FailureAnalysis(limit), idempotency: .notIdempotent) == .notIdempotent)
+        }
+        #expect(breaker.state == .open)
+    }
+
+    /// A bulkhead's own queue timeout that ends a wait before a policy inside a time limit could
+    /// try again is a local rejection, kept as the time limit's late error (or met in the task the
+    /// limit cancelled): the request never left, so the breaker does not count it, wherever it sits.
+    @Test(arguments: BreakerPlacement.allCases)
+    func aQueueTimeoutKeptByATimeLimitIsNotCounted(placement: BreakerPlacement) async throws {
+        let clock = TestClock()
+        let events = EventCounter()
+        let gate = Gate()
+        let bulkhead = try ConcurrencyLimiter(
+            name: "bulkhead", limit: 1, queueLimit: 1, queueTimeout: .seconds(1), observer: events, clock: clock)
+        let holder = Task { try await bulkhead.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)  // the one slot is taken
+        let breaker = try CircuitBreaker(name: "dependency", tripRule: .consecutiveFailures(1), clock: clock)
+        let timeout = try Timeout(.seconds(3), clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(5)), jitter: .none, clock: clock)
+        let call = Task {
+            try await Self.run(placement, breaker: breaker, timeout: timeout) {
+                try await policy.execute { try await bulkhead.execute { 1 } }
+            }
+        }
+        await events.waitFor(.queued, count: 1)
+        await clock.waitForSleepers(count: 2)  // the time limit and the queue timeout
+        clock.advance(by: .seconds(1))  // the queue timeout: the policy backs off
+        await clock.waitForSleepers(count: 2)  // the time limit and the backoff
+        clock.advance(by: .seconds(2))  // the time limit ends the wait
+        let error = await #expect(throws: (any Error).self) { try await call.value }
+        let late = (error as? TimeoutError)?.operationError as? LimiterRejectionError
+        #expect(late?.reason == .queueTimedOut, "\(String(describing: error))")
+        #expect(breaker.snapshot().consecutiveFailures == 0)
+        #expect(breaker.state == .closed)
+        gate.open()
+        try await holder.value
+    }
+
+    /// The analysis behind it: a limiter's refusal that a time limit keeps as its late error, or
+    /// that ends the task the limit cancelled, is a time-out that ended in front of the
+    /// dependency, as a wait cut short is; it still reads as maybe sent.
+    @Test func aLocalRejectionUnderATimeLimitIsNotCounted() {
+        let rejections: [any Error] = [
+            LimiterRejectionError(limiterName: "bulkhead", reason: .queueTimedOut, queued: 0),
+            LimiterRejectionError(limiterName: "bulkhead", reason: .queueFull, queued: 1),
+            LimiterRejectionError(limiterName: "rate", reason: .noPermit, retryAfter: .seconds(1)),
+            AdaptiveThrottleRejection(rejectionProbability: 0.5),
+        ]
+        for rejection in rejections {
+            let inTask = FailureAnalysis(rejection, isCancelled: true, timeLimitFired: true)
+            #expect(inTask.interruption == .timeLimit)
+            #expect(inTask.endedWaitingAtAGate, "\(rejection)")
+            #expect(Rulebook.countsAsFailure(inTask) == false, "\(rejection)")
+            for limit in LateOperationErrorMeaningTests.limits(keeping: rejection) {
+                for error in [limit] + BridgedLibraryErrorTests.BridgedShape.allCases.map({ $0.shape(limit) }) {
+                    let analysis = FailureAnalysis(error)
+                    #expect(analysis.delivery == .mayHaveBeenSent, "\(error)")
+                    #expect(!analysis.isLocalRejection, "\(error)")
+                    #expect(Rulebook.countsAsFailure(analysis) == false, "\(error)")
+                    #expect(Rulebook.stopReason(for: analysis, idempotency: .notIdempotent) == .notIdempotent)
+                }
+            }
+        }
+        // An inner breaker's refusal still speaks for the dependency: the time-out counts.
+        let open = CircuitBreakerOpenError(breakerName: "inner", state: .open, retryAfter: .seconds(1))
+        for limit in LateOperationErrorMeaningTests.limits(keeping: open) {
+            #expect(Rulebook.countsAsFailure(FailureAnalysis(limit)) == true)
+        }
+    }
+
+    /// The analysis behind the count after a request left: a time limit that saw a request of its
+    /// attempt leave keeps that fact in its error (the Swift value and the `NSError` forms), and a
+    /// late failure that never left, offline or at a gate, then proves nothing for the attempt.
+    /// In the task the limit cancelled, the limit's record says the same.
+    @Test func aTryThatNeverLeftDoesNotSpeakForAnAttemptWhoseEarlierRequestMayHaveLeft() {
+        let lates: [any Error] = [
+            URLError(.notConnectedToInternet),
+            LimiterRejectionError(limiterName: "bulkhead", reason: .waitCutShort, queued: 0),
+            LimiterRejectionError(limiterName: "bulkhead", reason: .queueTimedOut, queued: 0),
+        ]
+        for late in lates {
+            let limits: [any Error] = [
+                AttemptTimeoutError(
+                    timeout: .seconds(5), requestIdempotency: nil, operationError: late, operationErrorAge: nil,
+                    earlierRequestMayHaveLeft: true),
+                TimeoutError(
+                    timeoutName: "t", timeout: .seconds(5), requestIdempotency: nil, operationError: late,
+                    operationErrorAge: nil, earlierRequestMayHaveLeft: true),
+            ]
+            let nested = limits.map { TimeoutError(timeoutName: "outer", timeout: .seconds(9), operationError: $0) }
+            for limit in limits + nested {
+                for error in [limit] + BridgedLibraryErrorTests.BridgedShape.allCases.map({ $0.shape(limit) }) {
+                    let analysis = FailureAnalysis(error)
+                    #expect(analysis.delivery == .mayHaveBeenSent, "\(error)")
+                    #expect(!analysis.endedWaitingAtAGate, "\(error)")
+                    #expect(Rulebook.countsAsFailure(analysis) == true, "\(error)")
+                    #expect(Rulebook.stopReason(for: analysis, idempotency: .notIdempotent) == .notIdempotent)
+                }
+            }
+            let inTask = FailureAnalysis(late, isCancelled: true, timeLimitFired: true, requestLeftEarlier: true)
+            #expect(inTask.delivery == .mayHaveBeenSent, "\(late)")
+            #expect(Rulebook.countsAsFailure(inTask) == true, "\(late)")
+            let alone = FailureAnalysis(late, isCancelled: true, timeLimitFired: true)
+            #expect(Rulebook.countsAsFailure(alone) == false, "\(late)")
+        }
+    }
+
+    /// A rate limiter knows when the permit a caller waited for frees: a time limit that cuts the
+    /// wait short gets that time as the rejection's hint, the time-out reads it, and a policy
+    /// around the limit waits for the permit rather than its shorter backoff.
+    @Test func aWaitForAPermitCutShortSaysWhenThePermitFrees() async throws {
+        let clock = TestClock()
+        let limiter = try await WaitingLimiter.make(.rateLimiter, clock: clock)
+        let timeout = try Timeout(.seconds(2), clock: clock)
+        let call = Task { try await timeout.execute { try await limiter.call { 1 } } }
+        await limiter.waitForWaiting(sleepers: 1, clock: clock)
+        clock.advance(by: .seconds(2))
+        let error = await #expect(throws: TimeoutError.self) { try await call.value }
+        let late = try #require(error?.operationError as? LimiterRejectionError)
+        #expect(late.reason == .waitCutShort)
+        #expect(late.retryAfter == .seconds(3))
+        #expect(FailureAnalysis(try #require(error)).retryAfter == .seconds(3))
+    }
+
+    @Test func aPolicyWaitsForThePermitAWaitCutShortWasFor() async throws {
+        let clock = TestClock()
+        let limiter = try await WaitingLimiter.make(.rateLimiter, clock: clock)
+        let policy = try RetryPolicy(
+            maximumAttempts: 2, backoff: .constant(.milliseconds(100)), jitter: .none, clock: clock)
+        let call = Task { await policy.outcome(attemptTimeout: .seconds(2)) { try await limiter.call { 1 } } }
+        await clock.waitForSleepers(count: 2)  // the attempt's time limit and the wait for the refill
+        clock.advance(by: .seconds(2))
+        await clock.waitForSleepRequests(count: 3)
+        #expect(clock.sleepRequests[2] == .seconds(3), "the policy waits for the permit: \(clock.sleepRequests)")
+        clock.advance(by: .seconds(3))  // the permit frees
+        let outcome = await call.value
+        #expect(try outcome.get() == 1)
+        #expect(outcome.attempts == 2)
+    }
+
+    /// A CloudKit partial failure whose items say the service is busy or unavailable (with their
+    /// `CKRetryAfter`) is heard as the same error on the whole request is: it counts, and a breaker
+    /// that honours any hint opens for the longest of them.
+    @Test(arguments: [CloudKitErrorCode.zoneBusy, .serviceUnavailable, .requestRateLimited])
+    func aPartialFailureWhoseItemsSayTheServiceIsBusyIsHeard(code: CloudKitErrorCode) async throws {
+        let partial = Self.cloudKit(
+            .partialFailure,
+            userInfo: [
+                CloudKitErrorCode.partialErrorsKey: [
+                    "a": Self.cloudKit(.serverRecordChanged), "b": Self.cloudKit(code, userInfo: ["CKRetryAfter": 20]),
+                ]
+            ])
+        let whole = Self.cloudKit(code, userInfo: ["CKRetryAfter": 20])
+        for error in [partial, whole] {
+            #expect(DefaultCircuitBreakerFailureClassifier().countsAsFailure(error), "\(error)")
+            let clock = TestClock()
+            let breaker = try CircuitBreaker(
+                name: "cloudkit", tripRule: .consecutiveFailures(5), pushback: .anyRetryAfter(), clock: clock)
+            await #expect(throws: NSError.self) { try await breaker.execute { () throws -> Int in throw error } }
+            #expect(breaker.state == .open, "\(error)")
+            #expect(breaker.snapshot().remainingOpenTime == .seconds(20))
+            let counting = try CircuitBreaker(name: "cloudkit", tripRule: .consecutiveFailures(5), clock: clock)
+            await #expect(throws: NSError.self) { try await counting.execute { () throws -> Int in throw error } }
+            #expect(counting.snapshot().consecutiveFailures == 1, "counted under the default pushback too")
+            #expect(counting.state == .closed, "no 429: the default pushback does not open it")
+        }
+    }
+
     // MARK: - Refusals and partial failures
 
     static func cloudKit(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> NSError {

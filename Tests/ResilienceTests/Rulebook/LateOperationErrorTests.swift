@@ -369,6 +369,50 @@ struct LateOperationErrorTests {
         #expect(sent.value == 2, "one offline attempt that never left, then the one that succeeded")
     }
 
+    /// The same, but the inner policy's first try sent its request and lost the connection before
+    /// the next found the network down: the attempt may have reached the server, so the outer
+    /// policy does not send it again. The inner policy told the time limit when that try failed.
+    @Test func aNotIdempotentCallWhoseAttemptSentARequestBeforeGoingOfflineIsNotSentAgain() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let sent = Counter()
+        let ended = Counter()
+        let call = Task {
+            let outcome = await outer.outcome(attemptTimeout: .seconds(10), idempotency: .notIdempotent) {
+                () async throws -> Int in
+                // The inner request is one that may run twice; the outer attempt as a whole may not.
+                try await inner.execute(waitingFor: wait, idempotency: .idempotent) { () throws -> Int in
+                    sent.increment()
+                    if sent.value == 1 { throw URLError(.networkConnectionLost) }
+                    guard network.connectivity.isOnline else { throw URLError(.notConnectedToInternet) }
+                    return 7
+                }
+            }
+            ended.increment()
+            return outcome
+        }
+        await clock.waitForSleepers(count: 2)  // the time limit and the inner backoff
+        clock.advance(by: .seconds(1))
+        await network.waitForObservers(count: 1)  // the second try failed offline; the inner policy waits
+        await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
+        clock.advance(by: .seconds(9))
+        network.set(.online)
+        // The outer policy either stops now or waits its backoff before sending again (its fourth
+        // sleep, after the time limit, the inner backoff and the wait's limit).
+        while ended.value == 0, clock.sleepRequests.count < 4 { await Task.yield() }
+        if clock.sleepRequests.count >= 4 { clock.advance(by: clock.sleepRequests[3]) }
+        let outcome = await call.value
+        #expect(outcome.stopReason == .notIdempotent)
+        #expect(outcome.attempts == 1)
+        #expect(sent.value == 2)
+        let limit = try #require(outcome.result.error as? AttemptTimeoutError)
+        #expect((limit.operationError as? URLError)?.code == .notConnectedToInternet)
+        #expect(FailureAnalysis(limit).delivery == .mayHaveBeenSent)
+    }
+
     /// An inner policy that waits for a credential refresh, cut short by the outer policy's time
     /// limit, ends with the credential failure, which the limit keeps.
     @Test func aCredentialFailureTheInnerPolicyWaitedOnReachesTheOuterPolicy() async throws {
@@ -503,11 +547,10 @@ struct LateOperationErrorMeaningTests {
         }
     }
 
+    /// A late limiter's refusal is a time-out too, which no breaker counts: it ended in front of
+    /// the dependency (see `CircuitBreakerHealthCountingTests`).
     @Test func itStaysATimeOutForEverythingElse() {
-        let lates: [any Error] = [
-            HTTPResponseError(statusCode: 404), URLError(.cancelled),
-            LimiterRejectionError(limiterName: "l", reason: .queueFull), PermanentError(),
-        ]
+        let lates: [any Error] = [HTTPResponseError(statusCode: 404), URLError(.cancelled), PermanentError()]
         for late in lates {
             let limits = Self.limits(keeping: late)
             // Bridged, the late error is kept under a key of the library's, not below the time-out.

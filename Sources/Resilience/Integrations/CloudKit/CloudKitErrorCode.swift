@@ -41,6 +41,12 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
     /// framework's constant holds, as published bindings of it record.
     public static let userDidResetEncryptedDataKey = "CKUserDidResetEncryptedData"
 
+    /// The codes by which CloudKit says the service, not the request, is the trouble: it is
+    /// unavailable, the zone is busy, or the client sends too much. Apple's guidance for each is
+    /// to wait (for `CKRetryAfter`, when present) and try again; a breaker hears them, on the
+    /// whole request or on an item of a partial failure.
+    static let serviceBusyCodes: Set<CloudKitErrorCode> = [.serviceUnavailable, .zoneBusy, .requestRateLimited]
+
     /// The raw code.
     public let rawValue: Int
 
