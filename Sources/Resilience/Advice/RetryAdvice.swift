@@ -59,7 +59,9 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         /// zone and its subscriptions, then send the request again; no retry button helps before
         /// that. A zone the person deleted held data they chose to remove: ask them before
         /// uploading it again. After a reset, upload the zone's data again.
-        /// A failure a classifier stops with ``RetryStopReason/setupRequired``.
+        /// A failure a classifier stops with ``RetryStopReason/setupRequired``, a CloudKit
+        /// `partialFailure` whose every item failed for want of its zone included; one that mixes
+        /// such items with items failed otherwise is ``permanent``.
         public static let setupRequired = Reason(rawValue: "setupRequired")
         /// The same request will fail the same way: a 4xx, invalid data, a missing record.
         public static let permanent = Reason(rawValue: "permanent")

@@ -18,17 +18,28 @@
 /// ## At the bound
 /// When a new key arrives and the registry already holds ``maximumCount``
 /// breakers, it forgets one to make room: the least recently used breaker
-/// that is closed, since a closed breaker holds nothing worth keeping but
-/// its counts. Open, half-open and isolated breakers are kept, because
-/// forgetting one would let its failing dependency be called again at once;
-/// only when every breaker held is in one of those states does the registry
-/// forget the least recently used of them, so that it never grows past its
-/// bound. A forgotten breaker keeps working for anyone still holding it; the
-/// next ``breaker(for:)`` for its key makes a fresh, closed one.
+/// that is closed and whose own throttle, if it has one, rejects nothing, since
+/// such a breaker holds nothing worth keeping but its counts. Open, half-open
+/// and isolated breakers are kept, because forgetting one would let its failing
+/// dependency be called again at once. So is a closed breaker whose own
+/// ``AdaptiveThrottle`` (one no other breaker held has: see `makeThrottle`)
+/// rejects calls with a probability above zero, because forgetting it would hand
+/// its overloaded host's clients a fresh throttle that lets every call through.
+/// A throttle shared by every key keeps no breaker: forgetting one of its
+/// breakers loses nothing of it. Only when every breaker held is kept for one of
+/// those reasons does the registry forget the least recently used of them, so
+/// that it never grows past its bound. A forgotten breaker keeps working for
+/// anyone still holding it; the next ``breaker(for:)`` for its key makes a
+/// fresh, closed one.
 ///
 /// Finding the victim walks from the least recently used end until it meets a
-/// closed breaker, reading each breaker's state from an atomic word without
-/// its lock.
+/// breaker not kept, reading each breaker's state, and its throttle's counts,
+/// from atomic words without their locks. A throttle is judged without reading
+/// its clock (which may be yours) under the registry's lock: at the latest time
+/// it read it, or, on the system's continuous clock on Linux, at the time read
+/// just before the lock. So a throttle on another clock that has not been called
+/// since its window emptied may still be judged to reject, and its breaker kept,
+/// until it is called again.
 ///
 /// ## Cost
 /// The registry remembers the last keys it was asked for, bit for bit, in a small
@@ -248,7 +259,9 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
     func breakerAfterMiss(for key: Key, hash: Int, slot: Int) -> CircuitBreaker {
         var made: CircuitBreaker?
         while true {
-            let (candidates, version) = self.entries.withLock { ($0.candidates(hash: hash), $0.version) }
+            let (candidates, version, judgesThrottles) = self.entries.withLock {
+                ($0.candidates(hash: hash), $0.version, $0.judgesThrottles(maximumCount: self.maximumCount))
+            }
             if let found = candidates.first(where: { $0.key == key }) {
                 let released = self.entries.withLock { entries in
                     entries.use(index: found.index, ifHolding: found.breaker)
@@ -260,10 +273,15 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
             }
             let breaker = made ?? self.makeBreaker(key)
             made = breaker
+            // Read before the lock, and only when the insertion will forget a breaker and some
+            // breaker held has a throttle: a throttle is judged under the lock at this reading,
+            // without reading its clock there (see `AdaptiveThrottle.isRejecting(atSystemBoot:)`).
+            let reading = judgesThrottles ? ThrottleReading() : nil
             let released: RegistryReleased<Key>? = self.entries.withLock { entries in
                 guard entries.version == version else { return nil }
                 return entries.insert(
-                    key: key, hash: hash, slot: slot, breaker: breaker, maximumCount: self.maximumCount)
+                    key: key, hash: hash, slot: slot, breaker: breaker, maximumCount: self.maximumCount,
+                    throttleReading: reading)
             }
             // Released here, outside the lock: a key's or a breaker's deinit may run user code.
             if let released {
@@ -333,6 +351,9 @@ struct RegistryEntries<Key: Hashable & Sendable> {
     /// What slots held before they were rewritten while a lock-free reader was inside them:
     /// released by a later operation that finds the slot without readers.
     @usableFromInline var retired: [RegistryRetired<Key>] = []
+    /// How many of the breakers held have each throttle, so that one shared by other keys'
+    /// breakers keeps none of them; empty when no breaker held has a throttle.
+    var throttleHolders: [ObjectIdentifier: Int] = [:]
 
     @usableFromInline init(recentKeys: RegistryRecentKeys<CircuitBreaker>) {
         self.recent = recentKeys
@@ -476,14 +497,38 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         self.pushNewest(index)
     }
 
+    /// Whether an insertion now would forget a breaker while some breaker held has a throttle,
+    /// so that it must judge throttles (with a ``ThrottleReading`` made before the lock).
+    func judgesThrottles(maximumCount: Int) -> Bool {
+        self.nodes.count >= maximumCount && !self.throttleHolders.isEmpty
+    }
+
+    /// Whether `breaker`'s throttle is its own (no other breaker held has it) and rejects calls
+    /// with a probability above zero at `reading` (never without one): forgetting the breaker would hand its key a
+    /// throttle that lets every call through to an overloaded host.
+    private func ownThrottleIsRejecting(_ breaker: CircuitBreaker, at reading: ThrottleReading?) -> Bool {
+        guard let reading, let throttle = breaker.throttle,
+            self.throttleHolders[ObjectIdentifier(throttle), default: 0] <= 1
+        else { return false }
+        return throttle.isRejecting(atSystemBoot: reading.systemBoot)
+    }
+
     /// Adds `breaker` for `key` as the most recently used and remembers `key` in `slot`;
     /// returns what it released (the entry forgotten to make room, what the slots it
     /// rewrote held), for the caller to release outside the lock.
+    ///
+    /// At the bound, it forgets the least recently used breaker that is closed and whose own
+    /// throttle, if it has one, rejects nothing at `throttleReading` (`nil` when no breaker held
+    /// has a throttle); when every breaker is kept that way, the least recently used of all.
     mutating func insert(
-        key: Key, hash: Int, slot: Int, breaker: CircuitBreaker, maximumCount: Int
+        key: Key, hash: Int, slot: Int, breaker: CircuitBreaker, maximumCount: Int,
+        throttleReading: ThrottleReading? = nil
     ) -> RegistryReleased<Key> {
         self.recordLockFreeUses()
         self.version &+= 1
+        // Counted before a victim is chosen: a throttle the new breaker has too is not the
+        // victim's own, since forgetting the victim loses nothing of it.
+        if let throttle = breaker.throttle { self.throttleHolders[ObjectIdentifier(throttle), default: 0] += 1 }
         if self.nodes.count < maximumCount {
             self.nodes.append(
                 Node(
@@ -497,13 +542,18 @@ struct RegistryEntries<Key: Hashable & Sendable> {
         var victim = self.oldest
         var index = self.oldest
         while index != -1 {
-            if self.nodes[index].breaker.isClosed {
+            let candidate = self.nodes[index].breaker
+            if candidate.isClosed, !self.ownThrottleIsRejecting(candidate, at: throttleReading) {
                 victim = index
                 break
             }
             index = self.nodes[index].newer
         }
         let evicted = (key: self.nodes[victim].key, breaker: self.nodes[victim].breaker)
+        if let throttle = evicted.breaker.throttle {
+            let holders = self.throttleHolders[ObjectIdentifier(throttle), default: 1] - 1
+            self.throttleHolders[ObjectIdentifier(throttle)] = holders > 0 ? holders : nil
+        }
         self.removeFromHashChain(victim)
         self.unlink(victim)
         // A remembered key must not find the evicted breaker again: its slots are emptied
@@ -628,5 +678,21 @@ enum RegistryKeyBits {
             }
             return words
         }
+    }
+}
+
+/// The reading by which ``CircuitBreakerRegistry`` judges, under its lock, whether a breaker's
+/// throttle rejects calls; made before the lock, since a throttle's clock may be user code.
+struct ThrottleReading {
+    /// The system's boot-time clock in nanoseconds, on Linux: a throttle on the system's
+    /// continuous clock is judged at it, any other at the latest time it read its clock.
+    let systemBoot: Int64?
+
+    init() {
+        #if canImport(Glibc)
+            self.systemBoot = SystemClockSource.system.boot()
+        #else
+            self.systemBoot = nil
+        #endif
     }
 }

@@ -80,7 +80,9 @@ public struct DefaultRetryClassifier: RetryClassifier {
         case .restService(let decision)?:
             return decision
         case .cloudKit(let code)?:
-            return CloudKitRetryClassifier().decision(forCodeInChain: code)
+            return CloudKitRetryClassifier().decision(
+                forCodeInChain: code, everyItemNeedsSetup: code == analysis.cloudKitCode && analysis.everyItemNeedsSetup
+            )
         case .http?:
             let http = HTTPRetryClassifier()
             if let status = analysis.httpStatus { return http.decision(forStatus: status) }

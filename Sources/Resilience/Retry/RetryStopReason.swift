@@ -45,7 +45,9 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// carrying ``CloudKitErrorCode/userDidResetEncryptedDataKey``). The same request fails the
     /// same way until the app sets it up again (creates the zone and its subscriptions, and after
     /// a reset uploads the zone's data again), and succeeds after; unlike ``notRetryable``, the
-    /// failure is not final.
+    /// failure is not final. A CloudKit `partialFailure` whose every item failed that way stops
+    /// with this reason too (send the items it names again once the zone exists, not the whole
+    /// batch); one that mixes them with other items' errors stops with ``partialFailure``.
     public static let setupRequired = RetryStopReason(rawValue: "setupRequired")
     /// The request is not idempotent and may have reached the server, so sending it
     /// again could repeat its effect (see ``Idempotency``). A request whose body is a
@@ -56,7 +58,8 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// so it was held back while the items that provably had no effect were sent again.
     public static let notIdempotent = RetryStopReason(rawValue: "notIdempotent")
     /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
-    /// (see ``CloudKitPartialFailure``).
+    /// (see ``CloudKitPartialFailure``). When every item failed for want of its zone, the call
+    /// stops with ``setupRequired`` instead.
     public static let partialFailure = RetryStopReason(rawValue: "partialFailure")
     /// An ``AdaptiveThrottle`` rejected the call locally; retrying would defeat its purpose.
     public static let throttled = RetryStopReason(rawValue: "throttled")

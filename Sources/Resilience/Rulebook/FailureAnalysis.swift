@@ -147,6 +147,12 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// have been saved: they say what to do with those items, never that the batch may be
     /// sent again whole.
     var reportsOnItems: Bool { self.cloudKitCode == .partialFailure }
+    /// Whether the outermost CloudKit error in the chain is a partial failure that names at least
+    /// one item, and every item it names failed for want of its zone (`userDeletedZone`,
+    /// `zoneNotFound`, or the flag that the person's reset of their encrypted data deleted it):
+    /// creating the zone again is the one remedy the batch needs, so it stops with
+    /// ``RetryStopReason/setupRequired``.
+    let everyItemNeedsSetup: Bool
     /// The outermost URL loading error's category in the chain, if any.
     let urlErrorCategory: URLErrorCategory?
     /// What ``DefaultRetryClassifier`` reads from the outermost error in the chain that one of its
@@ -197,6 +203,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.holdsTimeLimitError = reader.sawTimeLimit
         self.httpStatus = reader.status
         self.cloudKitCode = reader.cloudKitCode
+        self.everyItemNeedsSetup = reader.everyItemNeedsSetup
         self.urlErrorCategory = reader.urlErrorCategory
         self.defaultRuling = reader.ruling
         self.isTooManyRequests = reader.sawTooManyRequests
@@ -287,6 +294,8 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// Whether the local rejection was, or included, an ``AdaptiveThrottle``'s.
         var sawThrottleRejection = false
         var cloudKitCode: CloudKitErrorCode?
+        /// Whether ``cloudKitCode`` is a partial failure whose items all failed for want of their zone.
+        var everyItemNeedsSetup = false
         var urlErrorCategory: URLErrorCategory?
         var ruling: DefaultRetryClassifier.Ruling?
         /// How many time limits' late errors this reader is nested in (see ``readLate(_:)``).
@@ -300,6 +309,19 @@ public struct FailureAnalysis: Sendable, Hashable {
         static let limiterRejection = ObjectIdentifier(LimiterRejectionError.self)
         static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
         static let breakerRejection = ObjectIdentifier(CircuitBreakerOpenError.self)
+
+        /// Whether the partial failure `node` names at least one item and each item's outermost
+        /// CloudKit error is judged a missing zone (`userDeletedZone`, `zoneNotFound`, the reset flag).
+        static func everyItemNeedsSetup(_ node: ErrorChain.Node) -> Bool {
+            guard let items = node.userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any],
+                !items.isEmpty
+            else { return false }
+            return items.values.allSatisfy { value in
+                guard let item = value as? any Error else { return false }
+                let code = CloudKitRetryClassifier.judgedCode(in: item)
+                return code == .zoneNotFound || code == .userDeletedZone
+            }
+        }
 
         /// Reads the facts of one error of the chain, each reader sharing the node's `NSError` form.
         mutating func read(_ node: ErrorChain.Node) {
@@ -387,7 +409,10 @@ public struct FailureAnalysis: Sendable, Hashable {
             // A zone the person's reset of their encrypted data deleted reads as missing, whatever the code.
             let cloudKitCode = CloudKitErrorCode(judging: node)
             if let code = cloudKitCode {
-                if self.cloudKitCode == nil { self.cloudKitCode = code }
+                if self.cloudKitCode == nil {
+                    self.cloudKitCode = code
+                    if code == .partialFailure { self.everyItemNeedsSetup = Self.everyItemNeedsSetup(node) }
+                }
                 if code == .partialFailure {
                     self.sawPartialFailure = true
                 } else {

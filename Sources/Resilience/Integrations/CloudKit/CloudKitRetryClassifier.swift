@@ -7,6 +7,7 @@
 /// | `batchRequestFailed` | retry: the item failed only because another item in its atomic batch did |
 /// | `serverResponseLost` | retry only when the operation is idempotent |
 /// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` |
+/// | `partialFailure` whose every item is a zone error (`userDeletedZone`, `zoneNotFound`, the reset flag) | stop: ``RetryStopReason/setupRequired`` (create the zone, then re-send the failed items; a mix with other final errors stays ``RetryStopReason/partialFailure``) |
 /// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
 /// | `userDeletedZone`, `zoneNotFound` | stop: ``RetryStopReason/setupRequired`` (create the zone and its subscriptions, then send again) |
 /// | any code with ``CloudKitErrorCode/userDidResetEncryptedDataKey`` set | stop: ``RetryStopReason/setupRequired`` (the person reset their encrypted data: create the zone again and upload its data again) |
@@ -54,15 +55,20 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     /// `NSUnderlyingErrorKey` or in an app's own error is judged as it would be thrown directly.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
         // A policy has already read the chain once; reuse its reading rather than walk it again.
-        guard let code = context.analysis(of: error).cloudKitCode else { return nil }
-        return self.decision(forCodeInChain: code)
+        let analysis = context.analysis(of: error)
+        guard let code = analysis.cloudKitCode else { return nil }
+        return self.decision(forCodeInChain: code, everyItemNeedsSetup: analysis.everyItemNeedsSetup)
     }
 
     /// The decision for the outermost CloudKit error of a chain, a partial failure included.
-    func decision(forCodeInChain code: CloudKitErrorCode) -> RetryDecision {
+    ///
+    /// - Parameter everyItemNeedsSetup: Whether `code` is a partial failure each of whose items
+    ///   failed for want of its zone (``FailureAnalysis``'s reading of the chain).
+    func decision(forCodeInChain code: CloudKitErrorCode, everyItemNeedsSetup: Bool) -> RetryDecision {
         if code == .partialFailure {
             // The items that succeeded are in no error: a whole-batch retry would send them again.
-            return .doNotRetry(because: .partialFailure)
+            // When every item that failed lacks its zone, that is what the app must see to first.
+            return .doNotRetry(because: everyItemNeedsSetup ? .setupRequired : .partialFailure)
         }
         return self.decision(for: code)
     }
