@@ -7,13 +7,18 @@ import Synchronization
 /// cancelled. A cancelled loser runs under a signal it fires first, so a
 /// ``CircuitBreaker`` inside counts it as neither a success nor a failure
 /// (``Interruption/superseded``). A failed attempt does not end the call while
-/// another is running; when none is, and hedges remain, the next starts at once,
-/// unless the server asked for quiet.
+/// another is running, unless the rules end the call on its failure (below); when
+/// none is, and hedges remain, the next starts at once, unless the server asked for quiet.
 ///
 /// Hedging repeats the call, so it runs only for calls the ``Rulebook`` says may
 /// run twice: a call declared ``Idempotency/notIdempotent`` (here or by an
-/// enclosing call) runs once, unhedged. A failure the rules end (HTTP 429)
-/// starts no more hedges.
+/// enclosing call) runs once, unhedged. A failure the rules end the call on (HTTP
+/// 429, a request that reports it may not be sent again, a cancellation) ends it at
+/// once, with that failure: no more hedges start, and the attempts still running are
+/// superseded as losers are, so a ``RetryPolicy`` inside one sends nothing more and a
+/// ``CircuitBreaker`` inside counts it as nothing. An attempt whose operation had
+/// already returned when the call took that failure is left alone, and if it
+/// succeeded, it wins, as it would had the call taken it first.
 ///
 /// With a ``RetryBudget``, each hedge spends a token from it like a retry, no hedge
 /// starts while the budget is spent, and each call that succeeds gives back the
@@ -49,13 +54,13 @@ import Synchronization
 /// within its ``RetryPolicy/maximumRetryAfter`` and deadline).
 ///
 /// When no attempt succeeds, the call ends with the failure that matters to the
-/// rules, as the operation threw it: the first one the rules ended hedging on
-/// (a 429, a request that is not idempotent, a cancellation), whatever failed
-/// after it; else the one with the longest retry-after hint; else the last. So a
-/// 429 one attempt got while another was still running reaches a ``RetryPolicy``
-/// (which does not retry it) and a ``CircuitBreaker`` (which opens for its hint)
-/// around the call, even when the other attempt then fails differently. The
-/// other attempts' hints are not merged into it.
+/// rules, as the operation threw it: the first one the rules ended the call on
+/// (a 429, a request that is not idempotent, a cancellation); else the one with
+/// the longest retry-after hint; else the last. So a 429 one attempt got while
+/// another was still running reaches a ``RetryPolicy`` (which does not retry it)
+/// and a ``CircuitBreaker`` (which opens for its hint) around the call when it
+/// comes, not when the other attempt ends. The other attempts' hints are not
+/// merged into it.
 ///
 /// Attempts run concurrently, so the operation is `@Sendable`. It keeps the
 /// caller's isolation, as a `Task`'s closure does: written on the main actor, it is
@@ -158,9 +163,10 @@ public final class Hedging: Sendable {
     ///     written on the main actor is isolated to it (the way `Task.init`'s is), and every
     ///     copy of it runs there.
     /// - Returns: The value of the first attempt that succeeds.
-    /// - Throws: When every attempt failed, the failure that matters to the rules, as the
-    ///   operation threw it: the first one they ended hedging on (a 429, say), else the
-    ///   one with the longest retry-after hint, else the last.
+    /// - Throws: The first failure the rules end the call on (a 429, say), as soon as it
+    ///   comes, unless an attempt had already succeeded; otherwise, when every attempt
+    ///   failed, the one with the longest retry-after hint, else the last, as the
+    ///   operation threw it.
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
@@ -200,9 +206,11 @@ public final class Hedging: Sendable {
             self.callerCancelled(start.id, first: first)
         }
         if let timer = call.timer { self.disarmTimer(timer) }
-        if let winner = call.winner, !call.hedges.isEmpty {
-            // The losers were superseded: each records it before its cancellation, so a
-            // breaker inside counts it as nothing; the call waits for them, as a task group would.
+        if call.winner != nil || call.isEndedByRule, !call.hedges.isEmpty {
+            // The losers were superseded, by the winner or by a failure the rules end the call on:
+            // each records it before its cancellation, so a breaker inside counts it as nothing;
+            // the call waits for them, as a task group would.
+            let winner = call.winner ?? -1
             let attempts = (call.first.map { [$0] } ?? []) + call.hedges
             for (index, loser) in attempts.enumerated() where index != winner { loser.signal.fire() }
             for (index, loser) in attempts.enumerated() where index != winner { loser.task.cancel() }
@@ -259,6 +267,24 @@ public final class Hedging: Sendable {
                 }
             }
             call.taken |= 1 << UInt16(index)
+            if call.isEndedByRule {
+                // A failure the rules end the call on was taken: only the attempts that had already
+                // ended by then are still heard, and the first of them that succeeded wins.
+                let bit: UInt16 = 1 << UInt16(index)
+                guard call.settling & bit != 0 else {
+                    call.running -= 1  // a superseded attempt, whatever it ended with
+                    continue
+                }
+                call.settling &= ~bit
+                if case .success(let timed) = result {
+                    call.winner = index
+                    self.recordSuccess(timed.latency)
+                    return .success(timed.value)
+                }
+                call.running -= 1
+                if call.settling == 0 { return .failure(call.ending) }
+                continue
+            }
             switch result {
             case .success(let timed):
                 call.winner = index
@@ -269,6 +295,17 @@ public final class Hedging: Sendable {
                 // The call keeps the failure it ends with if no attempt succeeds: the first one
                 // the rules ended hedging on, else the one with the longest retry-after hint.
                 if !self.note(error, of: start, into: &call.failures) { call.mayHedge = false }
+                // A failure the rules end the call on (a 429, a request that may not be sent again,
+                // a cancellation) ends it now: the attempts still running are superseded, so a
+                // policy inside one sends nothing more, and the call waits for none of their answers.
+                // Not once the caller gave up: its handler already cancelled them, as the caller's.
+                if call.failures.lastEndsCall, !call.callerCancelled, !Task.isCancelled {
+                    call.mayHedge = false
+                    call.isEndedByRule = true
+                    call.settling = call.supersedeRunning()
+                    if call.settling == 0 { return .failure(call.ending) }
+                    continue
+                }
                 // The attempt held a call that may not run twice: no other copy may send it again.
                 if call.holdsNotIdempotentCall { call.mayHedge = false }
                 // A server's retry-after hint that has not passed yet holds the next attempt back.
@@ -698,6 +735,8 @@ public final class Hedging: Sendable {
     /// Takes in the failure of an attempt of the call `start`: keeps it in `failures` as the
     /// failure the call ends with if it matters more than the one kept, notes until when its
     /// retry-after hint asks for quiet, and returns whether the call may start more attempts.
+    /// Whether the rules end the call on this failure is left in
+    /// ``HedgedFailures/lastEndsCall``.
     ///
     /// The first failure the rules end hedging on (a 429, a request that is not idempotent,
     /// a cancellation) is kept whatever fails after it; until one comes, the failure with the
@@ -711,6 +750,7 @@ public final class Hedging: Sendable {
         let analysis = FailureAnalysis(error)
         failures.lastCostsToken = Rulebook.loadedTheDependency(analysis)
         let ruled = Rulebook.stopReason(for: analysis, idempotency: start.declared) != nil
+        failures.lastEndsCall = ruled
         let hint = Swift.max(analysis.retryAfter ?? .zero, .zero)
         if failures.ending == nil || !failures.endingIsRuled && (ruled || hint >= failures.endingHint) {
             failures.ending = error
@@ -794,6 +834,11 @@ struct HedgedAttemptSignal: Sendable {
     @usableFromInline
     func fire() { self.signal.fire() }
 
+    /// Records that the attempt lost the race unless its operation already returned;
+    /// `false` when it did, and its outcome is on its way to the call.
+    @usableFromInline
+    func supersede() -> Bool { self.signal.claim() }
+
     /// Marks the attempt's own end.
     @usableFromInline
     func complete() { self.signal.complete() }
@@ -838,6 +883,12 @@ struct HedgedCall<Value: Sendable> {
     @usableFromInline var taken: UInt16 = 0
     /// Whether the hedge delay passed while an attempt's end was on its way.
     @usableFromInline var isHedgeDeferred = false
+    /// Whether the call took a failure the rules end it on, and superseded the attempts
+    /// still running (``supersedeRunning()``).
+    @usableFromInline var isEndedByRule = false
+    /// After such a failure, the attempts whose operation had already returned and whose
+    /// end the call has not taken yet, one bit each: one of them that succeeded still wins.
+    @usableFromInline var settling: UInt16 = 0
 
     @inlinable
     init(hedgesLeft: Int) {
@@ -880,6 +931,24 @@ struct HedgedCall<Value: Sendable> {
         return false
     }
 
+    /// Supersedes each attempt whose end the call has not taken and whose operation still
+    /// runs (it records the supersession before its cancellation, so what is nested in it
+    /// reads its end as ``Interruption/superseded``); returns the others, whose operation had
+    /// already returned, one bit each.
+    @inlinable
+    func supersedeRunning() -> UInt16 {
+        var settled: UInt16 = 0
+        for index in 0..<self.count where self.taken & (1 << UInt16(index)) == 0 {
+            let attempt = self.attempt(index)
+            if attempt.signal.supersede() {
+                attempt.task.cancel()
+            } else {
+                settled |= 1 << UInt16(index)
+            }
+        }
+        return settled
+    }
+
     /// Whether an attempt's own task marked its end and the call has not taken that end yet.
     @inlinable
     var anAttemptEndedUntaken: Bool {
@@ -898,6 +967,8 @@ struct HedgedFailures {
     @usableFromInline var ending: (any Error)?
     /// Whether the rules ended hedging on ``ending``: no later failure replaces it.
     @usableFromInline var endingIsRuled = false
+    /// Whether the rules end the call on the failure taken last.
+    @usableFromInline var lastEndsCall = false
     /// The retry-after hint of ``ending``; zero without one.
     @usableFromInline var endingHint = Duration.zero
     /// The time on the strategy's clock before which no attempt starts: the end of the

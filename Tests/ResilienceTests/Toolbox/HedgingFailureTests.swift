@@ -145,6 +145,173 @@ struct HedgingFailureTests {
         #expect(scene.runs.value == 2)
     }
 
+    // MARK: - A failure the rules end the call on ends it at once
+
+    /// A hedged call whose first attempt's request hangs for 30 s, then fails with `late`; its
+    /// hedge, at t = 3, fails with `early`; any later request succeeds. `wrap` runs each attempt
+    /// (a policy inside, say). Records each request and whether the hung one was cancelled.
+    struct HungFirstAttempt: Sendable {
+        let clock = TestClock()
+        let sends = Recorder<String>()
+        let hedging: Hedging
+        let early: any Error
+        let late: any Error
+
+        init(early: any Error, late: any Error = URLError(.timedOut)) throws {
+            self.hedging = try Hedging(delay: .fixed(.seconds(3)), maximumHedges: 1, clock: self.clock)
+            self.early = early
+            self.late = late
+        }
+
+        /// One request: the first hangs, the second fails with `early`, any other succeeds.
+        func request() async throws -> Int {
+            let number = self.sends.values.count
+            switch number {
+            case 0:
+                self.sends.record("hang")
+                do {
+                    try await self.clock.sleep(for: .seconds(30))
+                } catch {
+                    self.sends.record("hang cancelled")
+                    throw error
+                }
+                throw self.late
+            case 1:
+                self.sends.record("hedge")
+                throw self.early
+            default:
+                self.sends.record("another")
+                return number
+            }
+        }
+
+        /// Moves the clock to t = 3, when the hedge starts.
+        func startTheHedge() async {
+            await self.clock.waitForSleepers(count: 2)  // the hung request and the hedge timer
+            self.clock.advance(by: .seconds(3))
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHedgeAnswered429EndsTheCallAtOnceAndAPolicyInTheRunningAttemptSendsNothingMore() async throws {
+        let scene = try HungFirstAttempt(early: HTTPResponseError(statusCode: 429, headers: ["retry-after": "60"]))
+        let inner = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: scene.clock)
+        let pipeline = ResiliencePipeline {
+            scene.hedging
+            inner
+        }
+        async let ended: (Result<Int, any Error>, Duration) = {
+            let result = await Result { try await pipeline.execute { try await scene.request() } }
+            return (result, scene.clock.now.offset)
+        }()
+        await scene.startTheHedge()
+        let (result, at) = await ended
+        #expect(scene.sends.values == ["hang", "hedge", "hang cancelled"])
+        #expect(at == .seconds(3), "the 429 came at t = 3; the call ended at \(at)")
+        guard case .failure(let error) = result else {
+            Issue.record("a 429 ended in \(result)")
+            return
+        }
+        #expect(FailureAnalysis(error).isTooManyRequests, "ended with \(error)")
+        #expect(scene.clock.sleeperCount == 0)
+        #expect(scene.hedging.calls.withLock { $0.count } == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPolicyAroundReportsTheHedges429WhenItCameNotWhenTheHungAttemptFailed() async throws {
+        let scene = try HungFirstAttempt(
+            early: HTTPResponseError(statusCode: 429), late: URLError(.networkConnectionLost))
+        let inner = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: scene.clock)
+        let outer = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: scene.clock)
+        async let outcome = outer.outcome {
+            try await scene.hedging.execute { try await inner.execute { try await scene.request() } }
+        }
+        await scene.startTheHedge()
+        let settled = await outcome
+        #expect(settled.stopReason == .tooManyRequests, "stopped with \(settled.stopReason)")
+        #expect(settled.attempts == 1)
+        #expect(settled.elapsed == .seconds(3))
+        #expect(scene.sends.values == ["hang", "hedge", "hang cancelled"])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHedgeThatSaysItsRequestIsNotIdempotentEndsTheCallAtOnce() async throws {
+        let post = HTTPResponseError(statusCode: 503, requestIdempotency: .http(method: "POST"))
+        let scene = try HungFirstAttempt(early: post)
+        let inner = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: scene.clock)
+        let outer = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: scene.clock)
+        async let outcome = outer.outcome {
+            try await scene.hedging.execute { try await inner.execute { try await scene.request() } }
+        }
+        await scene.startTheHedge()
+        let settled = await outcome
+        #expect(settled.stopReason == .notIdempotent, "stopped with \(settled.stopReason)")
+        #expect(settled.elapsed == .seconds(3))
+        #expect(scene.sends.values == ["hang", "hedge", "hang cancelled"])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aBreakerInTheAttemptA429SupersededCountsItsEndAsNothing() async throws {
+        // The hung request's transport reports its cancellation as a lost connection, which a
+        // breaker would count were it not read as the attempt's supersession.
+        let scene = try HungFirstAttempt(early: StatusError(status: 429))
+        let breaker = try CircuitBreaker(name: "inner", tripRule: .consecutiveFailures(1), clock: scene.clock)
+        async let ended = Result {
+            try await scene.hedging.execute { () async throws -> Int in
+                if scene.sends.values.isEmpty {
+                    return try await breaker.execute {
+                        do {
+                            return try await scene.request()
+                        } catch is CancellationError {
+                            throw URLError(.networkConnectionLost)
+                        }
+                    }
+                }
+                return try await scene.request()
+            }
+        }
+        await scene.startTheHedge()
+        let result = await ended
+        #expect(throws: StatusError(status: 429)) { try result.get() }
+        #expect(scene.sends.values == ["hang", "hedge", "hang cancelled"])
+        #expect(breaker.snapshot().state == .closed, "the superseded attempt was counted as a failure")
+    }
+
+    @Test func aFailureTheRulesEndTheCallOnSupersedesTheRunningAttemptsAndLeavesOneThatHadReturned() async throws {
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 2)
+        let clock = TestClock()
+        var call = HedgedCall<Int>(hedgesLeft: 2)
+        let (_, failed) = hedging.attemptScope(CallScope())
+        let (_, returned) = hedging.attemptScope(CallScope())
+        let (_, running) = hedging.attemptScope(CallScope())
+        failed.complete()
+        returned.complete()
+        let failing = Task { () throws -> Timed<Int> in throw StatusError(status: 429) }
+        let succeeding = Task { () throws -> Timed<Int> in Timed(value: 2, latency: .seconds(1)) }
+        call.add(HedgedAttempt(task: failing, signal: failed))
+        call.add(HedgedAttempt(task: succeeding, signal: returned))
+        let hung = Task { () async throws -> Timed<Int> in
+            try await clock.sleep(for: .seconds(3_600))
+            return Timed(value: 3, latency: .seconds(3_600))
+        }
+        call.add(HedgedAttempt(task: hung, signal: running))
+        await clock.waitForSleepers(count: 1)
+        call.taken = 1  // the 429, taken
+        // The attempt whose operation had returned is left for the call to take; its success wins.
+        #expect(call.supersedeRunning() == 0b010)
+        #expect(!returned.signal.hasFired)
+        #expect(running.signal.hasFired, "the running attempt was not superseded")
+        #expect(hung.isCancelled)
+        hung.cancel()  // so that the test ends either way
+        await #expect(throws: CancellationError.self) { try await hung.value }
+        #expect(try await succeeding.value.value == 2)
+    }
+
     // MARK: - The quiet a retry-after hint asks for
 
     @Test func aHintLongerThanTheHedgeDelayStartsNoMoreAttempts() async throws {
