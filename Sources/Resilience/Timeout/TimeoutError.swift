@@ -38,6 +38,9 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
     /// `nil` for a late failure of the operation's own, which came as the limit ended, and for
     /// one that rebuilt the policy's error (see `LateOperationError.age(of:)`).
     let operationErrorAge: Duration?
+    /// When the limit's deadline was and when it ended the call, for a limit enclosing it (see
+    /// `TimeLimitEnd`); `nil` for an error made with the public initializer. Not compared.
+    let limitEnd: TimeLimitEnd?
 
     /// Creates the error for an operation allowed `timeout`.
     ///
@@ -55,19 +58,21 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
         self.requestIdempotency = requestIdempotency
         self.operationError = operationError
         self.operationErrorAge = nil
+        self.limitEnd = nil
     }
 
     /// Creates the error for an operation allowed `timeout` whose late error had been received
-    /// `operationErrorAge` before the limit ended it.
+    /// `operationErrorAge` before the limit ended it, as `limitEnd` says.
     init(
         timeoutName: String, timeout: Duration, requestIdempotency: Idempotency?, operationError: (any Error)?,
-        operationErrorAge: Duration?
+        operationErrorAge: Duration?, limitEnd: TimeLimitEnd?
     ) {
         self.timeoutName = timeoutName
         self.timeout = timeout
         self.requestIdempotency = requestIdempotency
         self.operationError = operationError
         self.operationErrorAge = operationError == nil ? nil : operationErrorAge
+        self.limitEnd = limitEnd
     }
 
     /// Always `true`: a timed-out call may succeed next time, when it may be repeated.
