@@ -131,7 +131,10 @@ public final class ConcurrencyLimiter: Sendable {
                 guard let timedOut = storage.remove(ticket) else { return }
                 let queued = storage.counts.queued
                 timedOut.resolve(
-                    .failure(LimiterRejectionError(limiterName: name, reason: .queueTimedOut, queued: queued)))
+                    .failure(
+                        LimiterRejectionError(
+                            limiterName: name, reason: .queueTimedOut, queued: queued,
+                            limitEnd: TimeLimitEnd(clock: clock, deadline: deadline))))
             }
         }
         defer { timer?.cancel() }
@@ -146,7 +149,8 @@ public final class ConcurrencyLimiter: Sendable {
                     caller.resolve(
                         .failure(
                             LimiterRejectionError(
-                                limiterName: name, reason: .queueTimedOut, queued: storage.counts.queued)))
+                                limiterName: name, reason: .queueTimedOut, queued: storage.counts.queued,
+                                limitEnd: TimeLimitEnd(clock: clock, deadline: deadline))))
                 } else {
                     caller.resolve(.failure(CancellationError()))
                 }

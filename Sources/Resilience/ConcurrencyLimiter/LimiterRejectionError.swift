@@ -65,13 +65,36 @@ public struct LimiterRejectionError: RetryableError, RetryAfterProviding, Reques
     public let queued: Int?
     /// When a permit frees, where the limiter knows.
     public let retryAfter: Duration?
+    /// For ``Reason/queueTimedOut``: when the queue's deadline was and when it ended the wait,
+    /// for a time limit enclosing the call (see `TimeLimitEnd`); otherwise `nil`. Not compared.
+    let limitEnd: TimeLimitEnd?
 
     /// Creates a rejection.
     public init(limiterName: String, reason: Reason, queued: Int? = nil, retryAfter: Duration? = nil) {
+        self.init(limiterName: limiterName, reason: reason, queued: queued, retryAfter: retryAfter, limitEnd: nil)
+    }
+
+    /// Creates a rejection that `limitEnd` says when a deadline of the limiter's ended.
+    init(limiterName: String, reason: Reason, queued: Int?, retryAfter: Duration? = nil, limitEnd: TimeLimitEnd?) {
         self.limiterName = limiterName
         self.reason = reason
         self.queued = queued
         self.retryAfter = retryAfter
+        self.limitEnd = limitEnd
+    }
+
+    /// Whether the two report the same limiter, reason, queue length and retry-after.
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.limiterName == rhs.limiterName && lhs.reason == rhs.reason && lhs.queued == rhs.queued
+            && lhs.retryAfter == rhs.retryAfter
+    }
+
+    /// Hashes what `==` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.limiterName)
+        hasher.combine(self.reason)
+        hasher.combine(self.queued)
+        hasher.combine(self.retryAfter)
     }
 
     /// Always `true`: a permit may be free next time.

@@ -41,6 +41,9 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
     /// ``operationError`` (a ``RetryPolicy`` in the attempt tried once and lost the connection,
     /// say): that error then proves nothing about the attempt's request, however it reads.
     let earlierRequestMayHaveLeft: Bool
+    /// When the limit's deadline was and when it ended the attempt, for a limit enclosing it
+    /// (see `TimeLimitEnd`); `nil` for an error made with the public initializer. Not compared.
+    let limitEnd: TimeLimitEnd?
 
     /// Creates the error for an attempt allowed `timeout`.
     ///
@@ -54,20 +57,22 @@ public struct AttemptTimeoutError: RetryableError, IdempotencyReporting, Request
         self.operationError = operationError
         self.operationErrorAge = nil
         self.earlierRequestMayHaveLeft = false
+        self.limitEnd = nil
     }
 
     /// Creates the error for an attempt allowed `timeout` whose late error had been received
-    /// `operationErrorAge` before the limit ended it, and after a request of the attempt that
-    /// may have left when `earlierRequestMayHaveLeft`.
+    /// `operationErrorAge` before the limit ended it, after a request of the attempt that may
+    /// have left when `earlierRequestMayHaveLeft`, as `limitEnd` says.
     init(
         timeout: Duration, requestIdempotency: Idempotency?, operationError: (any Error)?,
-        operationErrorAge: Duration?, earlierRequestMayHaveLeft: Bool = false
+        operationErrorAge: Duration?, earlierRequestMayHaveLeft: Bool = false, limitEnd: TimeLimitEnd? = nil
     ) {
         self.timeout = timeout
         self.requestIdempotency = requestIdempotency
         self.operationError = operationError
         self.operationErrorAge = operationError == nil ? nil : operationErrorAge
         self.earlierRequestMayHaveLeft = operationError != nil && earlierRequestMayHaveLeft
+        self.limitEnd = limitEnd
     }
 
     /// Always `true`: a timed-out attempt may succeed next time, when it may be repeated.

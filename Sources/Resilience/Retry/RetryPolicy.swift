@@ -1070,6 +1070,9 @@ public final actor RetryPolicy {
                     // The attempt ended first, after the caller's cancellation claimed it for the limit.
                     late = LateOperationError.kept(error)
                 }
+                // A limit nested in the attempt whose deadline came no later ended it, though this
+                // one fired too (a clock that passed both in one move): its error goes on as it is.
+                if let late, TimeLimitEnd.decidedEarlier(late, than: deadline, on: clock) { throw late }
                 // Built once the attempt has ended, so that a call inside it that declared
                 // itself not idempotent, however late it started, is reported, and so is
                 // what the attempt's own late error says about its request.
@@ -1078,7 +1081,8 @@ public final actor RetryPolicy {
                     requestIdempotency: LateOperationError.idempotency(
                         signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
                     operationError: late, operationErrorAge: late.flatMap { signal.takeLateErrorAge(of: $0) },
-                    earlierRequestMayHaveLeft: signal.sawARequestLeave)
+                    earlierRequestMayHaveLeft: signal.sawARequestLeave,
+                    limitEnd: TimeLimitEnd(clock: clock, deadline: deadline))
             } onCancel: {
                 // A limit that passed before the caller gave up claims the attempt, as its timer
                 // would have a moment earlier had it woken in time; otherwise the caller's

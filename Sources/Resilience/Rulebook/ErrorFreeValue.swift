@@ -35,6 +35,8 @@ extension UUID: ErrorFreeValue {}
 extension Decimal: ErrorFreeValue {}
 // A request's idempotency: a flag and a method's name.
 extension Idempotency: ErrorFreeValue {}
+// When a library time limit ended a call: a clock and two times, kept by the library's errors.
+extension TimeLimitEnd: ErrorFreeValue {}
 extension Optional: ErrorFreeValue where Wrapped: ErrorFreeValue {}
 extension Array: ErrorFreeValue where Element: ErrorFreeValue {}
 extension ArraySlice: ErrorFreeValue where Element: ErrorFreeValue {}

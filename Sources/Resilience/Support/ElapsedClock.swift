@@ -29,10 +29,16 @@ package struct ElapsedClock: Sendable {
     /// `SuspendingClock`), on which no one can see who sleeps: a sleep left running there
     /// is observable only by what it costs, unlike on a test clock that counts its sleepers.
     package let isSystemClock: Bool
+    /// The clock wrapped: the instance, for a clock that is a class (a test clock), else its
+    /// type (the system's clocks, which every instance of a type reads alike). Two elapsed
+    /// clocks with the same identity read one time, from different origins.
+    package let identity: ObjectIdentifier
 
     /// Wraps `clock`, taking its current instant as the origin.
     package init<C: Clock<Duration>>(_ clock: C) {
         let origin = clock.now
+        // The closures below hold the clock, so the instance lives as long as this value.
+        self.identity = C.self is AnyObject.Type ? ObjectIdentifier(clock as AnyObject) : ObjectIdentifier(C.self)
         self.read = { origin.duration(to: clock.now) }
         self.sleepUntil = { elapsed in
             try await clock.sleep(until: origin.advanced(by: elapsed), tolerance: nil)
@@ -58,6 +64,7 @@ package struct ElapsedClock: Sendable {
     /// cannot sleep: ``sleepUntil`` throws `CancellationError`.
     package init(simulating source: SystemClockSource) {
         let origin = source.boot()
+        self.identity = ObjectIdentifier(source)
         self.read = { Duration(attoseconds: Int128(source.boot() &- origin) &* 1_000_000_000) }
         self.sleepUntil = { _ in throw CancellationError() }
         self.isSystemClock = false  // it cannot sleep

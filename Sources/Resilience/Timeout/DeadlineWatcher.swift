@@ -49,7 +49,8 @@ extension DeadlineExpiry {
 /// Never calls user code or awaits under its lock: the state machine returns
 /// what to do, and the caller does it after unlocking.
 final class DeadlineWatcher: Sendable {
-    private let clock: ElapsedClock
+    /// The clock its deadlines are measured on.
+    let clock: ElapsedClock
     private let state: Lock<DeadlineWatcherState>
 
     /// Whether a sleep outlives the last registration instead of being cancelled.

@@ -13,7 +13,10 @@
 /// ``RequestDelivery/mayHaveBeenSent`` and carries the declared idempotency.
 /// An operation that fails after the limit fired has its error kept in the
 /// ``TimeoutError``'s ``TimeoutError/operationError``, where the rules read what
-/// it says about the request (a `POST`, a 429, a retry-after hint).
+/// it says about the request (a `POST`, a 429, a retry-after hint). The earliest
+/// deadline decides among nested limits: the time-out of a limit nested in the
+/// operation whose deadline came no later (a clock that passed both in one move)
+/// is passed on as it is.
 ///
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
@@ -91,7 +94,8 @@ public struct Timeout: Sendable {
     /// - Returns: The operation's value.
     /// - Throws: ``TimeoutError`` when the limit ended the operation, holding the
     ///   operation's own error when it failed after the limit fired; otherwise the
-    ///   operation's own error, unchanged.
+    ///   operation's own error, unchanged, also when it is the time-out of a limit
+    ///   nested in the operation whose deadline came no later than this one's.
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
@@ -259,8 +263,9 @@ struct TimeLimit: Sendable {
     }
 
     /// The error a call through `timeout` that failed with `error` throws: `error` itself
-    /// unless this limit claimed the call, otherwise the ``TimeoutError`` that reports it,
-    /// after telling the observer.
+    /// unless this limit claimed the call, or when `error` is the time-out of a limit nested
+    /// in the call that came first (see `TimeLimitEnd`); otherwise the ``TimeoutError`` that
+    /// reports it, after telling the observer.
     @usableFromInline
     func failure(_ error: any Error, of timeout: Timeout, declaring idempotency: Idempotency?, scope: CallScope)
         -> any Error
@@ -268,7 +273,12 @@ struct TimeLimit: Sendable {
         // Fired only when the limit claimed the call before the operation returned and
         // before the caller was cancelled: an operation that failed on its own first, or
         // that winds down after its caller gave up, reports its own error.
-        guard self.signal.hasFired else {
+        // A limit nested in the operation whose deadline came no later ended it, though this
+        // one fired too (a clock that passed both deadlines in one move wakes them in no set
+        // order): that limit decided, and its error goes on as it is, with no event here.
+        guard self.signal.hasFired,
+            !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock)
+        else {
             // A policy around a call declared here runs outside the declaration: it hears
             // of it here. The limit's own error below reports it, as its request's idempotency.
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
@@ -282,7 +292,8 @@ struct TimeLimit: Sendable {
             requestIdempotency: LateOperationError.idempotency(
                 self.signal.reportedIdempotency(declared: scope.idempotency), tightenedBy: late),
             operationError: late, operationErrorAge: late.flatMap { self.signal.takeLateErrorAge(of: $0) },
-            earlierRequestMayHaveLeft: self.signal.sawARequestLeave)
+            earlierRequestMayHaveLeft: self.signal.sawARequestLeave,
+            limitEnd: TimeLimitEnd(clock: self.watcher.clock, deadline: self.deadline))
         timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
         return timeoutError
     }

@@ -42,6 +42,9 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
     /// ``operationError`` (a ``RetryPolicy`` in the attempt tried once and lost the connection,
     /// say): that error then proves nothing about the attempt's request, however it reads.
     let earlierRequestMayHaveLeft: Bool
+    /// When the limit's deadline was and when it ended the call, for a limit enclosing it (see
+    /// `TimeLimitEnd`); `nil` for an error made with the public initializer. Not compared.
+    let limitEnd: TimeLimitEnd?
 
     /// Creates the error for an operation allowed `timeout`.
     ///
@@ -60,14 +63,15 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
         self.operationError = operationError
         self.operationErrorAge = nil
         self.earlierRequestMayHaveLeft = false
+        self.limitEnd = nil
     }
 
     /// Creates the error for an operation allowed `timeout` whose late error had been received
-    /// `operationErrorAge` before the limit ended it, and after a request of the attempt that
-    /// may have left when `earlierRequestMayHaveLeft`.
+    /// `operationErrorAge` before the limit ended it, after a request of the attempt that may
+    /// have left when `earlierRequestMayHaveLeft`, as `limitEnd` says.
     init(
         timeoutName: String, timeout: Duration, requestIdempotency: Idempotency?, operationError: (any Error)?,
-        operationErrorAge: Duration?, earlierRequestMayHaveLeft: Bool = false
+        operationErrorAge: Duration?, earlierRequestMayHaveLeft: Bool = false, limitEnd: TimeLimitEnd? = nil
     ) {
         self.timeoutName = timeoutName
         self.timeout = timeout
@@ -75,6 +79,7 @@ public struct TimeoutError: RetryableError, IdempotencyReporting, RequestDeliver
         self.operationError = operationError
         self.operationErrorAge = operationError == nil ? nil : operationErrorAge
         self.earlierRequestMayHaveLeft = operationError != nil && earlierRequestMayHaveLeft
+        self.limitEnd = limitEnd
     }
 
     /// Always `true`: a timed-out call may succeed next time, when it may be repeated.

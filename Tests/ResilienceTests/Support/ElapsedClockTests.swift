@@ -35,6 +35,19 @@ import Testing
         #expect(clock.upperBoundNanoseconds() == nil)
     }
 
+    /// Two wrappings of one clock say so, whatever their origins; two test clocks, or a test
+    /// clock and the system's, do not.
+    @Test func theIdentityNamesTheClockWrappedNotTheWrapping() {
+        let testClock = TestClock()
+        let first = ElapsedClock(testClock)
+        testClock.advance(by: .seconds(3))
+        #expect(ElapsedClock(testClock).identity == first.identity)
+        #expect(ElapsedClock(TestClock()).identity != first.identity)
+        #expect(ElapsedClock(ContinuousClock()).identity == ElapsedClock(ContinuousClock()).identity)
+        #expect(ElapsedClock(ContinuousClock()).identity != first.identity)
+        #expect(ElapsedClock(SuspendingClock()).identity != ElapsedClock(ContinuousClock()).identity)
+    }
+
     @Test func aTestClocksBoundIsItsReadingSoEveryBoundHeld() {
         let clock = ElapsedClock(TestClock())
         #expect(clock.upperBoundMargin() == nil)

@@ -1,0 +1,262 @@
+import ResilienceTesting
+import Testing
+
+@testable import Resilience
+
+/// Waits until its task is cancelled, then throws `CancellationError`: a call that hangs.
+private func hangUntilCancelled() async throws {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    for await _ in stream {}  // ends when the task is cancelled
+    continuation.finish()  // held until here, so the stream stays open
+    throw CancellationError()
+}
+
+/// A concurrency limiter on `clock` whose one slot a held call takes, with a queue that
+/// times out after `queueTimeout`; `finish()` lets the held call go.
+private struct HeldLimiter {
+    let limiter: ConcurrencyLimiter
+    let events: EventCounter
+    let gate: Gate
+    let holder: Task<Void, any Error>
+
+    static func start(queueTimeout: Duration, clock: TestClock) async throws -> HeldLimiter {
+        let events = EventCounter()
+        let limiter = try ConcurrencyLimiter(
+            limit: 1, queueLimit: 4, queueTimeout: queueTimeout, observer: events, clock: clock)
+        let gate = Gate()
+        let holder = Task { try await limiter.execute { await gate.wait() } }
+        await gate.waitForWaiters(count: 1)
+        return HeldLimiter(limiter: limiter, events: events, gate: gate, holder: holder)
+    }
+
+    /// Returns once a caller waits in the queue.
+    func waitForQueuedCaller() async {
+        await self.events.waitFor(.queued, count: 1)
+    }
+
+    func finish() async throws {
+        self.gate.open()
+        try await self.holder.value
+        #expect(self.limiter.inFlight == 0 && self.limiter.queued == 0)
+    }
+}
+
+/// Limits nested in one another, when a clock passes several of their deadlines in one move
+/// (a test clock's advance, a device that slept): the earliest deadline decides, as when the
+/// clock moves in steps. The limits wake in no set order; the one whose deadline came later
+/// must not claim the call.
+extension TimeoutTests {
+    @Test func aJumpPastNestedTimeoutsEndsTheCallWithTheInnerEarlierOne() async throws {
+        for _ in 0..<10 {
+            let clock = TestClock()
+            let (outerEvents, innerEvents) = (EventLog(), EventLog())
+            let outer = try Timeout(.seconds(5), name: "outer", observer: outerEvents, clock: clock)
+            let inner = try Timeout(.seconds(2), name: "inner", observer: innerEvents, clock: clock)
+            let call = Task {
+                try await outer.execute { try await inner.execute { try await hangUntilCancelled() } }
+            }
+            await clock.waitForSleepers(count: 2)  // the two watchers
+            clock.advance(by: .seconds(10))
+            let error = await #expect(throws: TimeoutError.self) { try await call.value }
+            #expect(error?.timeoutName == "inner", "\(String(describing: error))")
+            #expect(error?.operationError == nil)
+            // Only the limit that decided reports a time-out.
+            #expect(innerEvents.kinds.values == [.timedOut])
+            #expect(outerEvents.kinds.values.isEmpty)
+        }
+    }
+
+    /// The same two limits the other way round: the outer one came first, and decides.
+    @Test func aJumpPastNestedTimeoutsEndsTheCallWithTheOuterOneWhenItCameFirst() async throws {
+        for _ in 0..<10 {
+            let clock = TestClock()
+            let outer = try Timeout(.seconds(2), name: "outer", clock: clock)
+            let inner = try Timeout(.seconds(5), name: "inner", clock: clock)
+            let call = Task {
+                try await outer.execute { try await inner.execute { try await hangUntilCancelled() } }
+            }
+            await clock.waitForSleepers(count: 2)
+            clock.advance(by: .seconds(10))
+            let error = await #expect(throws: TimeoutError.self) { try await call.value }
+            #expect(error?.timeoutName == "outer", "\(String(describing: error))")
+        }
+    }
+
+    /// A time-out a call held when the outer limit cut it short did not end the call: a policy
+    /// waiting to retry it was ended by the outer limit, which reports it, keeping the held
+    /// time-out as the operation's error. The inner deadline came first, but the call went on.
+    @Test func aTimeOutAPolicyWasWaitingToRetryStaysTheOuterLimitsLateError() async throws {
+        let clock = TestClock()
+        let outer = try Timeout(.seconds(5), name: "outer", clock: clock)
+        let inner = try Timeout(.seconds(2), name: "inner", clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(10)), jitter: .none, clock: clock)
+        let call = Task {
+            try await outer.execute {
+                try await policy.execute { try await inner.execute { try await hangUntilCancelled() } }
+            }
+        }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(2))  // the inner limit ends the first attempt
+        await clock.waitForSleepers(count: 2)  // the outer watcher and the policy's wait
+        clock.advance(by: .seconds(10))  // past the outer deadline, in the wait
+        let error = await #expect(throws: TimeoutError.self) { try await call.value }
+        #expect(error?.timeoutName == "outer")
+        #expect((error?.operationError as? TimeoutError)?.timeoutName == "inner")
+    }
+
+    /// The comparison itself, on limits whose clocks were made at different times: moved onto
+    /// one clock, the earlier deadline decides, unless its limit ended the call before the other's
+    /// deadline; limits on different clocks are never ordered.
+    @Test func aNestedLimitDecidesOnlyWhenItsDeadlineCameFirstAndItEndedTheCallAfterTheOther() {
+        let clock = TestClock()
+        let outer = ElapsedClock(clock)
+        clock.advance(by: .seconds(100))
+        let inner = ElapsedClock(clock)  // its origin is 100 s later than the outer one's
+        clock.advance(by: .seconds(10))  // now 110 s on the outer clock, 10 s on the inner one
+        let end = TimeLimitEnd(clock: inner, deadline: .seconds(2))  // 102 s on the outer clock
+        #expect(end.decided(beforeDeadline: .seconds(105), on: outer))
+        #expect(end.decided(beforeDeadline: .seconds(102), on: outer))  // a tie: the inner one
+        #expect(!end.decided(beforeDeadline: .seconds(101), on: outer))  // the outer one came first
+        #expect(!end.decided(beforeDeadline: .seconds(111), on: outer))  // it ended before that
+        // Another test clock that reads what the outer one reads, from the same origin.
+        let otherClock = TestClock()
+        let elsewhere = ElapsedClock(otherClock)
+        otherClock.advance(by: .seconds(110))
+        #expect(!end.decided(beforeDeadline: .seconds(105), on: elsewhere))
+    }
+
+    /// What a queue timeout's rejection keeps for an enclosing limit costs the error chain nothing:
+    /// the rejection is still proved to hold no error, and no walk looks into it.
+    @Test func aQueueTimeoutsRejectionStillHoldsNoErrorForTheChain() {
+        let rejection = LimiterRejectionError(
+            limiterName: "bulkhead", reason: .queueTimedOut, queued: 0,
+            limitEnd: TimeLimitEnd(clock: ElapsedClock(TestClock()), deadline: .seconds(2)))
+        #expect(ErrorChain.Reflection.holdsNothing(rejection))
+        #expect(rejection == LimiterRejectionError(limiterName: "bulkhead", reason: .queueTimedOut, queued: 0))
+    }
+
+    /// A bulkhead's queue timeout and an enclosing ``Timeout``, jumped past together: whichever
+    /// came first decides, as when the clock steps to it.
+    @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6, 7, 8])
+    func aJumpPastATimeoutAndAQueueTimeoutEndsTheCallWithTheEarlierOne(seed: UInt64) async throws {
+        var generator = SeededRandomNumberGenerator(seed: seed)
+        for _ in 0..<10 {
+            let clock = TestClock()
+            let timeoutFirst = Bool.random(using: &generator)
+            let held = try await HeldLimiter.start(
+                queueTimeout: timeoutFirst ? .seconds(5) : .seconds(2), clock: clock)
+            let timeout = try Timeout(timeoutFirst ? .seconds(2) : .seconds(5), clock: clock)
+            let call = Task { try await timeout.execute { try await held.limiter.execute { 1 } } }
+            await held.waitForQueuedCaller()
+            await clock.waitForSleepers(count: 2)  // the watcher and the queue's timer
+            clock.advance(by: .seconds(Int64.random(in: 6...100, using: &generator)))
+            let result = await call.result
+            switch result {
+            case .failure(is TimeoutError) where timeoutFirst:
+                break
+            case .failure(let rejection as LimiterRejectionError) where !timeoutFirst:
+                #expect(rejection.reason == .queueTimedOut)
+            default:
+                Issue.record("seed \(seed): \(timeoutFirst ? "the timeout" : "the queue") came first, got \(result)")
+            }
+            try await held.finish()
+        }
+    }
+
+    /// A policy's attempt limit and a ``Timeout`` nested in either order, jumped past: the
+    /// earlier one decides.
+    @Test func aJumpPastAnAttemptLimitAndATimeoutEndsTheCallWithTheEarlierOne() async throws {
+        for attemptLimitFirst in [true, false] {
+            let clock = TestClock()
+            let policy = try RetryPolicy(maximumAttempts: 1, clock: clock)
+            let early: Duration = .seconds(2)
+            let late: Duration = .seconds(5)
+            // The attempt limit outside the timeout.
+            let timeout = try Timeout(attemptLimitFirst ? late : early, clock: clock)
+            let outside = Task {
+                try await policy.execute(attemptTimeout: attemptLimitFirst ? early : late) {
+                    try await timeout.execute { try await hangUntilCancelled() }
+                }
+            }
+            await clock.waitForSleepers(count: 2)
+            clock.advance(by: .seconds(10))
+            let outsideResult = await outside.result
+            // The attempt limit inside the timeout.
+            let inside = Task {
+                try await timeout.execute {
+                    try await policy.execute(attemptTimeout: attemptLimitFirst ? early : late) {
+                        try await hangUntilCancelled()
+                    }
+                }
+            }
+            await clock.waitForSleepers(count: 2)
+            clock.advance(by: .seconds(10))
+            let insideResult = await inside.result
+            for result in [outsideResult, insideResult] {
+                switch result {
+                case .failure(is AttemptTimeoutError) where attemptLimitFirst: break
+                case .failure(is TimeoutError) where !attemptLimitFirst: break
+                default:
+                    Issue.record("\(attemptLimitFirst ? "the attempt limit" : "the timeout") came first, got \(result)")
+                }
+            }
+        }
+    }
+
+    /// A queue timeout inside a policy's attempt limit, jumped past: the queue's came first.
+    @Test func aJumpPastAnAttemptLimitAndAQueueTimeoutEndsTheCallWithTheQueues() async throws {
+        let clock = TestClock()
+        let held = try await HeldLimiter.start(queueTimeout: .seconds(2), clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let call = Task {
+            try await policy.execute(attemptTimeout: .seconds(5)) { try await held.limiter.execute { 1 } }
+        }
+        await held.waitForQueuedCaller()
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(10))
+        let rejection = await #expect(throws: LimiterRejectionError.self) { try await call.value }
+        #expect(rejection?.reason == .queueTimedOut)
+        try await held.finish()
+    }
+
+    /// A breaker outside reads the call as it reads it when the clock steps: the bulkhead's
+    /// queue timeout as a local rejection it does not count, an inner time-out as a failure.
+    @Test func aBreakerOutsideCountsAJumpPastNestedLimitsAsItCountsSteps() async throws {
+        func queueCall(jump: Bool) async throws -> (LimiterRejectionError.Reason?, Int) {
+            let clock = TestClock()
+            let breaker = try CircuitBreaker(name: "b", tripRule: .consecutiveFailures(5), clock: clock)
+            let held = try await HeldLimiter.start(queueTimeout: .seconds(2), clock: clock)
+            let timeout = try Timeout(.seconds(5), clock: clock)
+            let call = Task {
+                try await breaker.execute { try await timeout.execute { try await held.limiter.execute { 1 } } }
+            }
+            await held.waitForQueuedCaller()
+            await clock.waitForSleepers(count: 2)
+            clock.advance(by: .seconds(jump ? 10 : 2))
+            let rejection = await #expect(throws: LimiterRejectionError.self) { try await call.value }
+            try await held.finish()
+            return (rejection?.reason, breaker.snapshot().consecutiveFailures)
+        }
+        func nestedCall(jump: Bool) async throws -> (String?, Int) {
+            let clock = TestClock()
+            let breaker = try CircuitBreaker(name: "b", tripRule: .consecutiveFailures(5), clock: clock)
+            let outer = try Timeout(.seconds(5), name: "outer", clock: clock)
+            let inner = try Timeout(.seconds(2), name: "inner", clock: clock)
+            let call = Task {
+                try await breaker.execute {
+                    try await outer.execute { try await inner.execute { try await hangUntilCancelled() } }
+                }
+            }
+            await clock.waitForSleepers(count: 2)
+            clock.advance(by: .seconds(jump ? 10 : 2))
+            let error = await #expect(throws: TimeoutError.self) { try await call.value }
+            return (error?.timeoutName, breaker.snapshot().consecutiveFailures)
+        }
+        let (steppedQueue, jumpedQueue) = (try await queueCall(jump: false), try await queueCall(jump: true))
+        #expect(steppedQueue.0 == .queueTimedOut && jumpedQueue.0 == .queueTimedOut)
+        #expect(steppedQueue.1 == 0 && jumpedQueue.1 == 0)
+        let (steppedNested, jumpedNested) = (try await nestedCall(jump: false), try await nestedCall(jump: true))
+        #expect(steppedNested.0 == "inner" && jumpedNested.0 == "inner")
+        #expect(steppedNested.1 == 1 && jumpedNested.1 == 1)
+    }
+}
