@@ -33,7 +33,7 @@ struct CancellationAtChosenMomentsTests {
             var failed = 0
             var cancelled = false
         }
-        let state = Mutex(State())
+        let state = Lock(State())
     }
 
     static let seeds: [UInt64] = Array(1...60)
@@ -108,7 +108,7 @@ struct CancellationAtChosenMomentsTests {
             var call = op
             for layer in layers.reversed() { call = wrap(layer, call) }
             let composed = call
-            let started = Mutex(false)
+            let started = Lock(false)
             let task = Task {
                 if cancelBeforeStart { withUnsafeCurrentTask { $0?.cancel() } }
                 if cancelBeforeStart { record.state.withLock { $0.cancelled = true } }
@@ -186,7 +186,7 @@ struct CancellationAtChosenMomentsTests {
 
     static func isDone(_ task: Task<Int, any Error>) async -> Bool {
         // A task is done when awaiting its result does not suspend for long: race it with a flag.
-        let done = Mutex(false)
+        let done = Lock(false)
         let watcher = Task {
             _ = await task.result
             done.withLock { $0 = true }

@@ -20,12 +20,12 @@ struct LimiterCancellationStressTests {
             var outcomes: [String: Int] = [:]
             var unexpected: [String] = []
         }
-        let state = Mutex(State())
+        let state = Lock(State())
     }
 
     final class Flags: Sendable {
-        let bits: Mutex<[Bool]>
-        init(_ n: Int) { self.bits = Mutex(Array(repeating: false, count: n)) }
+        let bits: Lock<[Bool]>
+        init(_ n: Int) { self.bits = Lock(Array(repeating: false, count: n)) }
         func set(_ i: Int) { self.bits.withLock { $0[i] = true } }
         func get(_ i: Int) -> Bool { self.bits.withLock { $0[i] } }
     }
@@ -36,7 +36,7 @@ struct LimiterCancellationStressTests {
         typealias Instant = TestClock.Instant
         typealias Duration = Swift.Duration
         let base: TestClock
-        let readings = Mutex<[Int: Instant]>([:])
+        let readings = Lock<[Int: Instant]>([:])
         init(_ base: TestClock) { self.base = base }
         var now: Instant {
             let now = self.base.now
