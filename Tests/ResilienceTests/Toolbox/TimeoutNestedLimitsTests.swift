@@ -97,8 +97,10 @@ extension TimeoutTests {
         }
         await clock.waitForSleepers(count: 2)
         clock.advance(by: .seconds(2))  // the inner limit ends the first attempt
-        await clock.waitForSleepers(count: 2)  // the outer watcher and the policy's wait
-        clock.advance(by: .seconds(10))  // past the outer deadline, in the wait
+        // The outer watcher, the inner one and the policy's wait: the inner watcher's sleeper
+        // may still be parked, so only the requests tell that the wait has begun.
+        await clock.waitForSleepRequests(count: 3)
+        clock.advance(by: .seconds(3))  // to the outer deadline, while the policy waits until 12 s
         let error = await #expect(throws: TimeoutError.self) { try await call.value }
         #expect(error?.timeoutName == "outer")
         #expect((error?.operationError as? TimeoutError)?.timeoutName == "inner")
