@@ -58,6 +58,26 @@ struct LimiterCancellationStressTests {
 
     static let seeds: [UInt64] = Array(11...13)
 
+    /// One round of the driver: cancels up to three callers at random (marking them in
+    /// `flags`), lets the runnable tasks go on, then moves the clock: usually a step of up to
+    /// `longestStep` milliseconds, sometimes a jump past several deadlines, sometimes not at all.
+    static func cancelAFewAndMoveTheClock(
+        _ tasks: [Task<Void, Never>], _ flags: Flags, _ clock: TestClock, longestStep: Int64,
+        using g: inout SeededRandomNumberGenerator
+    ) async {
+        for _ in 0..<Int.random(in: 0...3, using: &g) where !tasks.isEmpty {
+            let i = Int.random(in: 0..<tasks.count, using: &g)
+            flags.set(i)
+            tasks[i].cancel()
+        }
+        for _ in 0..<Int.random(in: 1...20, using: &g) { await Task.yield() }
+        switch Int.random(in: 0..<20, using: &g) {
+        case 0: clock.advance(by: .seconds(Int64.random(in: 10...120, using: &g)))
+        case 1...4: break
+        default: clock.advance(by: .milliseconds(Int64.random(in: 1...longestStep, using: &g)))
+        }
+    }
+
     @Test(arguments: seeds)
     func bulkheadUnderRandomCancellation(seed: UInt64) async throws {
         var g = SeededRandomNumberGenerator(seed: seed)
@@ -71,7 +91,6 @@ struct LimiterCancellationStressTests {
         let tally = Tally()
         let total = 2_000
         var tasks: [Task<Void, Never>] = []
-        var cancelled = Set<Int>()
         let flags = Flags(total)
         var launched = 0
         var rounds = 0
@@ -133,21 +152,7 @@ struct LimiterCancellationStressTests {
                         }
                     })
             }
-            // Cancel a few at random.
-            for _ in 0..<Int.random(in: 0...3, using: &g) where !tasks.isEmpty {
-                let i = Int.random(in: 0..<tasks.count, using: &g)
-                if cancelled.insert(i).inserted {
-                    flags.set(i)
-                    tasks[i].cancel()
-                }
-            }
-            for _ in 0..<Int.random(in: 1...20, using: &g) { await Task.yield() }
-            // Move the clock: usually a step, sometimes a jump past several deadlines, sometimes not at all.
-            switch Int.random(in: 0..<20, using: &g) {
-            case 0: clock.advance(by: .seconds(Int64.random(in: 10...120, using: &g)))
-            case 1...4: break
-            default: clock.advance(by: .milliseconds(Int64.random(in: 1...1_500, using: &g)))
-            }
+            await Self.cancelAFewAndMoveTheClock(tasks, flags, clock, longestStep: 1_500, using: &g)
             let finished = tally.state.withLock { $0.finished }
             if launched == total && finished == total { break }
             if rounds > 200_000 {
@@ -240,17 +245,7 @@ struct LimiterCancellationStressTests {
                         }
                     })
             }
-            for _ in 0..<Int.random(in: 0...3, using: &g) where !tasks.isEmpty {
-                let i = Int.random(in: 0..<tasks.count, using: &g)
-                flags.set(i)
-                tasks[i].cancel()
-            }
-            for _ in 0..<Int.random(in: 1...20, using: &g) { await Task.yield() }
-            switch Int.random(in: 0..<20, using: &g) {
-            case 0: clock.advance(by: .seconds(Int64.random(in: 10...120, using: &g)))
-            case 1...4: break
-            default: clock.advance(by: .milliseconds(Int64.random(in: 1...800, using: &g)))
-            }
+            await Self.cancelAFewAndMoveTheClock(tasks, flags, clock, longestStep: 800, using: &g)
             let finished = tally.state.withLock { $0.finished }
             if launched == total && finished == total { break }
             if rounds > 200_000 {
