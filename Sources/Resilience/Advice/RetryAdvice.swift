@@ -177,9 +177,10 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
             classifier.decision(for: error, context: context)
             ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry
         // As a policy reports it: a call stopped by the idempotency rule that the classifier
-        // stops for sign-in anyway is sent to sign in (see `Rulebook.reportedStop`).
+        // stops for sign-in anyway is sent to sign in, and a batch whose every item lacks its
+        // zone to set it up (see `Rulebook.reportedStop`).
         if Rulebook.stopReason(for: analysis, idempotency: idempotency) == .notIdempotent,
-            Rulebook.reportedStop(forNotIdempotent: decision) == .notIdempotent
+            Rulebook.reportedStop(forNotIdempotent: decision, analysis: analysis) == .notIdempotent
         {
             return RetryAdvice(reason: .outcomeUnknown, isRetryUseful: false)
         }

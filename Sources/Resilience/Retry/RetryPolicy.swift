@@ -878,7 +878,8 @@ public final actor RetryPolicy {
                 let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
                 ruled = Rulebook.reportedStop(
                     forNotIdempotent: Self.decision(
-                        for: error, context: context, classifier: classifier, options: options))
+                        for: error, context: context, classifier: classifier, options: options),
+                    analysis: analysis)
             }
             // Server pushback costs budget like any retryable failure.
             if ruled == .tooManyRequests { self.budget?.recordFailure() }

@@ -55,7 +55,11 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// classifier stops the failure for sign-in anyway, the call reports
     /// ``authenticationRequired`` instead, and is not sent again either. For an item of a
     /// CloudKit batch (``CloudKitBatchResult/failureReasons``): the item may have been applied,
-    /// so it was held back while the items that provably had no effect were sent again.
+    /// so it was held back while the items that provably had no effect were sent again; a batch
+    /// that held items back and had nothing else left to send stops with this reason too
+    /// (``CloudKitBatchResult/stopReason``). A CloudKit partial failure every item of which
+    /// failed for want of its zone stops a call declared not idempotent with ``setupRequired``:
+    /// no item's outcome is unknown.
     public static let notIdempotent = RetryStopReason(rawValue: "notIdempotent")
     /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
     /// (see ``CloudKitPartialFailure``). When every item failed for want of its zone, the call

@@ -14,7 +14,10 @@
 ///    lets it be sent again. When the classifier would stop the call anyway to send
 ///    the person to sign in (``RetryDecision/doNotRetry(because:)`` with
 ///    ``RetryStopReason/authenticationRequired``), the call stops with that reason
-///    instead: nothing is sent again either way, and signing in is what helps.
+///    instead: nothing is sent again either way, and signing in is what helps. So it
+///    does with ``RetryStopReason/setupRequired`` for a CloudKit partial failure every
+///    item of which failed for want of its zone: those items provably had no effect and
+///    the others were saved, so no outcome is unknown, and creating the zone is what helps.
 ///
 /// Three more rules are about counting, not retrying (``countsAsFailure(_:)``):
 ///
@@ -75,12 +78,18 @@ public enum Rulebook {
     /// from being sent again; when the classifier's decision is not to send it again either,
     /// because the person must sign in (``RetryStopReason/authenticationRequired``, such as
     /// a REST SDK's failed token refresh), that reason says more, so it is reported instead.
-    /// Any other decision, a retry included, leaves ``RetryStopReason/notIdempotent``.
-    static func reportedStop(forNotIdempotent decision: RetryDecision?) -> RetryStopReason {
-        guard let decision, !decision.isRetryable, decision.stopReason == .authenticationRequired else {
-            return .notIdempotent
+    /// So is ``RetryStopReason/setupRequired`` for a CloudKit partial failure each item of
+    /// which failed for want of its zone (the analysis's `everyItemNeedsSetup`): the items
+    /// it names had no effect and the others were saved, so nothing about the batch is of
+    /// unknown outcome. Any other decision, a retry included, leaves
+    /// ``RetryStopReason/notIdempotent``.
+    static func reportedStop(forNotIdempotent decision: RetryDecision?, analysis: FailureAnalysis) -> RetryStopReason {
+        guard let decision, !decision.isRetryable else { return .notIdempotent }
+        switch decision.stopReason {
+        case .authenticationRequired?: return .authenticationRequired
+        case .setupRequired? where analysis.everyItemNeedsSetup: return .setupRequired
+        default: return .notIdempotent
         }
-        return .authenticationRequired
     }
 
     /// Whether the rules count a failure against the dependency, or `nil` when they leave

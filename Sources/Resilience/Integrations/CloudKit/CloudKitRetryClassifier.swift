@@ -39,6 +39,10 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     ]
 
     /// Whether the operation may safely run twice, which makes `serverResponseLost` retryable.
+    ///
+    /// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` judges the items of a batch
+    /// by the call's idempotency instead, for a lost response as for a dropped connection; there
+    /// the flag only lets a batch whose partial failure named none of its items be sent again whole.
     public let operationIsIdempotent: Bool
 
     /// Creates the classifier.

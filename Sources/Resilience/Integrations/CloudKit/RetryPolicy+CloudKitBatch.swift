@@ -12,10 +12,12 @@ extension RetryPolicy {
     /// ``Rulebook`` applies as everywhere: an item that failed with HTTP 429 ends
     /// the call, and so does a cancelled task.
     ///
-    /// An item whose response was lost (`serverResponseLost`) is sent again only when the
-    /// batch is idempotent: `idempotency` says so, or, when it is `nil`, the policy's
-    /// ``CloudKitRetryClassifier`` was made with `operationIsIdempotent: true` and no
-    /// enclosing call was declared not idempotent. Otherwise it fails for good.
+    /// An item whose response was lost (`serverResponseLost`) is judged as one whose connection
+    /// dropped (`networkFailure`): both may have been applied, and both are sent again exactly
+    /// when the batch may be sent twice. That is the call's reading of its idempotency:
+    /// `idempotency`; when it is `nil`, an enclosing call's declaration or the policy's
+    /// classifier's (``RetryClassifier/declaredIdempotency``); without any, idempotent, as
+    /// every call through a policy is.
     ///
     /// A batch that may not be sent twice (`idempotency: .notIdempotent`, or an enclosing call
     /// declared so) is judged item by item: an item whose own error proves it had no effect
@@ -24,14 +26,18 @@ extension RetryPolicy {
     /// (`networkFailure`, `serverResponseLost`, `zoneBusy` and every other answer) is held back,
     /// among ``CloudKitBatchResult/failedItems`` with ``RetryStopReason/notIdempotent`` as its
     /// ``CloudKitBatchResult/failureReasons`` entry, so the app can check whether it was saved.
-    /// It has no say in the wait before the others are sent again.
+    /// It has no say in the wait before the others are sent again. A call that held an item
+    /// back and then had nothing else left to send stops with ``RetryStopReason/notIdempotent``,
+    /// not ``RetryStopReason/succeeded``: the batch was not reconciled in full.
     ///
     /// A partial failure that names none of the items sent (its per-item errors missing, as
     /// in an error re-created from its domain and code, or keyed by IDs of another type)
     /// fails the attempt as a whole: some items may have been saved, none is known to be.
-    /// The batch is sent again, whole, only when it is idempotent as above; otherwise the
-    /// call stops with ``RetryStopReason/partialFailure`` and each item it sent is among
-    /// ``CloudKitBatchResult/failedItems`` with that failure.
+    /// Sending it again whole would re-send the items CloudKit saved, so that takes an explicit
+    /// word: `idempotency: .idempotent`, or, when it is `nil`, a policy's
+    /// ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true` and no enclosing call
+    /// declared not idempotent. Otherwise the call stops with ``RetryStopReason/partialFailure``
+    /// and each item it sent is among ``CloudKitBatchResult/failedItems`` with that failure.
     ///
     /// Once an attempt has reported on the items (a partial failure), the call
     /// returns a ``CloudKitBatchResult`` however it stops, so the items CloudKit saved
@@ -55,7 +61,8 @@ extension RetryPolicy {
     ///   - idempotency: Whether sending an item twice is harmless, for every item of the batch (a
     ///     save of a record under an ID the app keeps usually is: a second save of a record already
     ///     saved fails as a conflict or writes the same values); `nil` inherits an enclosing call's
-    ///     declaration or the policy's classifier's, and for items whose response was lost assumes not.
+    ///     declaration or the policy's classifier's, and without either assumes it is, except for
+    ///     sending again whole a batch whose partial failure named none of its items.
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors and why.
     /// - Throws: Only when no attempt reported on the items: the error of the last attempt,
@@ -99,8 +106,8 @@ extension RetryPolicy {
     /// - Parameters:
     ///   - items: The IDs of the items to send, as CloudKit keys its per-item errors (`CKRecord.ID`, …).
     ///   - connectivity: The monitor to wait on and the longest wait.
-    ///   - idempotency: Whether sending an item twice is harmless; `nil` inherits an enclosing call's
-    ///     declaration or the policy's classifier's, and for items whose response was lost assumes not.
+    ///   - idempotency: Whether sending an item twice is harmless; `nil` reads it as
+    ///     ``retryingFailedItems(_:idempotency:operation:)`` does.
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors.
     /// - Throws: As ``retryingFailedItems(_:idempotency:operation:)`` does; a call that stops
@@ -132,15 +139,14 @@ extension RetryPolicy {
         // The retry-after advice of the last attempt that failed, for the items still to send.
         var lastAdvice: Duration?
         var attempts = 0
-        // Items are judged with the call's reading of idempotency, which makes a lost response
-        // worth sending again or not.
-        let itemClassifier = CloudKitRetryClassifier(
-            operationIsIdempotent: self.batchIsIdempotent(declared: idempotency))
+        // A batch whose partial failure named none of its items is sent again whole only on an
+        // explicit word: it would re-send the items CloudKit saved.
+        let resendsWholeBatch = self.batchIsIdempotent(declared: idempotency)
         let classifier = ChainedRetryClassifier([
             ClosureRetryClassifier { error, _ in
                 if error is CloudKitUnreadablePartialFailure {
                     // It may have been partly saved: sent again whole only when that is harmless.
-                    return itemClassifier.operationIsIdempotent ? .retry : .doNotRetry(because: .partialFailure)
+                    return resendsWholeBatch ? .retry : .doNotRetry(because: .partialFailure)
                 }
                 guard let retry = error as? CloudKitItemsToRetry else { return nil }
                 return retry.retryAfter.map { .retry(after: $0) } ?? .retry
@@ -151,6 +157,9 @@ extension RetryPolicy {
         // report tightens it): an item that may have been applied is sent again only when it holds.
         let callIdempotency =
             idempotency ?? CallScope.current.handedDownIdempotency(over: classifier.declaredIdempotency) ?? .idempotent
+        // Items are judged with that same reading, so a lost response is sent again exactly when a
+        // dropped connection is.
+        let itemClassifier = CloudKitRetryClassifier(operationIsIdempotent: callIdempotency.isIdempotent)
         // An ordinary nonisolated attempt, as `operation` is, so that it may hand `operation`
         // the items, which need not be `Sendable`.
         let outcome = await self.runConcurrentAttempt(
@@ -224,15 +233,19 @@ extension RetryPolicy {
                 reasons[id] = outcome.stopReason
             }
         }
+        // Nothing was left to send, but items held back as possibly applied are unreconciled:
+        // the batch did not succeed in full, and says why.
+        let heldBack = reasons.values.contains(.notIdempotent)
+        let stopReason = outcome.stopReason == .succeeded && heldBack ? .notIdempotent : outcome.stopReason
         let failedIDs = Set(failed.keys)
         return CloudKitBatchResult(
             sentItems: items.filter { !failedIDs.contains($0) }, failedItems: failed, attempts: attempts,
-            stopReason: outcome.stopReason, retryAfter: remaining.isEmpty ? nil : lastAdvice, failureReasons: reasons)
+            stopReason: stopReason, retryAfter: remaining.isEmpty ? nil : lastAdvice, failureReasons: reasons)
     }
 
-    /// Whether sending an item of a batch twice is harmless, as the call reads it: its own
-    /// declaration; else, unless an enclosing call declared it not idempotent, the policy's
-    /// ``CloudKitRetryClassifier``; else an enclosing declaration; else not.
+    /// Whether a batch may be sent again whole after a partial failure that named none of its
+    /// items: its own declaration; else, unless an enclosing call declared it not idempotent, the
+    /// policy's ``CloudKitRetryClassifier``; else an enclosing declaration; else not.
     private nonisolated func batchIsIdempotent(declared: Idempotency?) -> Bool {
         if let declared { return declared.isIdempotent }
         let enclosing = CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
@@ -262,7 +275,12 @@ public struct CloudKitBatchResult<ID: Hashable> {
     /// How many times the operation ran.
     public let attempts: Int
     /// Why the policy stopped: ``RetryStopReason/succeeded`` when the last attempt had no failure left to
-    /// retry, ``RetryStopReason/cancelled`` when the call was cancelled with items still to send.
+    /// retry and no item was held back, ``RetryStopReason/notIdempotent`` when it had none left but
+    /// items were held back as possibly applied (their ``failureReasons`` entries say
+    /// ``RetryStopReason/notIdempotent``: fetch them to learn whether they were saved),
+    /// ``RetryStopReason/cancelled`` when the call was cancelled with items still to send, and so on.
+    /// Items that failed for good (a conflict, a full quota) are settled and leave it
+    /// ``RetryStopReason/succeeded``.
     public let stopReason: RetryStopReason
     /// When the call stopped with items still to send, the retry-after advice of the last attempt
     /// that failed, counted from that failure: the longest of the partial failure's own
