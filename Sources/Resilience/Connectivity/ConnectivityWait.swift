@@ -23,6 +23,11 @@
 ///
 /// A wait that reaches `limit` ends the call with ``RetryStopReason/offline``; one
 /// that reaches the deadline first, with ``RetryStopReason/deadlineExceeded``.
+/// Cancelling the call during the wait ends it with ``RetryStopReason/cancelled``,
+/// unless the clock had already jumped past the deadline: the wait's end came first, and
+/// the call ends as that end says (``RetryStopReason/deadlineExceeded``, or
+/// ``RetryStopReason/offline`` for a `limit` shorter than the time that was left), even
+/// if the wait's timer has not woken yet.
 /// When the monitor says the device is online although the failure said offline,
 /// the failure is treated like any other and retried with the backoff.
 ///

@@ -10,7 +10,9 @@ extension RetryPolicy {
     /// a hint over ``maximumRetryAfter`` stops the call with
     /// ``RetryStopReason/retryAfterTooLong`` before any refresh). The wait for the refresh ends
     /// at the ``deadline`` (this policy's or an enclosing call's) with
-    /// ``RetryStopReason/deadlineExceeded``, the refresh running on for the other calls. That attempt does not
+    /// ``RetryStopReason/deadlineExceeded``, the refresh running on for the other calls; so does a
+    /// cancellation of the call that comes after the clock jumped past the deadline, before the
+    /// wait's timer woke, and the same holds for the waits between refresh retries. That attempt does not
     /// count against ``maximumAttempts``. A call recovers at most once: a second
     /// credential failure goes to the classifier, which stops it with
     /// ``RetryStopReason/authenticationRequired``.
@@ -115,17 +117,25 @@ extension RetryPolicy {
             // One refresh, then one more after each that fails for now, as long as the policy
             // allows the retry; the refresh is shared with every call that needs it at the time.
             while true {
-                switch await self.waitForRefresh(recovery, start: start) {
+                let (answer, deadlinePassedFirst) = await self.waitForRefresh(recovery, start: start)
+                switch answer {
                 case nil:
                     return .stop(.deadlineExceeded)
                 case .recovered:
                     call.hasRecovered = true
+                    // A deadline the clock passed before the answer came stops the call before its
+                    // next attempt, also when the caller cancels in between (see `waitBeforeRetry`).
+                    if deadlinePassedFirst { call.deadlinePassedBeforeCancellation = true }
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
                 case .failed(let failure, let hintLeft):
                     if Task.isCancelled {
-                        return .stopWithError(
-                            .cancelled, self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt))
+                        // The deadline passed before the caller cancelled (a clock that jumped past
+                        // it, the timer not yet woken): the call stops there, with its last error,
+                        // as it would have had the timer ended the wait first.
+                        let ending = self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt)
+                        if deadlinePassedFirst { return .stop(.deadlineExceeded) }
+                        return .stopWithError(.cancelled, ending)
                     }
                     // The refresh's own failure, read by the same analysis: only one that refused
                     // the session sends the person to sign in.
@@ -154,7 +164,10 @@ extension RetryPolicy {
             let failedAt = self.clock.now()
             call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
-            case .connected:
+            case .connected(let deadlinePassedFirst):
+                // As after a refresh: a deadline passed before the network came back stops the call
+                // before its next attempt, also when the caller cancels in between.
+                if deadlinePassedFirst { call.deadlinePassedBeforeCancellation = true }
                 return self.retryAfterRecovery(
                     after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
             case .stop(let reason):
@@ -172,34 +185,42 @@ extension RetryPolicy {
     ///
     /// The refresh itself goes on for the other calls that wait for it, and for later ones.
     /// Without a deadline the call waits for the refresh however long it takes, and starts no timer.
+    /// With one, the answer comes with whether the deadline had passed before the caller's
+    /// cancellation, or before the answer when no cancellation came first (see
+    /// `racingDeadline(isolation:start:_:)`): a clock that jumps past the deadline may leave
+    /// the timer asleep when the caller cancels.
     private nonisolated func waitForRefresh(
         _ recovery: any CallRecovery, start: Duration
-    ) async -> CallRecoveryResult? {
+    ) async -> (value: CallRecoveryResult?, deadlinePassedFirst: Bool) {
         guard let left = self.timeLeft(start: start) else {
-            return await recovery.recover(chargingTo: self.budget)
+            return (await recovery.recover(chargingTo: self.budget), false)
         }
-        if left <= .zero { return nil }
+        if left <= .zero { return (nil, true) }
         let (budget, clock) = (self.budget, self.clock)
-        return await withTaskGroup(of: CallRecoveryResult?.self) { group in
-            group.addTask { await recovery.recover(chargingTo: budget) }
-            group.addTask {
-                do {
-                    try await clock.sleepUntil(clock.now() + left)
-                    return nil
-                } catch {
-                    // Only the call's own cancellation ends this sleep before the refresh's answer.
-                    return .failed(CancellationError(), hintLeft: nil)
+        return await self.racingDeadline(isolation: nil, start: start) {
+            await withTaskGroup(of: CallRecoveryResult?.self) { group in
+                group.addTask { await recovery.recover(chargingTo: budget) }
+                group.addTask {
+                    do {
+                        try await clock.sleepUntil(clock.now() + left)
+                        return nil
+                    } catch {
+                        // Only a cancellation ends this sleep before the refresh's answer.
+                        return .failed(CancellationError(), hintLeft: nil)
+                    }
                 }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
             }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
         }
     }
 
     /// How a wait for the network after an offline failure ended.
     private enum NetworkWait {
-        case connected
+        /// The network came back; `deadlinePassedFirst` when the deadline had passed by then (a
+        /// clock that jumped past it, the wait's timer not yet woken).
+        case connected(deadlinePassedFirst: Bool)
         /// The wait reached its limit (``RetryStopReason/offline``) or the deadline (``RetryStopReason/deadlineExceeded``).
         case stop(RetryStopReason)
         case cancelled
@@ -207,6 +228,10 @@ extension RetryPolicy {
 
     /// Waits for the network as a ``ConnectivityWait`` says; the wait counts against the deadline,
     /// this policy's or an enclosing call's, and ends at the deadline if that comes first.
+    ///
+    /// A caller that cancels after the deadline passed (a clock that jumped past it, the wait's
+    /// timer not yet woken) finds the wait ended by its limit, as its timer would have ended it
+    /// had it woken first (see `racingDeadline(isolation:start:_:)`).
     private nonisolated func waitForNetwork(_ connectivity: ConnectivityWait, start: Duration) async -> NetworkWait {
         var limit = connectivity.limit
         var deadlineComesFirst = false
@@ -216,10 +241,19 @@ extension RetryPolicy {
                 deadlineComesFirst = true
             }
         }
-        switch await connectivity.waitForConnection(upTo: limit, clock: self.clock) {
-        case .connected: return .connected
-        case .limitReached: return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
-        case .cancelled: return .cancelled
+        let (ending, deadlinePassedFirst) = await self.racingDeadline(isolation: nil, start: start) {
+            await connectivity.waitForConnection(upTo: limit, clock: self.clock)
+        }
+        switch ending {
+        case .connected:
+            return .connected(deadlinePassedFirst: deadlinePassedFirst)
+        case .limitReached:
+            return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
+        case .cancelled:
+            // The wait's limit is no later than the deadline: a deadline passed first means the
+            // limit had passed too.
+            guard deadlinePassedFirst else { return .cancelled }
+            return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
         }
     }
 
@@ -263,7 +297,7 @@ extension RetryPolicy {
             let failedAt = self.clock.now()
             call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
-            case .connected: break
+            case .connected: break  // a deadline passed meanwhile stops the call at its next wait for the refresh
             case .stop(let reason): return .stopWithError(reason, failure)
             case .cancelled: return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
             }
@@ -272,7 +306,7 @@ extension RetryPolicy {
                 return .stopWithError(.deadlineExceeded, failure)
             }
             self.noteRefreshRetry(after: failure, analysis, delay: rest, call: &call)
-            return await self.sleep(rest, after: failure)
+            return await self.sleep(isolation: isolation, rest, after: failure, start: start)
         }
         if call.countedAttempts >= self.maximumAttempts {
             return .stopWithError(RefreshFailure.stopReason(for: analysis), failure)
@@ -285,7 +319,7 @@ extension RetryPolicy {
         call.previousDelay = delay
         call.refreshRetries += 1
         self.noteRefreshRetry(after: failure, analysis, delay: delay, call: &call)
-        return await self.sleep(delay, after: failure)
+        return await self.sleep(isolation: isolation, delay, after: failure, start: start)
     }
 
     /// Counts a refresh retry as one of the call's retries and reports it to the observer.
@@ -300,14 +334,24 @@ extension RetryPolicy {
     }
 
     /// Sleeps `delay` on the policy's clock before a refresh retry after the refresh's
-    /// `failure`: `nil` to go on, or how the call ends.
-    private nonisolated func sleep(_ delay: Duration, after failure: any Error) async -> Plan? {
-        do {
-            try await self.clock.sleepUntil(self.clock.now() + delay)
-        } catch {
+    /// `failure`, in the call that began at `start`: `nil` to go on, or how the call ends.
+    ///
+    /// The wait is a wait before a retry (`waitBeforeRetry`): a clock that jumped past its end
+    /// and the deadline before the caller cancelled stops the call at the deadline, with its last
+    /// error, as the wait for the refresh that follows the wait would have.
+    private func sleep(
+        isolation: isolated (any Actor)?, _ delay: Duration, after failure: any Error, start: Duration
+    ) async -> Plan? {
+        switch await self.waitBeforeRetry(isolation: isolation, delay, start: start) {
+        case .elapsed:
+            return Task.isCancelled ? .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure)) : nil
+        case .elapsedPastDeadline:
+            return nil  // the wait for the refresh finds the deadline passed, whatever came after
+        case .cancelled:
             return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
+        case .cancelledPastDeadline:
+            return .stop(.deadlineExceeded)
         }
-        return Task.isCancelled ? .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure)) : nil
     }
 
     /// Schedules an attempt that does not count against ``maximumAttempts``, now that the

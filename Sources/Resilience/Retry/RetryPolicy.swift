@@ -72,10 +72,13 @@ public final actor RetryPolicy {
     /// and ``RetryStopReason/deadlineExceeded``. An attempt without a time limit is not
     /// ended by the deadline, so a cancellation while it runs past the deadline is the
     /// caller's: the attempt's own outcome, and ``RetryStopReason/cancelled``. No wait
-    /// starts that would end past the deadline, so a cancellation during a wait is the
-    /// caller's too, unless the clock jumped past the wait's end and the deadline before
-    /// the caller cancelled: the deadline passed first, and the call stops with the failure
-    /// it waited on and ``RetryStopReason/deadlineExceeded``, whether or not the wait has woken.
+    /// (before a retry, for a refresh of a credential, between refresh retries, for the
+    /// network) lasts past the deadline, so a cancellation during a wait is the caller's
+    /// too, unless the clock jumped past the deadline before the caller cancelled: the
+    /// deadline passed first, and the call stops with ``RetryStopReason/deadlineExceeded``
+    /// and the error it would have stopped with had the wait woken first (the failure it
+    /// waited to retry; the failure that asked for the refresh or the network), whether or
+    /// not the wait has woken.
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
     public nonisolated let maximumRetryAfter: Duration

@@ -30,8 +30,9 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// A call whose attempt a library time limit ended before the caller cancelled (a
     /// ``Timeout``, an attempt timeout, its error as thrown, wrapped or bridged) stops with
     /// this reason only when the time-out would have been retried; otherwise with the reason
-    /// the time-out gives. A call whose deadline the clock passed during a wait before the
-    /// caller cancelled stops with ``deadlineExceeded``.
+    /// the time-out gives. A call whose deadline the clock passed during a wait (before a
+    /// retry, for a credential's refresh, for the network) before the caller cancelled
+    /// stops with ``deadlineExceeded``.
     public static let cancelled = RetryStopReason(rawValue: "cancelled")
     /// The device stayed offline for longer than the call would wait for the network
     /// (see ``ConnectivityWait``), or a credential's refresh failed because it was offline
