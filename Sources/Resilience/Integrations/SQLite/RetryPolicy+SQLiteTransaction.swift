@@ -15,7 +15,8 @@ extension RetryPolicy {
     /// the line, `/* … */`) may stand before `SAVEPOINT` (in any case), around the name, and
     /// after it. The savepoint's name is a bare word, or a name quoted with `"…"`, `'…'` or
     /// backquotes (the quote doubled for one inside) or with `[…]`, spaces allowed; `RELEASE`
-    /// and `ROLLBACK TO` name it as written. Only one `;` may follow it. A `SAVEPOINT`
+    /// and `ROLLBACK TO` name it as written. Any number of `;` may follow it (SQLite runs an
+    /// empty statement as nothing), and nothing else. A `SAVEPOINT`
     /// statement whose name cannot be read throws ``ConfigurationError`` before anything runs.
     ///
     /// A savepoint begun outside any transaction (`isInTransaction` read `false` before
