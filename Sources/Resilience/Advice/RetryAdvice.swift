@@ -105,8 +105,10 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         classifier: any RetryClassifier = DefaultRetryClassifier()
     ) {
         let analysis = FailureAnalysis(error)
+        let isDeclared = Rulebook.idempotencyIsDeclared(idempotency)
         let idempotency = Rulebook.idempotency(of: analysis, declared: idempotency, classifier: classifier)
-        self = Self.advice(for: error, analysis: analysis, idempotency: idempotency, classifier: classifier)
+        self = Self.advice(
+            for: error, analysis: analysis, idempotency: idempotency, isDeclared: isDeclared, classifier: classifier)
     }
 
     /// The advice for a call that a ``RetryPolicy`` ended, or `nil` when it succeeded.
@@ -166,13 +168,15 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func advice(
-        for error: any Error, analysis: FailureAnalysis, idempotency: Idempotency, classifier: any RetryClassifier
+        for error: any Error, analysis: FailureAnalysis, idempotency: Idempotency, isDeclared: Bool,
+        classifier: any RetryClassifier
     ) -> RetryAdvice {
         if analysis.interruption == .caller { return RetryAdvice(reason: .cancelled, isRetryUseful: true) }
         if analysis.isOffline { return RetryAdvice(reason: .offline, isRetryUseful: true) }
         if analysis.needsCredentials { return RetryAdvice(reason: .signInRequired, isRetryUseful: false) }
         if analysis.isTooManyRequests { return .rateLimited(after: analysis.retryAfter) }
-        let context = RetryContext(attempt: 1, idempotency: idempotency, analysis: analysis)
+        let context = RetryContext(
+            attempt: 1, idempotency: idempotency, analysis: analysis, idempotencyIsDeclared: isDeclared)
         let decision =
             classifier.decision(for: error, context: context)
             ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry

@@ -12,8 +12,9 @@
 /// 3. ``RESTServiceError``: by ``RESTServiceErrorClassifier``'s default rules, when
 ///    its own codes or status decide; otherwise the errors it wraps do.
 /// 4. A CloudKit error (`CKErrorDomain`): by ``CloudKitRetryClassifier``'s rules,
-///    treating a lost response as not safe to repeat, and never retrying a whole
-///    batch after a partial failure.
+///    retrying a lost response only for a call declared idempotent (its own declaration
+///    or an enclosing call's, ``RetryContext/idempotencyIsDeclared``), and never retrying
+///    a whole batch after a partial failure.
 /// 5. An HTTP status or a URL loading error (`URLError`): by ``HTTPRetryClassifier``'s
 ///    rules, reading the outermost status in the chain (see ``ErrorHints/httpStatus(of:)``).
 ///    408 and every 5xx but a few final ones are retried (``retryableHTTPStatuses``),
@@ -36,6 +37,8 @@
 /// enum SyncError: Error { case cloudKit(any Error) }
 /// let lost = NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.serverResponseLost.rawValue)
 /// DefaultRetryClassifier().decision(for: SyncError.cloudKit(lost), context: RetryContext(attempt: 1))  // doNotRetry
+/// let declared = RetryContext(attempt: 1, idempotency: .idempotent, idempotencyIsDeclared: true)
+/// DefaultRetryClassifier().decision(for: SyncError.cloudKit(lost), context: declared)  // retry
 /// ```
 public struct DefaultRetryClassifier: RetryClassifier {
     /// The HTTP statuses retried by default: 408 Request Timeout and every 5xx, the
@@ -80,7 +83,7 @@ public struct DefaultRetryClassifier: RetryClassifier {
         case .restService(let decision)?:
             return decision
         case .cloudKit(let code)?:
-            return CloudKitRetryClassifier().decision(
+            return CloudKitRetryClassifier().judging(context).decision(
                 forCodeInChain: code, everyItemNeedsSetup: code == analysis.cloudKitCode && analysis.everyItemNeedsSetup
             )
         case .http?:

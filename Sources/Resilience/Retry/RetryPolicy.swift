@@ -859,6 +859,7 @@ public final actor RetryPolicy {
         if let hint { call.lastHint = hint }
         let classifier = options.classifier ?? self.classifier
         let idempotency = Rulebook.idempotency(of: analysis, declared: options.idempotency, classifier: classifier)
+        let isDeclared = Rulebook.idempotencyIsDeclared(options.idempotency)
 
         // The rules no classifier can change. A failure in a task that is cancelled
         // cannot be retried whoever cancelled it: any attempt would be cancelled too. The
@@ -878,7 +879,9 @@ public final actor RetryPolicy {
             if ruled == .notIdempotent {
                 // Nothing is sent again; the classifier may still say that the person must sign in.
                 call.stoppedAsNotIdempotent = true
-                let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
+                let context = RetryContext(
+                    attempt: call.attempts, idempotency: idempotency, analysis: analysis,
+                    idempotencyIsDeclared: isDeclared)
                 ruled = Rulebook.reportedStop(
                     forNotIdempotent: Self.decision(
                         for: error, context: context, classifier: classifier, options: options),
@@ -898,7 +901,9 @@ public final actor RetryPolicy {
             return recovered
         }
 
-        let context = RetryContext(attempt: call.attempts, idempotency: idempotency, analysis: analysis)
+        let context = RetryContext(
+            attempt: call.attempts, idempotency: idempotency, analysis: analysis,
+            idempotencyIsDeclared: isDeclared)
         let decision = Self.decision(for: error, context: context, classifier: classifier, options: options)
         if let floor = decision.retryAfter {
             hint = Swift.max(hint ?? .zero, floor)

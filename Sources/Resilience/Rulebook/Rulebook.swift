@@ -147,4 +147,13 @@ public enum Rulebook {
             declared ?? CallScope.current.handedDownIdempotency(over: classifier.declaredIdempotency) ?? .idempotent
         return call.tightened(by: analysis.requestIdempotency)
     }
+
+    /// Whether a call declared the idempotency it is judged by: `declared`, the call's own
+    /// declaration, or an enclosing call's, handed down (an enclosing policy's classifier's
+    /// word is not a declaration). Read on the failure path only, for ``RetryContext/idempotencyIsDeclared``.
+    static func idempotencyIsDeclared(_ declared: Idempotency?) -> Bool {
+        if declared != nil { return true }
+        let scope = CallScope.current
+        return scope.idempotency != nil && !scope.idempotencyIsAClassifiers
+    }
 }

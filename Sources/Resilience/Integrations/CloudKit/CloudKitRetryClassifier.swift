@@ -5,7 +5,7 @@
 /// |---|---|
 /// | `networkUnavailable`, `networkFailure`, `serviceUnavailable`, `requestRateLimited`, `zoneBusy` | retry, waiting at least `CKRetryAfter` when present |
 /// | `batchRequestFailed` | retry: the item failed only because another item in its atomic batch did |
-/// | `serverResponseLost` | retry only when the operation is idempotent |
+/// | `serverResponseLost` | retry only when the operation is idempotent: as the call's declaration says, its own or an enclosing call's; without one, as `operationIsIdempotent` says |
 /// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` |
 /// | `partialFailure` whose every item is a zone error (`userDeletedZone`, `zoneNotFound`, the reset flag) | stop: ``RetryStopReason/setupRequired`` (create the zone, then re-send the failed items; a mix with other final errors stays ``RetryStopReason/partialFailure``) |
 /// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
@@ -38,7 +38,15 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         .networkUnavailable, .networkFailure, .serviceUnavailable, .requestRateLimited, .zoneBusy,
     ]
 
-    /// Whether the operation may safely run twice, which makes `serverResponseLost` retryable.
+    /// Whether the operation may safely run twice, which makes `serverResponseLost` retryable
+    /// for a call that declares nothing.
+    ///
+    /// A call's declaration wins over it (``RetryContext/idempotencyIsDeclared``):
+    /// `execute(idempotency: .idempotent)`, or a call nested in one declared so, retries a lost
+    /// response with the flag false; one declared `.notIdempotent` never sends it again (the
+    /// ``Rulebook`` stops it) with the flag true. The flag is the classifier's word for the calls
+    /// that say nothing, and is false by default: a lost response may follow a request CloudKit
+    /// applied, so it is sent again only on an explicit word.
     ///
     /// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` judges the items of a batch
     /// by the call's idempotency instead, for a lost response as for a dropped connection; there
@@ -57,11 +65,21 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     ///
     /// The outermost CloudKit error in the chain decides, so a CloudKit error wrapped in
     /// `NSUnderlyingErrorKey` or in an app's own error is judged as it would be thrown directly.
+    /// A lost response (`serverResponseLost`) is retried as the call's declaration says, when
+    /// `context` has one (``RetryContext/idempotencyIsDeclared``), else as ``operationIsIdempotent`` says.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
         // A policy has already read the chain once; reuse its reading rather than walk it again.
         let analysis = context.analysis(of: error)
         guard let code = analysis.cloudKitCode else { return nil }
-        return self.decision(forCodeInChain: code, everyItemNeedsSetup: analysis.everyItemNeedsSetup)
+        return self.judging(context).decision(forCodeInChain: code, everyItemNeedsSetup: analysis.everyItemNeedsSetup)
+    }
+
+    /// The rules for a call with `context`: a call's declaration of its idempotency, its own or an
+    /// enclosing call's (``RetryContext/idempotencyIsDeclared``), says whether a lost response may
+    /// be sent again; without one, ``operationIsIdempotent`` does.
+    func judging(_ context: RetryContext) -> CloudKitRetryClassifier {
+        guard context.idempotencyIsDeclared else { return self }
+        return CloudKitRetryClassifier(operationIsIdempotent: context.idempotency.isIdempotent)
     }
 
     /// The decision for the outermost CloudKit error of a chain, a partial failure included.
@@ -77,7 +95,8 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         return self.decision(for: code)
     }
 
-    /// The decision for an error with `code`, other than a partial failure.
+    /// The decision for an error with `code`, other than a partial failure, for a call that
+    /// declares nothing: a lost response is retried as ``operationIsIdempotent`` says.
     public func decision(for code: CloudKitErrorCode) -> RetryDecision {
         if Self.transientCodes.contains(code) || code == .batchRequestFailed { return .retry }
         switch code {

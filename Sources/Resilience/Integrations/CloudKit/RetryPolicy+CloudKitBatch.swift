@@ -39,6 +39,11 @@ extension RetryPolicy {
     /// declared not idempotent. Otherwise the call stops with ``RetryStopReason/partialFailure``
     /// and each item it sent is among ``CloudKitBatchResult/failedItems`` with that failure.
     ///
+    /// A whole attempt whose response was lost (`serverResponseLost`, not a partial failure) is
+    /// judged as any whole call's: sent again whole when the batch or an enclosing call was
+    /// declared idempotent, or, when neither declares, when the policy's classifier is a
+    /// ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true`.
+    ///
     /// Once an attempt has reported on the items (a partial failure), the call
     /// returns a ``CloudKitBatchResult`` however it stops, so the items CloudKit saved
     /// are never lost to an error: cancelled during an attempt or during the wait
