@@ -106,6 +106,9 @@ public final class Hedging: Sendable {
     let calls = Lock(HedgedCalls())
     /// The number of the last call begun.
     let callNumbers = Atomic<UInt64>(0)
+    /// The failed attempts this strategy's calls have taken and carried on after, for tests
+    /// that wait until a call has heard of a failure.
+    let failuresTaken = Atomic<Int>(0)
     let observer: (any StrategyObserver)?
     /// The most extra attempts a call starts, for the inlined call path.
     @usableFromInline var hedgeLimit: Int { self.maximumHedges }
@@ -306,6 +309,7 @@ public final class Hedging: Sendable {
                     if call.settling == 0 { return .failure(call.ending) }
                     continue
                 }
+                self.tookFailure()
                 // The attempt held a call that may not run twice: no other copy may send it again.
                 if call.holdsNotIdempotentCall { call.mayHedge = false }
                 // A server's retry-after hint that has not passed yet holds the next attempt back.
@@ -763,6 +767,12 @@ public final class Hedging: Sendable {
             failures.quietUntil = Swift.max(failures.quietUntil ?? end, end)
         }
         return true
+    }
+
+    /// Counts a failed attempt a call took and carried on after (``failuresTaken``).
+    @usableFromInline
+    func tookFailure() {
+        self.failuresTaken.wrappingAdd(1, ordering: .releasing)
     }
 
     /// Reports a hedge started to the observer.
