@@ -158,6 +158,13 @@ final class TimeLimitSignal: Sendable {
     /// address and pass for it. Only a limit that fired and cut a policy's wait short holds one.
     private let lateErrorBox = Atomic<UInt>(0)
     private let lateErrorAgeNanoseconds = Atomic<Int64>(0)
+    /// For an attempt of a hedged call: the end of the latest retry-after hint the call heard
+    /// from another of its attempts, in nanoseconds on ``quietClock``'s clock, or `Int64.min`
+    /// for none (see ``holdQuiet(until:)``).
+    private let quietEndNanoseconds = Atomic<Int64>(.min)
+    /// For an attempt of a hedged call: the strategy on whose clock ``quietEndNanoseconds`` is
+    /// kept; `nil` for every other signal.
+    let quietClock: Hedging?
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
     /// The task that set the limit (or started the hedged call), from which the attempt's own
@@ -165,8 +172,9 @@ final class TimeLimitSignal: Sendable {
     /// names it (see `NestedRetryLedger.Address`).
     let host: Int
 
-    init(enclosing: TimeLimitSignal? = nil) {
+    init(enclosing: TimeLimitSignal? = nil, quietClock: Hedging? = nil) {
         self.enclosing = enclosing
+        self.quietClock = quietClock
         self.host = NestedRetryLedger.currentTask
     }
 
@@ -450,6 +458,34 @@ final class TimeLimitSignal: Sendable {
             if current.hasFired { current.noteLateError(error, age: age) }
             signal = current.enclosing
         }
+    }
+
+    /// For an attempt of a hedged call: records that the call heard a retry-after hint from
+    /// another of its attempts that ends at `end` on the strategy's clock, unless a later end
+    /// is recorded. Written by the call, read by the policies nested in the attempt before they
+    /// send again (``quietLeft(from:)``).
+    func holdQuiet(until end: Duration) {
+        let (seconds, attoseconds) = end.components
+        var nanoseconds = Self.nanoseconds(of: end)
+        // Rounded up, so the quiet never ends before the hint does.
+        if seconds >= 0, attoseconds % 1_000_000_000 != 0, nanoseconds < .max { nanoseconds += 1 }
+        self.quietEndNanoseconds.max(nanoseconds, ordering: .releasing)
+    }
+
+    /// The longest time left of the retry-after hints the hedged calls enclosing `innermost`
+    /// heard from their other attempts (``holdQuiet(until:)``), or `nil` when none is left.
+    static func quietLeft(from innermost: TimeLimitSignal?) -> Duration? {
+        var left: Duration?
+        var signal = innermost
+        while let current = signal {
+            let end = current.quietEndNanoseconds.load(ordering: .acquiring)
+            if end != .min, let clock = current.quietClock {
+                let remaining = Duration.nanoseconds(end) - clock.now()
+                if remaining > .zero { left = Swift.max(left ?? .zero, remaining) }
+            }
+            signal = current.enclosing
+        }
+        return left
     }
 
     /// Whether `innermost` or any signal enclosing it fired.
