@@ -679,7 +679,9 @@ public final class Hedging: Sendable {
     ) async throws -> Value {
         guard let scope = CallScope.declaring(idempotency) else { return try await operation() }
         do {
-            return try await CallScope.$current.withValue(scope) { try await operation() }
+            let value = try await CallScope.$current.withValue(scope) { try await operation() }
+            scope.noteSucceeded()  // a call that may not run twice reached the dependency
+            return value
         } catch {
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
             throw error

@@ -542,9 +542,12 @@ public final actor RetryPolicy {
         var call = self.begin(firstFailure: firstFailure, options: options)
         // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
         if let scope = self.scopeToHandDown(options, call: &call) {
-            return await CallScope.handedDown.withValue(
+            let outcome = await CallScope.handedDown.withValue(
                 scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
                 isolation: isolation)
+            // A call that may not run twice reached the dependency: the time limits around it hear so.
+            if outcome.stopReason == .succeeded { scope.noteSucceeded() }
+            return outcome
         }
         return await self.loop(isolation: isolation, options, &call, attempt)
     }

@@ -96,6 +96,19 @@ struct CallScope: Sendable {
         TimeLimitSignal.markNotIdempotent(from: self.supersessions)
     }
 
+    /// Tells the library time limits enclosing this scope that a call in it that may not run
+    /// twice has succeeded: its request reached the dependency, so a time-out of their attempt
+    /// that comes after cannot read as one whose request never left (see
+    /// ``TimeLimitSignal/noteARequestMayHaveLeft(from:)``).
+    ///
+    /// For the call that declared this scope, as it returns its value; a call that may run
+    /// twice tells nothing, since sending it again does no harm.
+    @usableFromInline
+    func noteSucceeded() {
+        guard let idempotency = self.idempotency, !idempotency.isIdempotent else { return }
+        TimeLimitSignal.noteARequestMayHaveLeft(from: self.timeLimits)
+    }
+
     /// The current scope with a new time-limit signal added; returns both.
     static func limited() -> (CallScope, TimeLimitSignal) {
         var scope = Self.current
@@ -353,7 +366,7 @@ final class TimeLimitSignal: Sendable {
     /// may have left: a failure the library read there did not prove it never left.
     ///
     /// A ``RetryPolicy`` tells its enclosing limits so when an attempt fails that way, before it
-    /// tries again. The facts of the call then travel with it: a limit that ends the attempt
+    /// tries again, and a call declared not idempotent when it succeeds (`CallScope.noteSucceeded()`). The facts of the call then travel with it: a limit that ends the attempt
     /// later, while the policy waits for the network after an offline try that sent nothing, does
     /// not read that last try as the whole attempt's (an attempt that sent a request, lost the
     /// connection, then found the network down may have reached the dependency). Written by the
