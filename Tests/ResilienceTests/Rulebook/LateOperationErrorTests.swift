@@ -399,10 +399,12 @@ struct LateOperationErrorTests {
         await network.waitForObservers(count: 1)  // the second try failed offline; the inner policy waits
         await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
         clock.advance(by: .seconds(9))
-        network.set(.online)
         // The outer policy either stops now or waits its backoff before sending again (its fourth
-        // sleep, after the time limit, the inner backoff and the wait's limit).
+        // sleep, after the time limit, the inner backoff and the wait's limit). The network comes
+        // back only then: back at once, it could wake the inner wait before the limit, due at the
+        // same instant, fired, and the inner policy's next try would answer the attempt.
         while ended.value == 0, clock.sleepRequests.count < 4 { await Task.yield() }
+        network.set(.online)
         if clock.sleepRequests.count >= 4 { clock.advance(by: clock.sleepRequests[3]) }
         let outcome = await call.value
         #expect(outcome.stopReason == .notIdempotent)
@@ -466,9 +468,10 @@ struct LateOperationErrorTests {
         await network.waitForObservers(count: 1)
         await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
         clock.advance(by: .seconds(10))
-        network.set(.online)
-        // The outer policy either stops now or waits its backoff before sending again.
+        // The outer policy either stops now or waits its backoff before sending again; the network
+        // comes back only then, so that it cannot wake the inner wait before the limit fired.
         while ended.value == 0, clock.sleepRequests.count < 3 { await Task.yield() }
+        network.set(.online)
         if clock.sleepRequests.count >= 3 { clock.advance(by: clock.sleepRequests[2]) }
         let outcome = await call.value
         #expect(outcome.stopReason == .notIdempotent, "stopped with \(outcome.stopReason)")
