@@ -51,7 +51,12 @@ import Synchronization
 /// whether that attempt would have started at once or at its hedge delay. A hint
 /// longer than the hedge delay starts no more hedges: waiting it out is a retry's
 /// work, left to whoever is around the call (a ``RetryPolicy`` honours the hint
-/// within its ``RetryPolicy/maximumRetryAfter`` and deadline).
+/// within its ``RetryPolicy/maximumRetryAfter`` and deadline). The hint also reaches the
+/// attempts still running, whose requests are already out: a ``RetryPolicy`` nested in one
+/// does not send again before the hint has passed, and stops instead when it will not wait
+/// that long (the call then ends with the hint's failure, as below). A hint from one of the
+/// library's own gates (a rate limiter's) holds back only the call's next attempt: a policy
+/// nested in a running attempt meets that gate itself when it asks it.
 ///
 /// When no attempt succeeds, the call ends with the failure that matters to the
 /// rules, as the operation threw it: the first one the rules ended the call on
@@ -106,6 +111,9 @@ public final class Hedging: Sendable {
     let calls = Lock(HedgedCalls())
     /// The number of the last call begun.
     let callNumbers = Atomic<UInt64>(0)
+    /// The failed attempts this strategy's calls have taken and carried on after, for tests
+    /// that wait until a call has heard of a failure.
+    let failuresTaken = Atomic<Int>(0)
     let observer: (any StrategyObserver)?
     /// The most extra attempts a call starts, for the inlined call path.
     @usableFromInline var hedgeLimit: Int { self.maximumHedges }
@@ -306,6 +314,10 @@ public final class Hedging: Sendable {
                     if call.settling == 0 { return .failure(call.ending) }
                     continue
                 }
+                // The server's retry-after hint reaches the attempts still running: a policy nested
+                // in one waits at least until it has passed before it sends again.
+                if let end = call.failures.lastQuietEnd { call.holdQuiet(until: end) }
+                self.tookFailure()
                 // The attempt held a call that may not run twice: no other copy may send it again.
                 if call.holdsNotIdempotentCall { call.mayHedge = false }
                 // A server's retry-after hint that has not passed yet holds the next attempt back.
@@ -667,7 +679,9 @@ public final class Hedging: Sendable {
     ) async throws -> Value {
         guard let scope = CallScope.declaring(idempotency) else { return try await operation() }
         do {
-            return try await CallScope.$current.withValue(scope) { try await operation() }
+            let value = try await CallScope.$current.withValue(scope) { try await operation() }
+            scope.noteSucceeded()  // a call that may not run twice reached the dependency
+            return value
         } catch {
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
             throw error
@@ -690,7 +704,7 @@ public final class Hedging: Sendable {
     /// The scope of a new attempt of a call with `scope`: a supersession signal of its own.
     @usableFromInline
     func attemptScope(_ scope: CallScope) -> (CallScope, HedgedAttemptSignal) {
-        let signal = TimeLimitSignal(enclosing: scope.supersessions)
+        let signal = TimeLimitSignal(enclosing: scope.supersessions, quietClock: self)
         var attemptScope = scope
         attemptScope.supersessions = signal
         return (attemptScope, HedgedAttemptSignal(signal: signal))
@@ -752,6 +766,9 @@ public final class Hedging: Sendable {
         let ruled = Rulebook.stopReason(for: analysis, idempotency: start.declared) != nil
         failures.lastEndsCall = ruled
         let hint = Swift.max(analysis.retryAfter ?? .zero, .zero)
+        // A hint from the dependency asks every attempt of the call for quiet, the running ones
+        // included; a refusal at one of the library's own gates speaks for that gate alone.
+        failures.lastQuietEnd = hint > .zero && !ruled && failures.lastCostsToken ? self.now() + hint : nil
         if failures.ending == nil || !failures.endingIsRuled && (ruled || hint >= failures.endingHint) {
             failures.ending = error
             failures.endingIsRuled = ruled
@@ -763,6 +780,12 @@ public final class Hedging: Sendable {
             failures.quietUntil = Swift.max(failures.quietUntil ?? end, end)
         }
         return true
+    }
+
+    /// Counts a failed attempt a call took and carried on after (``failuresTaken``).
+    @usableFromInline
+    func tookFailure() {
+        self.failuresTaken.wrappingAdd(1, ordering: .releasing)
     }
 
     /// Reports a hedge started to the observer.
@@ -829,6 +852,11 @@ struct HedgedAttemptSignal: Sendable {
     var holdsNotIdempotentCall: Bool {
         self.signal.enclosesNotIdempotentCall
     }
+
+    /// Records that the call heard a retry-after hint ending at `end` on the strategy's clock,
+    /// for the policies nested in the attempt (``TimeLimitSignal/holdQuiet(until:)``).
+    @usableFromInline
+    func holdQuiet(until end: Duration) { self.signal.holdQuiet(until: end) }
 
     /// Records that the attempt lost the race, before it is cancelled.
     @usableFromInline
@@ -949,6 +977,15 @@ struct HedgedCall<Value: Sendable> {
         return settled
     }
 
+    /// Tells each attempt whose end the call has not taken that the call heard a retry-after
+    /// hint ending at `end`: a policy nested in it does not send again before then.
+    @inlinable
+    func holdQuiet(until end: Duration) {
+        for index in 0..<self.count where self.taken & (1 << UInt16(index)) == 0 {
+            self.attempt(index).signal.holdQuiet(until: end)
+        }
+    }
+
     /// Whether an attempt's own task marked its end and the call has not taken that end yet.
     @inlinable
     var anAttemptEndedUntaken: Bool {
@@ -971,6 +1008,10 @@ struct HedgedFailures {
     @usableFromInline var lastEndsCall = false
     /// The retry-after hint of ``ending``; zero without one.
     @usableFromInline var endingHint = Duration.zero
+    /// When the retry-after hint of the failure taken last ends, on the strategy's clock, if it
+    /// asks the call's running attempts for quiet: a positive hint from the dependency, on a
+    /// failure the rules do not end the call on.
+    @usableFromInline var lastQuietEnd: Duration?
     /// The time on the strategy's clock before which no attempt starts: the end of the
     /// latest-ending retry-after hint of a failed attempt.
     @usableFromInline var quietUntil: Duration?

@@ -73,9 +73,11 @@ extension ResiliencePipeline {
         var scope = CallScope.current
         scope.declare(idempotency)
         do {
-            return try await CallScope.$current.withValue(scope) {
+            let value = try await CallScope.$current.withValue(scope) {
                 try await self.strategies.executeInPipeline(IsolatedOperation(operation))
             }
+            scope.noteSucceeded()  // a call that may not run twice reached the dependency
+            return value
         } catch {
             // A policy around the pipeline runs outside the declaration: it hears of it here.
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)

@@ -42,6 +42,12 @@
 ///    `CancellationError`, or with the failure it waited on when an enclosing time
 ///    limit of the library's cancelled it, so that the layers above learn what it said).
 ///
+/// Inside an attempt of a ``Hedging`` call, a retry-after hint the hedged call heard from
+/// another of its attempts counts as a hint of this call's too, for what is left of it: the
+/// policy does not send again before it has passed, also when it heard of it while waiting,
+/// or about to retry at once after a recovered credential or the network's return, and the
+/// same limits stop it (``maximumRetryAfter``, the deadline).
+///
 /// The error that ends a call is the operation's own, unchanged, so `catch`
 /// clauses for your error types keep working (a failed credential recovery ends
 /// it with the refresh's error instead). Use ``outcome(operation:)``
@@ -539,9 +545,12 @@ public final actor RetryPolicy {
         var call = self.begin(firstFailure: firstFailure, options: options)
         // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
         if let scope = self.scopeToHandDown(options, call: &call) {
-            return await CallScope.handedDown.withValue(
+            let outcome = await CallScope.handedDown.withValue(
                 scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
                 isolation: isolation)
+            // A call that may not run twice reached the dependency: the time limits around it hear so.
+            if outcome.stopReason == .succeeded { scope.noteSucceeded() }
+            return outcome
         }
         return await self.loop(isolation: isolation, options, &call, attempt)
     }
@@ -663,36 +672,54 @@ public final actor RetryPolicy {
         call.state.deadlinePassedBeforeCancellation = false
         // Only a call a library time limit may cut short ends with a failure it has been waiting on.
         call.state.lastErrorReceivedAt = CallScope.current.timeLimits == nil ? nil : self.clock.now()
-        switch await self.plan(
+        var plan = await self.plan(
             isolation: isolation, after: error, options: options, call: &call.state, start: call.start)
-        {
-        case .stop(let reason):
-            return await self.finish(isolation: isolation, call, .failure(error), reason)
-        case .stopWithError(let reason, let replacement):
-            return await self.finish(isolation: isolation, call, .failure(replacement), reason)
-        case .retryNow:
-            return nil
-        case .wait(let delay):
-            switch await self.waitBeforeRetry(isolation: isolation, delay, start: call.start) {
-            case .elapsed:
+        while true {
+            // A retry-after hint a hedged call around this one heard from another of its attempts
+            // holds the retry back: one at once (a recovered credential, the network back), and
+            // one whose wait ended before that hint, heard meanwhile, has passed.
+            if case .retryNow = plan, let heard = self.heardQuiet(start: call.start) { plan = heard }
+            switch plan {
+            case .stop(let reason):
+                return await self.finish(isolation: isolation, call, .failure(error), reason)
+            case .stopWithError(let reason, let replacement):
+                return await self.finish(isolation: isolation, call, .failure(replacement), reason)
+            case .retryNow:
                 return nil
-            case .elapsedPastDeadline:
-                // The clock passed the wait's end and the deadline before any cancellation of the
-                // caller: one that comes before the next attempt's checks leaves the deadline's stop.
-                call.state.deadlinePassedBeforeCancellation = true
-                return nil
-            case .cancelled:
-                let ending = self.endingOnCancellation(
-                    after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
-                return await self.finish(isolation: isolation, call, .failure(ending), .cancelled)
-            case .cancelledPastDeadline:
-                // The deadline passed first: the call stops there, with the failure it waited on,
-                // as it would have had the wait woken before the cancellation. An enclosing limit
-                // that cancelled it hears how long ago the failure came, as below.
-                _ = self.endingOnCancellation(after: error, receivedAt: call.state.lastErrorReceivedAt)
-                return await self.finish(isolation: isolation, call, .failure(error), .deadlineExceeded)
+            case .wait(let delay):
+                switch await self.waitBeforeRetry(isolation: isolation, delay, start: call.start) {
+                case .elapsed:
+                    plan = .retryNow
+                case .elapsedPastDeadline:
+                    // The clock passed the wait's end and the deadline before any cancellation of the
+                    // caller: one that comes before the next attempt's checks leaves the deadline's stop.
+                    call.state.deadlinePassedBeforeCancellation = true
+                    return nil
+                case .cancelled:
+                    let ending = self.endingOnCancellation(
+                        after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
+                    return await self.finish(isolation: isolation, call, .failure(ending), .cancelled)
+                case .cancelledPastDeadline:
+                    // The deadline passed first: the call stops there, with the failure it waited on,
+                    // as it would have had the wait woken before the cancellation. An enclosing limit
+                    // that cancelled it hears how long ago the failure came, as below.
+                    _ = self.endingOnCancellation(after: error, receivedAt: call.state.lastErrorReceivedAt)
+                    return await self.finish(isolation: isolation, call, .failure(error), .deadlineExceeded)
+                }
             }
         }
+    }
+
+    /// What a retry about to go out waits for when a ``Hedging`` call around this one heard a
+    /// retry-after hint from another of its attempts that has not passed yet
+    /// (`TimeLimitSignal.quietLeft(from:)`): the rest of it, or a stop, when that is longer than
+    /// ``maximumRetryAfter`` or the time left before the deadline, as for the call's own hint;
+    /// `nil` when no such hint is left. Read on the failure path only.
+    nonisolated func heardQuiet(start: Duration) -> Plan? {
+        guard let left = TimeLimitSignal.quietLeft(from: CallScope.current.supersessions) else { return nil }
+        if left > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
+        if let remaining = self.timeLeft(start: start), left >= remaining { return .stop(.deadlineExceeded) }
+        return .wait(left)
     }
 
     /// The error a call ends with when its task is cancelled before a retry, or while it
@@ -913,6 +940,11 @@ public final actor RetryPolicy {
             .init(policyName: self.name, attempt: call.attempts, error: error, httpStatus: status, retryAfter: hint))
         guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
+        // A hedged call around this one heard a retry-after hint from another of its attempts:
+        // it asks this call for quiet too (see `heardQuiet(start:)`).
+        if let heard = TimeLimitSignal.quietLeft(from: CallScope.current.supersessions) {
+            hint = Swift.max(hint ?? .zero, heard)
+        }
         // A breaker's or a limiter's rejection, or a request that never left an offline
         // device, put no load on the dependency, so it costs no token.
         if Rulebook.loadedTheDependency(analysis) {

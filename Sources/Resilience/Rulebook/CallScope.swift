@@ -96,6 +96,19 @@ struct CallScope: Sendable {
         TimeLimitSignal.markNotIdempotent(from: self.supersessions)
     }
 
+    /// Tells the library time limits enclosing this scope that a call in it that may not run
+    /// twice has succeeded: its request reached the dependency, so a time-out of their attempt
+    /// that comes after cannot read as one whose request never left (see
+    /// ``TimeLimitSignal/noteARequestMayHaveLeft(from:)``).
+    ///
+    /// For the call that declared this scope, as it returns its value; a call that may run
+    /// twice tells nothing, since sending it again does no harm.
+    @usableFromInline
+    func noteSucceeded() {
+        guard let idempotency = self.idempotency, !idempotency.isIdempotent else { return }
+        TimeLimitSignal.noteARequestMayHaveLeft(from: self.timeLimits)
+    }
+
     /// The current scope with a new time-limit signal added; returns both.
     static func limited() -> (CallScope, TimeLimitSignal) {
         var scope = Self.current
@@ -158,6 +171,13 @@ final class TimeLimitSignal: Sendable {
     /// address and pass for it. Only a limit that fired and cut a policy's wait short holds one.
     private let lateErrorBox = Atomic<UInt>(0)
     private let lateErrorAgeNanoseconds = Atomic<Int64>(0)
+    /// For an attempt of a hedged call: the end of the latest retry-after hint the call heard
+    /// from another of its attempts, in nanoseconds on ``quietClock``'s clock, or `Int64.min`
+    /// for none (see ``holdQuiet(until:)``).
+    private let quietEndNanoseconds = Atomic<Int64>(.min)
+    /// For an attempt of a hedged call: the strategy on whose clock ``quietEndNanoseconds`` is
+    /// kept; `nil` for every other signal.
+    let quietClock: Hedging?
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
     /// The task that set the limit (or started the hedged call), from which the attempt's own
@@ -165,8 +185,9 @@ final class TimeLimitSignal: Sendable {
     /// names it (see `NestedRetryLedger.Address`).
     let host: Int
 
-    init(enclosing: TimeLimitSignal? = nil) {
+    init(enclosing: TimeLimitSignal? = nil, quietClock: Hedging? = nil) {
         self.enclosing = enclosing
+        self.quietClock = quietClock
         self.host = NestedRetryLedger.currentTask
     }
 
@@ -345,7 +366,7 @@ final class TimeLimitSignal: Sendable {
     /// may have left: a failure the library read there did not prove it never left.
     ///
     /// A ``RetryPolicy`` tells its enclosing limits so when an attempt fails that way, before it
-    /// tries again. The facts of the call then travel with it: a limit that ends the attempt
+    /// tries again, and a call declared not idempotent when it succeeds (`CallScope.noteSucceeded()`). The facts of the call then travel with it: a limit that ends the attempt
     /// later, while the policy waits for the network after an offline try that sent nothing, does
     /// not read that last try as the whole attempt's (an attempt that sent a request, lost the
     /// connection, then found the network down may have reached the dependency). Written by the
@@ -450,6 +471,34 @@ final class TimeLimitSignal: Sendable {
             if current.hasFired { current.noteLateError(error, age: age) }
             signal = current.enclosing
         }
+    }
+
+    /// For an attempt of a hedged call: records that the call heard a retry-after hint from
+    /// another of its attempts that ends at `end` on the strategy's clock, unless a later end
+    /// is recorded. Written by the call, read by the policies nested in the attempt before they
+    /// send again (``quietLeft(from:)``).
+    func holdQuiet(until end: Duration) {
+        let (seconds, attoseconds) = end.components
+        var nanoseconds = Self.nanoseconds(of: end)
+        // Rounded up, so the quiet never ends before the hint does.
+        if seconds >= 0, attoseconds % 1_000_000_000 != 0, nanoseconds < .max { nanoseconds += 1 }
+        self.quietEndNanoseconds.max(nanoseconds, ordering: .releasing)
+    }
+
+    /// The longest time left of the retry-after hints the hedged calls enclosing `innermost`
+    /// heard from their other attempts (``holdQuiet(until:)``), or `nil` when none is left.
+    static func quietLeft(from innermost: TimeLimitSignal?) -> Duration? {
+        var left: Duration?
+        var signal = innermost
+        while let current = signal {
+            let end = current.quietEndNanoseconds.load(ordering: .acquiring)
+            if end != .min, let clock = current.quietClock {
+                let remaining = Duration.nanoseconds(end) - clock.now()
+                if remaining > .zero { left = Swift.max(left ?? .zero, remaining) }
+            }
+            signal = current.enclosing
+        }
+        return left
     }
 
     /// Whether `innermost` or any signal enclosing it fired.

@@ -31,8 +31,10 @@ import Foundation
 ///
 /// Neither exception holds when the library saw a request of the time-limited attempt that
 /// may have left before it: a ``RetryPolicy`` inside the attempt whose earlier try failed
-/// in a way that does not prove its request never left tells the time limits around it, and
-/// the time-out then reads as one that may have been sent, counted like any other. The same
+/// in a way that does not prove its request never left tells the time limits around it, as does
+/// a call declared not idempotent that succeeded in the attempt, and the time-out then reads as
+/// one that may have been sent, counted like any other. A request the operation sends itself,
+/// outside any declared call of the library, is not seen. The same
 /// holds in the task the limit cancelled: there, the failure the operation ends with is read
 /// as the limit's end (``Interruption/timeLimit``), with the same two exceptions.
 ///

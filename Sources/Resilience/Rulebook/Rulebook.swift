@@ -28,7 +28,8 @@
 ///    a limiter's or a throttle's refusal (a bulkhead's queue timeout), or the limit cut short
 ///    a wait for the network on an offline device that never let the request leave; and
 ///    unless, even then, the library saw a request of that attempt that may have left before
-///    (a ``RetryPolicy`` inside tells the limits around it). The answer is the same for a
+///    (a ``RetryPolicy`` inside tells the limits around it of such a failure, and a call declared
+///    not idempotent inside of its success). The answer is the same for a
 ///    breaker outside the limit, which reads its error, and for one inside it, which reads
 ///    the failure the operation ends with in the task the limit cancelled.
 /// 6. **It never counts a call that never reached the dependency**: one of the

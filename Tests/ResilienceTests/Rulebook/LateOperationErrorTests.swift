@@ -399,10 +399,12 @@ struct LateOperationErrorTests {
         await network.waitForObservers(count: 1)  // the second try failed offline; the inner policy waits
         await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
         clock.advance(by: .seconds(9))
-        network.set(.online)
         // The outer policy either stops now or waits its backoff before sending again (its fourth
-        // sleep, after the time limit, the inner backoff and the wait's limit).
+        // sleep, after the time limit, the inner backoff and the wait's limit). The network comes
+        // back only then: back at once, it could wake the inner wait before the limit, due at the
+        // same instant, fired, and the inner policy's next try would answer the attempt.
         while ended.value == 0, clock.sleepRequests.count < 4 { await Task.yield() }
+        network.set(.online)
         if clock.sleepRequests.count >= 4 { clock.advance(by: clock.sleepRequests[3]) }
         let outcome = await call.value
         #expect(outcome.stopReason == .notIdempotent)
@@ -410,6 +412,71 @@ struct LateOperationErrorTests {
         #expect(sent.value == 2)
         let limit = try #require(outcome.result.error as? AttemptTimeoutError)
         #expect((limit.operationError as? URLError)?.code == .notConnectedToInternet)
+        #expect(FailureAnalysis(limit).delivery == .mayHaveBeenSent)
+    }
+
+    /// The ways an attempt sends a `POST` the library knows may not run twice.
+    enum DeclaredPost: CaseIterable, Sendable {
+        case throughAPolicy
+        case throughAPipeline
+        case throughHedging
+
+        /// Sends the `POST`, counted in `posts`, which succeeds.
+        func send(counting posts: Counter, clock: TestClock) async throws {
+            switch self {
+            case .throughAPolicy:
+                let policy = try RetryPolicy(maximumAttempts: 3, clock: clock)
+                _ = try await policy.execute(idempotency: .notIdempotent) { () throws -> Int in posts.increment() }
+            case .throughAPipeline:
+                let policy = try RetryPolicy(maximumAttempts: 3, clock: clock)
+                let pipeline = ResiliencePipeline { policy }
+                _ = try await pipeline.execute(idempotency: .notIdempotent) { () throws -> Int in posts.increment() }
+            case .throughHedging:
+                let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
+                _ = try await hedging.execute(idempotency: .notIdempotent) { () throws -> Int in posts.increment() }
+            }
+        }
+    }
+
+    /// The same, but the attempt's earlier request was a `POST` that succeeded, sent through a
+    /// call declared not idempotent: it reached the server, so the outer policy does not send the
+    /// attempt again, although the attempt's last request never left the offline device.
+    @Test(arguments: DeclaredPost.allCases)
+    func aNotIdempotentCallWhoseAttemptSentAPostThatSucceededBeforeGoingOfflineIsNotSentAgain(
+        post: DeclaredPost
+    ) async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let inner = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let posts = Counter()
+        let ended = Counter()
+        let call = Task {
+            let outcome = await outer.outcome(attemptTimeout: .seconds(10), idempotency: .notIdempotent) {
+                () async throws -> Int in
+                try await post.send(counting: posts, clock: clock)
+                // A request that may run twice, which finds the device offline.
+                return try await inner.execute(waitingFor: wait, idempotency: .idempotent) { () throws -> Int in
+                    guard network.connectivity.isOnline else { throw URLError(.notConnectedToInternet) }
+                    return 7
+                }
+            }
+            ended.increment()
+            return outcome
+        }
+        await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 2)  // the time limit and the wait's own limit
+        clock.advance(by: .seconds(10))
+        // The outer policy either stops now or waits its backoff before sending again; the network
+        // comes back only then, so that it cannot wake the inner wait before the limit fired.
+        while ended.value == 0, clock.sleepRequests.count < 3 { await Task.yield() }
+        network.set(.online)
+        if clock.sleepRequests.count >= 3 { clock.advance(by: clock.sleepRequests[2]) }
+        let outcome = await call.value
+        #expect(outcome.stopReason == .notIdempotent, "stopped with \(outcome.stopReason)")
+        #expect(posts.value == 1, "the POST that succeeded was sent again")
+        let limit = try #require(outcome.result.error as? AttemptTimeoutError)
         #expect(FailureAnalysis(limit).delivery == .mayHaveBeenSent)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ResilienceTesting
+import Synchronization
 import Testing
 
 @testable import Resilience
@@ -394,6 +395,123 @@ struct HedgingFailureTests {
         #expect(try await call.value == 3)
         #expect(starts.values == [.zero, .seconds(2), .milliseconds(4_500)])
         #expect(clock.sleeperCount == 0)
+    }
+
+    // MARK: - A hint the call heard holds back the policies in its running attempts
+
+    /// A hedged call, hedge delay 0.5 s, whose two attempts each run a policy. The first
+    /// attempt's request fails at t = 1 with a 30 s hint its policy will not wait for (it waits
+    /// 10 s at most), so the attempt fails with it; the second attempt's request, sent at
+    /// t = 0.5, fails at t = 2 with no hint, and its policy, which waits `patience` at most for a
+    /// hint, would send again after its 1 s backoff. Any later request succeeds.
+    struct HeardHint: Sendable {
+        let clock = TestClock()
+        let hedging: Hedging
+        let strict: RetryPolicy
+        let patient: RetryPolicy
+        let runs = Counter()
+        /// When the second attempt's policy sent its requests.
+        let secondSends = Recorder<Duration>()
+        static let hint: Duration = .seconds(30)
+
+        init(patience: Duration) throws {
+            self.hedging = try Hedging(delay: .fixed(.milliseconds(500)), maximumHedges: 1, clock: self.clock)
+            self.strict = try RetryPolicy(
+                maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, maximumRetryAfter: .seconds(10),
+                clock: self.clock)
+            self.patient = try RetryPolicy(
+                maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, maximumRetryAfter: patience,
+                clock: self.clock)
+        }
+
+        /// The hedged call.
+        func call() async throws -> Int {
+            try await self.hedging.execute { () async throws -> Int in
+                if self.runs.increment() == 1 {
+                    return try await self.strict.execute { () async throws -> Int in
+                        try await self.clock.sleep(for: .seconds(1))
+                        throw StatusError(status: 503, hint: Self.hint)
+                    }
+                }
+                return try await self.patient.execute { () async throws -> Int in
+                    self.secondSends.record(self.clock.now.offset)
+                    if self.secondSends.values.count == 1 {
+                        try await self.clock.sleep(for: .milliseconds(1_500))
+                        throw StatusError(status: 503)
+                    }
+                    return 7
+                }
+            }
+        }
+
+        /// Moves the clock to t = 2, when the second attempt's request fails, once the call has
+        /// taken the first attempt's failure.
+        func playToTheSecondFailure() async {
+            await self.clock.waitForSleepers(count: 2)  // the first request and the hedge timer
+            self.clock.advance(by: .milliseconds(500))  // t = 0.5: the hedge starts
+            await self.clock.waitForSleepRequests(count: 3)  // the first request's, the timer's, the second's
+            await self.clock.waitForSleepers(count: 2)
+            self.clock.advance(by: .milliseconds(500))  // t = 1: the first attempt fails, asking for 30 s
+            while self.hedging.failuresTaken.load(ordering: .acquiring) == 0 { await Task.yield() }
+            self.clock.advance(by: .seconds(1))  // t = 2: the second attempt's request fails
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHintOneAttemptGotHoldsThePolicyInAnotherRunningAttemptBackUntilItHasPassed() async throws {
+        let scene = try HeardHint(patience: .seconds(60))
+        let call = Task { try await scene.call() }
+        await scene.playToTheSecondFailure()
+        await scene.clock.waitForSleepRequests(count: 4)  // the second attempt's policy waits
+        #expect(scene.clock.sleepRequests.last == .seconds(29), "the policy waits its backoff, not the hint")
+        scene.clock.advance(by: .milliseconds(28_999))
+        await Task.yield()
+        #expect(scene.secondSends.values == [.milliseconds(500)], "sent again before the hint had passed")
+        scene.clock.advance(by: .milliseconds(1))  // t = 31: the hint has passed
+        #expect(try await call.value == 7)
+        #expect(scene.secondSends.values == [.milliseconds(500), .seconds(31)])
+        #expect(scene.clock.sleeperCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPolicyThatWillNotWaitOutAHintAnotherAttemptGotEndsItsAttemptInstead() async throws {
+        let scene = try HeardHint(patience: .seconds(20))
+        let endedAt = Recorder<Duration>()
+        let call = Task { () async -> Result<Int, any Error> in
+            let result = await Result { try await scene.call() }
+            endedAt.record(scene.clock.now.offset)
+            return result
+        }
+        await scene.playToTheSecondFailure()
+        // Either the call ends now, or the second attempt's policy waits before sending again.
+        while endedAt.values.isEmpty, scene.clock.sleepRequests.count < 4 { await Task.yield() }
+        if scene.clock.sleepRequests.count >= 4 { scene.clock.advance(by: scene.clock.sleepRequests[3]) }
+        let result = await call.value
+        #expect(throws: StatusError(status: 503, hint: HeardHint.hint)) { try result.get() }
+        #expect(endedAt.values == [.seconds(2)], "the call ended at \(endedAt.values)")
+        #expect(scene.secondSends.values == [.milliseconds(500)], "sent again before the hint had passed")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPolicyAroundAHedgedCallStillWaitsOutTheHintTheCallEndedWith() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let sends = Recorder<Duration>()
+        async let outcome = policy.outcome {
+            try await hedging.execute { () async throws -> Int in
+                sends.record(clock.now.offset)
+                if sends.values.count == 1 { throw StatusError(status: 503, hint: .seconds(30)) }
+                return 7
+            }
+        }
+        while !clock.sleepRequests.contains(.seconds(30)) { await Task.yield() }  // the policy waits out the hint
+        clock.advance(by: .milliseconds(29_999))
+        #expect(sends.values == [.zero])
+        clock.advance(by: .milliseconds(1))
+        let settled = await outcome
+        #expect(try settled.get() == 7)
+        #expect(sends.values == [.zero, .seconds(30)])
     }
 
     @Test func aCallerWhoCancelsWhileTheCallWaitsForAHintEndsItAtOnce() async throws {
