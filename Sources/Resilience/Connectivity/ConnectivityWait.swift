@@ -24,10 +24,10 @@
 /// A wait that reaches `limit` ends the call with ``RetryStopReason/offline``; one
 /// that reaches the deadline first, with ``RetryStopReason/deadlineExceeded``.
 /// Cancelling the call during the wait ends it with ``RetryStopReason/cancelled``,
-/// unless the clock had already jumped past the deadline: the wait's end came first, and
-/// the call ends as that end says (``RetryStopReason/deadlineExceeded``, or
-/// ``RetryStopReason/offline`` for a `limit` shorter than the time that was left), even
-/// if the wait's timer has not woken yet.
+/// unless the clock had already jumped past the wait's end (its `limit`, or the deadline
+/// when that comes first): the wait's end came first, and the call ends as that end says
+/// (``RetryStopReason/offline``, or ``RetryStopReason/deadlineExceeded``), even if the
+/// wait's timer has not woken yet. So does a network that comes back after such a jump.
 /// When the monitor says the device is online although the failure said offline,
 /// the failure is treated like any other and retried with the backoff.
 ///
@@ -95,8 +95,8 @@ public struct ConnectivityWait: Sendable {
         case cancelled
     }
 
-    /// Waits until the monitor reports the device online, `limit` passes on `clock`, or the task is cancelled.
-    func waitForConnection(upTo limit: Duration, clock: ElapsedClock) async -> Ending {
+    /// Waits until the monitor reports the device online, `clock` reaches `end`, or the task is cancelled.
+    func waitForConnection(until end: Duration, clock: ElapsedClock) async -> Ending {
         let updates = self.monitor.connectivityUpdates()
         let ending = await withTaskGroup(of: Ending?.self) { group in
             group.addTask {
@@ -107,7 +107,7 @@ public struct ConnectivityWait: Sendable {
             }
             group.addTask {
                 do {
-                    try await clock.sleepUntil(clock.now() + limit)
+                    try await clock.sleepUntil(end)
                     return .limitReached
                 } catch {
                     return .cancelled

@@ -164,10 +164,7 @@ extension RetryPolicy {
             let failedAt = self.clock.now()
             call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
-            case .connected(let deadlinePassedFirst):
-                // As after a refresh: a deadline passed before the network came back stops the call
-                // before its next attempt, also when the caller cancels in between.
-                if deadlinePassedFirst { call.deadlinePassedBeforeCancellation = true }
+            case .connected:
                 return self.retryAfterRecovery(
                     after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
             case .stop(let reason):
@@ -187,7 +184,7 @@ extension RetryPolicy {
     /// Without a deadline the call waits for the refresh however long it takes, and starts no timer.
     /// With one, the answer comes with whether the deadline had passed before the caller's
     /// cancellation, or before the answer when no cancellation came first (see
-    /// `racingDeadline(isolation:start:_:)`): a clock that jumps past the deadline may leave
+    /// `racingDeadline(isolation:start:end:_:)`): a clock that jumps past the deadline may leave
     /// the timer asleep when the caller cancels.
     private nonisolated func waitForRefresh(
         _ recovery: any CallRecovery, start: Duration
@@ -197,7 +194,7 @@ extension RetryPolicy {
         }
         if left <= .zero { return (nil, true) }
         let (budget, clock) = (self.budget, self.clock)
-        return await self.racingDeadline(isolation: nil, start: start) {
+        let (answer, passedFirst) = await self.racingDeadline(isolation: nil, start: start) {
             await withTaskGroup(of: CallRecoveryResult?.self) { group in
                 group.addTask { await recovery.recover(chargingTo: budget) }
                 group.addTask {
@@ -214,13 +211,13 @@ extension RetryPolicy {
                 return first
             }
         }
+        return (answer, passedFirst == .deadline)
     }
 
     /// How a wait for the network after an offline failure ended.
     private enum NetworkWait {
-        /// The network came back; `deadlinePassedFirst` when the deadline had passed by then (a
-        /// clock that jumped past it, the wait's timer not yet woken).
-        case connected(deadlinePassedFirst: Bool)
+        /// The network came back before the wait's limit and the deadline passed.
+        case connected
         /// The wait reached its limit (``RetryStopReason/offline``) or the deadline (``RetryStopReason/deadlineExceeded``).
         case stop(RetryStopReason)
         case cancelled
@@ -229,9 +226,12 @@ extension RetryPolicy {
     /// Waits for the network as a ``ConnectivityWait`` says; the wait counts against the deadline,
     /// this policy's or an enclosing call's, and ends at the deadline if that comes first.
     ///
-    /// A caller that cancels after the deadline passed (a clock that jumped past it, the wait's
-    /// timer not yet woken) finds the wait ended by its limit, as its timer would have ended it
-    /// had it woken first (see `racingDeadline(isolation:start:_:)`).
+    /// The wait's end (its limit, or the deadline when that comes first) is a limit of the call,
+    /// as the deadline is: once the clock has passed it, the wait has ended there, also when its
+    /// timer has not woken yet (a clock that jumped, a timer that wakes late). A caller that
+    /// cancels after that, or a network that comes back after that, finds the wait ended as its
+    /// timer would have ended it (see `racingDeadline(isolation:start:end:_:)`). A wait with
+    /// nothing left of its limit ends at once, without sleeping on the clock.
     private nonisolated func waitForNetwork(_ connectivity: ConnectivityWait, start: Duration) async -> NetworkWait {
         var limit = connectivity.limit
         var deadlineComesFirst = false
@@ -241,19 +241,22 @@ extension RetryPolicy {
                 deadlineComesFirst = true
             }
         }
-        let (ending, deadlinePassedFirst) = await self.racingDeadline(isolation: nil, start: start) {
-            await connectivity.waitForConnection(upTo: limit, clock: self.clock)
+        let limitReached = NetworkWait.stop(deadlineComesFirst ? .deadlineExceeded : .offline)
+        if limit <= .zero { return limitReached }
+        let end = self.clock.now() + limit
+        let (ending, passedFirst) = await self.racingDeadline(isolation: nil, start: start, end: end) {
+            await connectivity.waitForConnection(until: end, clock: self.clock)
         }
-        switch ending {
-        case .connected:
-            return .connected(deadlinePassedFirst: deadlinePassedFirst)
-        case .limitReached:
-            return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
-        case .cancelled:
-            // The wait's limit is no later than the deadline: a deadline passed first means the
-            // limit had passed too.
-            guard deadlinePassedFirst else { return .cancelled }
-            return .stop(deadlineComesFirst ? .deadlineExceeded : .offline)
+        switch (ending, passedFirst) {
+        case (_, .end), (.limitReached, nil):
+            return limitReached
+        case (_, .deadline):
+            // An enclosing call's deadline, read on its own clock, passed before this wait's end.
+            return .stop(.deadlineExceeded)
+        case (.connected, nil):
+            return .connected
+        case (.cancelled, nil):
+            return .cancelled
         }
     }
 
@@ -297,7 +300,7 @@ extension RetryPolicy {
             let failedAt = self.clock.now()
             call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
-            case .connected: break  // a deadline passed meanwhile stops the call at its next wait for the refresh
+            case .connected: break
             case .stop(let reason): return .stopWithError(reason, failure)
             case .cancelled: return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
             }

@@ -21,11 +21,16 @@ extension RetryPolicy {
     /// is the caller's, and a deadline that passes after it ends is the deadline's. A clock that
     /// jumps past the wait's end and the deadline at once leaves both passed when the caller
     /// cancels: then whichever came first decides, as it does for a time limit (see
-    /// ``Timeout``), settled by `racingDeadline(isolation:start:_:)`. A call with no deadline,
+    /// ``Timeout``), settled by `racingDeadline(isolation:start:end:_:)`. A call with no deadline,
     /// its own or an enclosing call's, has no race to settle, and waits as a plain sleep.
+    ///
+    /// A `delay` of zero or less does not sleep: a clock whose timers wake late would hold the
+    /// retry for the timer's lag, although nothing is left to wait for.
     func waitBeforeRetry(isolation: isolated (any Actor)?, _ delay: Duration, start: Duration) async -> WaitEnd {
         let wake = self.clock.now() + delay
-        let (elapsed, deadlinePassedFirst) = await self.racingDeadline(isolation: isolation, start: start) {
+        let (elapsed, passedFirst) = await self.racingDeadline(isolation: isolation, start: start) {
+            // As a sleep that is already over: it ends at once, cancelled if the caller is.
+            guard delay > .zero else { return !Task.isCancelled }
             do {
                 try await self.clock.sleepUntil(wake)
                 return true
@@ -33,7 +38,7 @@ extension RetryPolicy {
                 return false
             }
         }
-        switch (elapsed, deadlinePassedFirst) {
+        switch (elapsed, passedFirst == .deadline) {
         case (true, false): return .elapsed
         case (true, true): return .elapsedPastDeadline
         case (false, false): return .cancelled
@@ -41,39 +46,63 @@ extension RetryPolicy {
         }
     }
 
+    /// Which limit of a wait had passed when `racingDeadline(isolation:start:end:_:)` first read the clock.
+    enum PassedLimit: UInt8 {
+        /// The wait's own end (a ``ConnectivityWait``'s `limit`), no later than the deadline.
+        case end = 1
+        /// The call's deadline, its own or an enclosing call's.
+        case deadline = 2
+    }
+
     /// Runs `wait`, a wait of the call that began at `start` (before a retry, for a shared
-    /// refresh of its credential, for the network), and tells whether the call's deadline, its
-    /// own or an enclosing call's, had passed before the caller's cancellation.
+    /// refresh of its credential, for the network), and tells which of its limits had passed
+    /// before the caller's cancellation: the wait's own `end` on the policy's clock, if it has one
+    /// that ends the call (a ``ConnectivityWait``'s `limit`), or the call's deadline, its own or
+    /// an enclosing call's.
     ///
-    /// The wait's own bound ends it at the deadline at the latest, so without a clock that jumps,
-    /// a cancellation during it is the caller's. A clock that jumps past the deadline leaves it
-    /// passed when the caller cancels, maybe before the wait's timer has woken: then whichever
-    /// came first decides, as it does for a time limit (see ``Timeout``). The caller's
-    /// cancellation reads the clock as it comes, in a cancellation handler, and the end of the
-    /// wait reads it as the wait returns; the first of the two readings settles the race, once.
+    /// The wait's own bound ends it at its limit at the latest, so without a clock that jumps, a
+    /// cancellation during it is the caller's. A clock that jumps past a limit leaves it passed
+    /// when the caller cancels, maybe before the wait's timer has woken: then whichever came
+    /// first decides, as it does for a time limit (see ``Timeout``). The caller's cancellation
+    /// reads the clock as it comes, in a cancellation handler, and the end of the wait reads it
+    /// as the wait returns; the first of the two readings settles the race, once.
     /// `Task.isCancelled` cannot tell the two apart, and a task group's child cancelled by its
     /// group sees it too; the handler hears only the call's own task.
     ///
-    /// A call with no deadline has no race to settle: `wait` runs as it is, and the deadline never
+    /// A wait with neither limit has no race to settle: `wait` runs as it is, and no limit
     /// passed first.
     ///
-    /// - Returns: What `wait` returned, and whether the deadline had passed at the first reading:
-    ///   the caller's cancellation, or the end of the wait when it returned before any cancellation.
+    /// - Parameter end: When the wait ends the call on the policy's clock, no later than the
+    ///   deadline; `nil` for a wait whose own end does not (a backoff, which ends in a retry).
+    /// - Returns: What `wait` returned, and which limit had passed at the first reading (the
+    ///   caller's cancellation, or the end of the wait when it returned before any
+    ///   cancellation): `end` when it had, as it comes no later than the deadline.
     func racingDeadline<Value: Sendable>(
-        isolation: isolated (any Actor)?, start: Duration, _ wait: nonisolated(nonsending) () async -> Value
-    ) async -> (value: Value, deadlinePassedFirst: Bool) {
+        isolation: isolated (any Actor)?, start: Duration, end: Duration? = nil,
+        _ wait: nonisolated(nonsending) () async -> Value
+    ) async -> (value: Value, passedFirst: PassedLimit?) {
         // Read here, in the call's task: the cancellation handler runs in the canceller's.
         let inherited = InheritedDeadline.current
-        guard self.deadline != nil || inherited != nil else { return (await wait(), false) }
+        guard end != nil || self.deadline != nil || inherited != nil else { return (await wait(), nil) }
         let race = DeadlineRace()
         let value = await withTaskCancellationHandler {
             await wait()
         } onCancel: {
-            race.settle(deadlinePassed: self.deadlinePassed(start: start, inherited: inherited))
+            race.settle(self.passedLimit(start: start, end: end, inherited: inherited))
         }
         // A cancellation during the wait has settled the race already; otherwise its end settles it.
-        let passed = race.settle(deadlinePassed: self.deadlinePassed(start: start, inherited: inherited))
+        let passed = race.settle(self.passedLimit(start: start, end: end, inherited: inherited))
         return (value, passed)
+    }
+
+    /// The limit of a wait of the call that began at `start` that has passed: its own `end`, or
+    /// the call's deadline (or `inherited`).
+    ///
+    /// Reads no task-local: a cancellation handler calls it from the canceller's task.
+    private nonisolated func passedLimit(start: Duration, end: Duration?, inherited: InheritedDeadline?) -> PassedLimit?
+    {
+        if let end, self.clock.now() >= end { return .end }
+        return self.deadlinePassed(start: start, inherited: inherited) ? .deadline : nil
     }
 
     /// Whether the deadline of the call that began at `start`, or `inherited`, has passed.
@@ -86,23 +115,21 @@ extension RetryPolicy {
     }
 }
 
-/// Settles, once, whether a call's deadline had passed at the first of two moments: the caller's
-/// cancellation during one of the call's waits, and the end of that wait.
+/// Settles, once, which limit of a call's wait had passed at the first of two moments: the
+/// caller's cancellation during the wait, and the end of that wait.
 ///
-/// Failure path only: one is made for each wait of a call that has a deadline.
+/// Failure path only: one is made for each wait of a call that has a deadline or a limit of its own.
 private final class DeadlineRace: Sendable {
     private static let open: UInt8 = 0
-    private static let passed: UInt8 = 1
-    private static let notPassed: UInt8 = 2
+    private static let noneSettled: UInt8 = 3
 
     private let state = Atomic<UInt8>(DeadlineRace.open)
 
-    /// Settles the race with `deadlinePassed`, unless it is settled already; returns what it was settled with.
+    /// Settles the race with `passed`, unless it is settled already; returns what it was settled with.
     @discardableResult
-    func settle(deadlinePassed: Bool) -> Bool {
+    func settle(_ passed: RetryPolicy.PassedLimit?) -> RetryPolicy.PassedLimit? {
         let (exchanged, original) = self.state.compareExchange(
-            expected: Self.open, desired: deadlinePassed ? Self.passed : Self.notPassed,
-            ordering: .acquiringAndReleasing)
-        return exchanged ? deadlinePassed : original == Self.passed
+            expected: Self.open, desired: passed?.rawValue ?? Self.noneSettled, ordering: .acquiringAndReleasing)
+        return exchanged ? passed : RetryPolicy.PassedLimit(rawValue: original)
     }
 }

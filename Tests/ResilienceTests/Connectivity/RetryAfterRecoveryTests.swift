@@ -35,6 +35,7 @@ struct RetryAfterRecoveryTests {
         let attempts = Recorder<Duration>()
         let call = try Self.startCallFailingOnceOffline(clock: clock, network: network, attempts: attempts)
         await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 1)  // the wait's limit runs from the start of the wait
         clock.advance(by: .seconds(1))
         network.set(.online)  // back after 1 s; CloudKit asked for 10
         // The wait's own limit was the first sleep; the rest of the hint is the second.
@@ -55,6 +56,7 @@ struct RetryAfterRecoveryTests {
         let attempts = Recorder<Duration>()
         let call = try Self.startCallFailingOnceOffline(clock: clock, network: network, attempts: attempts)
         await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 1)  // the wait's limit runs from the start of the wait
         clock.advance(by: .seconds(20))
         network.set(.online)
         let outcome = await call.value
@@ -88,6 +90,7 @@ struct RetryAfterRecoveryTests {
             }
         }
         await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 1)  // the wait's limit runs from the start of the wait
         clock.advance(by: .seconds(1))
         network.set(.online)
         let outcome = await call.value

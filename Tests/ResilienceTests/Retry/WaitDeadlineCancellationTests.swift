@@ -38,7 +38,7 @@ struct WaitDeadlineCancellationTests {
     }
 
     static func policy(
-        _ clock: some Clock<Duration>, deadline: Duration = .seconds(10), observer: (any RetryObserver)? = nil
+        _ clock: some Clock<Duration>, deadline: Duration? = .seconds(10), observer: (any RetryObserver)? = nil
     ) throws -> RetryPolicy {
         try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, deadline: deadline,
@@ -249,6 +249,93 @@ struct WaitDeadlineCancellationTests {
         let outcome = await call.value
         #expect(outcome.stopReason == .offline)
         #expect(Self.isOffline(outcome), "\(outcome.result)")
+    }
+
+    // MARK: - The wait's own limit, before the deadline or without one
+
+    /// Starts a call that fails offline and waits for `network`, at most `limit`, and returns once
+    /// the wait's timer sleeps.
+    static func callWaitingForTheNetwork(
+        on clock: some Clock<Duration>, testClock: TestClock, limit: Duration, deadline: Duration?,
+        network: TestConnectivityMonitor, sent: Counter
+    ) async throws -> Task<RetryOutcome<String>, Never> {
+        let policy = try Self.policy(clock, deadline: deadline)
+        let wait = ConnectivityWait(monitor: network, limit: limit)
+        let operation = Self.offlineOperation(network, sent: sent)
+        let call = Task { await policy.outcome(waitingFor: wait) { try operation() } }
+        await network.waitForObservers(count: 1)
+        await testClock.waitForSleepers(count: 1)
+        return call
+    }
+
+    /// A jump past the wait's limit, not the deadline, then the caller's cancellation: the limit
+    /// passed first, so the call ends as the limit ends it, offline, also before the timer wakes.
+    @Test(arguments: [Duration?.none, .seconds(10)])
+    func aCancellationAfterAJumpPastTheLimitOnlyEndsOfflineBeforeTheTimerWakes(deadline: Duration?) async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let sent = Counter()
+        let call = try await Self.callWaitingForTheNetwork(
+            on: LateWakingClock(clock: clock), testClock: clock, limit: .seconds(5), deadline: deadline,
+            network: network, sent: sent)
+        clock.advance(by: .seconds(6))  // past the limit, not the deadline; the timer sleeps on
+        call.cancel()
+        let outcome = await call.value
+        #expect(outcome.stopReason == .offline)
+        #expect(Self.isOffline(outcome), "\(outcome.result)")
+        #expect(sent.value == 1)
+    }
+
+    /// The same on a `TestClock`, whose jump resumes the timer: whichever of the two the call sees
+    /// first, it ends offline.
+    @Test(arguments: [Duration?.none, .seconds(10)])
+    func aCancellationAfterAJumpPastTheLimitOnlyEndsOffline(deadline: Duration?) async throws {
+        for round in 0..<Self.rounds {
+            let clock = TestClock()
+            let network = TestConnectivityMonitor(.offline)
+            let call = try await Self.callWaitingForTheNetwork(
+                on: clock, testClock: clock, limit: .seconds(5), deadline: deadline, network: network,
+                sent: Counter())
+            clock.advance(by: .seconds(6))
+            call.cancel()
+            let outcome = await call.value
+            #expect(outcome.stopReason == .offline, "round \(round)")
+            #expect(Self.isOffline(outcome), "round \(round): \(outcome.result)")
+        }
+    }
+
+    /// The network that comes back only after a jump past the wait's limit finds the wait over,
+    /// as its timer would have found it: the call ends offline and sends nothing more.
+    @Test(arguments: [Duration?.none, .seconds(10)])
+    func theNetworkBackAfterAJumpPastTheLimitEndsOffline(deadline: Duration?) async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let sent = Counter()
+        let call = try await Self.callWaitingForTheNetwork(
+            on: LateWakingClock(clock: clock), testClock: clock, limit: .seconds(5), deadline: deadline,
+            network: network, sent: sent)
+        clock.advance(by: .seconds(6))
+        network.set(.online)
+        let outcome = await call.value
+        #expect(outcome.stopReason == .offline)
+        #expect(Self.isOffline(outcome), "\(outcome.result)")
+        #expect(sent.value == 1, "no attempt after the wait's limit")
+    }
+
+    /// Before the limit, without a deadline, a cancellation is the caller's.
+    @Test func aCancellationBeforeTheLimitWithoutADeadlineStaysTheCallers() async throws {
+        for round in 0..<Self.rounds {
+            let clock = TestClock()
+            let network = TestConnectivityMonitor(.offline)
+            let call = try await Self.callWaitingForTheNetwork(
+                on: LateWakingClock(clock: clock), testClock: clock, limit: .seconds(5), deadline: nil,
+                network: network, sent: Counter())
+            clock.advance(by: .seconds(4))
+            call.cancel()
+            let outcome = await call.value
+            #expect(outcome.stopReason == .cancelled, "round \(round)")
+            #expect(outcome.result.failureValue is CancellationError, "round \(round): \(outcome.result)")
+        }
     }
 
     /// The network that comes back after the jump passed the deadline: the call stops before its
