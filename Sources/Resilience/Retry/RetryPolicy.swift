@@ -391,6 +391,9 @@ public final actor RetryPolicy {
     /// past the ``deadline``), or ``RetryStopReason/cancelled`` where it would have been retried.
     /// A ``TimeoutError`` or ``AttemptTimeoutError`` from a limit inside the operation is read
     /// the same way wherever it sits in the failure's chain, wrapped or bridged to `NSError`.
+    /// Nested limits follow the earliest deadline (see <doc:Timeouts>): an attempt that fails
+    /// with the error of a limit inside it whose deadline came no later than the attempt's,
+    /// as thrown or in any of those shapes, fails with that error, not a time-out of its own.
     ///
     /// The operation must be `Sendable` because it runs in a child task, and it
     /// must respond to cancellation for the limit to take effect. It runs in the

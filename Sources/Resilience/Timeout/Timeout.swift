@@ -16,7 +16,8 @@
 /// it says about the request (a `POST`, a 429, a retry-after hint). The earliest
 /// deadline decides among nested limits: the time-out of a limit nested in the
 /// operation whose deadline came no later (a clock that passed both in one move)
-/// is passed on as it is.
+/// is passed on as it is, also inside an error of the app's, under
+/// `NSUnderlyingErrorKey`, or bridged to `NSError` (see <doc:Timeouts>).
 ///
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
@@ -94,8 +95,8 @@ public struct Timeout: Sendable {
     /// - Returns: The operation's value.
     /// - Throws: ``TimeoutError`` when the limit ended the operation, holding the
     ///   operation's own error when it failed after the limit fired; otherwise the
-    ///   operation's own error, unchanged, also when it is the time-out of a limit
-    ///   nested in the operation whose deadline came no later than this one's.
+    ///   operation's own error, unchanged, also when it is, or wraps, the time-out
+    ///   of a limit nested in the operation whose deadline came no later than this one's.
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
