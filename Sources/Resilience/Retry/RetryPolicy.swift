@@ -76,6 +76,9 @@ public final actor RetryPolicy {
     /// caller's too, unless the clock jumped past the wait's end and the deadline before
     /// the caller cancelled: the deadline passed first, and the call stops with the failure
     /// it waited on and ``RetryStopReason/deadlineExceeded``, whether or not the wait has woken.
+    /// A library time limit around the call (a ``Timeout``, an enclosing policy's
+    /// `attemptTimeout`) that a clock passed in the same move, and that cut the wait short,
+    /// passes that failure on when this deadline came no later than its own (see <doc:Timeouts>).
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
     public nonisolated let maximumRetryAfter: Duration
@@ -726,6 +729,23 @@ public final actor RetryPolicy {
         return ending
     }
 
+    /// Tells the library time limits enclosing the call that fired (a ``Timeout``, an enclosing
+    /// policy's `attemptTimeout`) that the call, begun at `start`, stops with `error` at this
+    /// policy's own deadline, which the clock has passed: a clock that passed that deadline and a
+    /// limit's in one move may have woken the limit first, and it cut short the policy's wait (or
+    /// claimed the call as the policy stopped). A limit whose deadline came later then passes
+    /// `error` on rather than claim the call (see `TimeLimitSignal.noteDeadlineStop(_:)`).
+    /// Nothing when no limit fired, or when only an enclosing call's deadline had passed, not
+    /// this policy's: the limit keeps its claim.
+    nonisolated func noteDeadlineStop(_ error: any Error, start: Duration) {
+        guard let deadline = self.deadline, let signals = CallScope.current.timeLimits,
+            TimeLimitSignal.anyFired(from: signals), self.clock.now() - start >= deadline
+        else { return }
+        TimeLimitSignal.noteDeadlineStop(
+            NestedDeadlineStop(error: error, end: TimeLimitEnd(clock: self.clock, deadline: start + deadline)),
+            from: signals)
+    }
+
     /// What the caller declared about one call.
     @usableFromInline
     package struct CallOptions {
@@ -975,6 +995,7 @@ public final actor RetryPolicy {
         let elapsed = call.measuresElapsed ? self.clock.now() - call.start : .zero
         var error: (any Error)?
         if case .failure(let failure) = result { error = self.noteStop(reason, error: failure, call: call.state) }
+        if reason == .deadlineExceeded, let error { self.noteDeadlineStop(error, start: call.start) }
         if self.hasObserver, let observer = self.observer {
             observer.callFinished(
                 .init(
@@ -1075,7 +1096,12 @@ public final actor RetryPolicy {
                 }
                 // A limit nested in the attempt whose deadline came no later ended it, though this
                 // one fired too (a clock that passed both in one move): its error goes on as it is.
-                if let late, TimeLimitEnd.decidedEarlier(late, than: deadline, on: clock) { throw late }
+                if let late,
+                    TimeLimitEnd.decidedEarlier(late, than: deadline, on: clock)
+                        || signal.nestedPolicyStopped(late, before: deadline, on: clock)
+                {
+                    throw late
+                }
                 // Built once the attempt has ended, so that a call inside it that declared
                 // itself not idempotent, however late it started, is reported, and so is
                 // what the attempt's own late error says about its request.

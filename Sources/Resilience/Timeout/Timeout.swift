@@ -277,8 +277,10 @@ struct TimeLimit: Sendable {
         // A limit nested in the operation whose deadline came no later ended it, though this
         // one fired too (a clock that passed both deadlines in one move wakes them in no set
         // order): that limit decided, and its error goes on as it is, with no event here.
+        // So did a policy nested in it that stopped at its own deadline, which came no later.
         guard self.signal.hasFired,
-            !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock)
+            !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock),
+            !self.signal.nestedPolicyStopped(error, before: self.deadline, on: self.watcher.clock)
         else {
             // A policy around a call declared here runs outside the declaration: it hears
             // of it here. The limit's own error below reports it, as its request's idempotency.
