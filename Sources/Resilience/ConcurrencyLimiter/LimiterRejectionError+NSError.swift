@@ -31,9 +31,13 @@ extension LimiterRejectionError: CustomNSError, LocalizedError {
     }
 
     /// The description under `NSLocalizedDescriptionKey`, and ``retryAfter`` in seconds
-    /// under `"Retry-After"` when known.
+    /// under `"Retry-After"` when known. A ``Reason/queueTimedOut`` rejection a limiter made
+    /// also keeps, under `"ResilienceTimeLimitEnd"`, when the queue's deadline was and when it
+    /// ended the wait: a time limit enclosing the call that fired too passes on an error of the
+    /// app's holding this one, bridged or not, when the queue's deadline came first.
     public var errorUserInfo: [String: Any] {
-        BridgedLibraryError.userInfo(description: self.description, retryAfter: self.retryAfter)
+        BridgedLibraryError.userInfo(
+            description: self.description, retryAfter: self.retryAfter, limitEnd: self.limitEnd)
     }
 
     /// The ``description``.

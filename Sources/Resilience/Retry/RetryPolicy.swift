@@ -85,6 +85,9 @@ public final actor RetryPolicy {
     /// and the error it would have stopped with had the wait woken first (the failure it
     /// waited to retry; the failure that asked for the refresh or the network), whether or
     /// not the wait has woken.
+    /// A library time limit around the call (a ``Timeout``, an enclosing policy's
+    /// `attemptTimeout`) that a clock passed in the same move, and that cut the wait short,
+    /// passes that failure on when this deadline came no later than its own (see <doc:Timeouts>).
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
     public nonisolated let maximumRetryAfter: Duration
@@ -400,6 +403,9 @@ public final actor RetryPolicy {
     /// past the ``deadline``), or ``RetryStopReason/cancelled`` where it would have been retried.
     /// A ``TimeoutError`` or ``AttemptTimeoutError`` from a limit inside the operation is read
     /// the same way wherever it sits in the failure's chain, wrapped or bridged to `NSError`.
+    /// Nested limits follow the earliest deadline (see <doc:Timeouts>): an attempt that fails
+    /// with the error of a limit inside it whose deadline came no later than the attempt's,
+    /// as thrown or in any of those shapes, fails with that error, not a time-out of its own.
     ///
     /// The operation must be `Sendable` because it runs in a child task, and it
     /// must respond to cancellation for the limit to take effect. It runs in the
@@ -753,6 +759,23 @@ public final actor RetryPolicy {
         return ending
     }
 
+    /// Tells the library time limits enclosing the call that fired (a ``Timeout``, an enclosing
+    /// policy's `attemptTimeout`) that the call, begun at `start`, stops with `error` at this
+    /// policy's own deadline, which the clock has passed: a clock that passed that deadline and a
+    /// limit's in one move may have woken the limit first, and it cut short the policy's wait (or
+    /// claimed the call as the policy stopped). A limit whose deadline came later then passes
+    /// `error` on rather than claim the call (see `TimeLimitSignal.noteDeadlineStop(_:)`).
+    /// Nothing when no limit fired, or when only an enclosing call's deadline had passed, not
+    /// this policy's: the limit keeps its claim.
+    nonisolated func noteDeadlineStop(_ error: any Error, start: Duration) {
+        guard let deadline = self.deadline, let signals = CallScope.current.timeLimits,
+            TimeLimitSignal.anyFired(from: signals), self.clock.now() - start >= deadline
+        else { return }
+        TimeLimitSignal.noteDeadlineStop(
+            NestedDeadlineStop(error: error, end: TimeLimitEnd(clock: self.clock, deadline: start + deadline)),
+            from: signals)
+    }
+
     /// What the caller declared about one call.
     @usableFromInline
     package struct CallOptions {
@@ -1013,6 +1036,7 @@ public final actor RetryPolicy {
         let elapsed = call.measuresElapsed ? self.clock.now() - call.start : .zero
         var error: (any Error)?
         if case .failure(let failure) = result { error = self.noteStop(reason, error: failure, call: call.state) }
+        if reason == .deadlineExceeded, let error { self.noteDeadlineStop(error, start: call.start) }
         if self.hasObserver, let observer = self.observer {
             observer.callFinished(
                 .init(
@@ -1113,7 +1137,12 @@ public final actor RetryPolicy {
                 }
                 // A limit nested in the attempt whose deadline came no later ended it, though this
                 // one fired too (a clock that passed both in one move): its error goes on as it is.
-                if let late, TimeLimitEnd.decidedEarlier(late, than: deadline, on: clock) { throw late }
+                if let late,
+                    TimeLimitEnd.decidedEarlier(late, than: deadline, on: clock)
+                        || signal.nestedPolicyStopped(late, before: deadline, on: clock)
+                {
+                    throw late
+                }
                 // Built once the attempt has ended, so that a call inside it that declared
                 // itself not idempotent, however late it started, is reported, and so is
                 // what the attempt's own late error says about its request.

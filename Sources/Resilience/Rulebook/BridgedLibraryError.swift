@@ -90,10 +90,13 @@ enum BridgedLibraryError {
     /// `earlierRequestMayHaveLeft`: a time limit saw a request of the attempt it ended that may
     /// have left before the late error, recorded under ``earlierRequestKey`` so that a plain
     /// copy of the `NSError` does not read the late error as proof that nothing left.
+    ///
+    /// `limitEnd`: when a time limit's deadline was and when it ended the call, kept under
+    /// ``limitEndKey`` so that a limit enclosing the call finds it in the bridged error too.
     static func userInfo(
         description: String, retryAfter: Duration? = nil, requestIdempotency: Idempotency? = nil,
         lateOperationError: (any Error)? = nil, lateOperationErrorAge: Duration? = nil,
-        earlierRequestMayHaveLeft: Bool = false
+        earlierRequestMayHaveLeft: Bool = false, limitEnd: TimeLimitEnd? = nil
     ) -> [String: Any] {
         var userInfo: [String: Any] = [NSLocalizedDescriptionKey: description]
         if let retryAfter, retryAfter >= .zero { userInfo[Self.retryAfterKey] = retryAfter.secondsValue }
@@ -103,6 +106,7 @@ enum BridgedLibraryError {
             if let lateOperationErrorAge { userInfo[Self.lateOperationErrorAgeKey] = lateOperationErrorAge }
             if earlierRequestMayHaveLeft { userInfo[Self.earlierRequestKey] = true }
         }
+        if let limitEnd { userInfo[Self.limitEndKey] = limitEnd }
         return userInfo
     }
 
@@ -114,6 +118,27 @@ enum BridgedLibraryError {
     /// The `userInfo` key under which a time limit's bridged error records that a request of
     /// the attempt it ended may have left before the operation's late error.
     static let earlierRequestKey = "ResilienceEarlierRequestMayHaveLeft"
+
+    /// The `userInfo` key under which a time limit's bridged error (a ``TimeoutError``, an
+    /// ``AttemptTimeoutError``, a ``LimiterRejectionError`` for ``LimiterRejectionError/Reason/queueTimedOut``)
+    /// keeps its `TimeLimitEnd`, the instance itself: read back by `TimeLimitEnd.of(_:)` from the
+    /// `NSError` or from a copy of it made with the same `userInfo`.
+    ///
+    /// The instance holds its limit's clock, whose identity the comparison needs and which no
+    /// plain value could stand for. A `userInfo` that loses it (archived with `NSCoding`, sent to
+    /// another process) loses only the ordering: an enclosing limit that fired then keeps the
+    /// call, as it does for limits on different clocks.
+    static let limitEndKey = "ResilienceTimeLimitEnd"
+
+    /// The `TimeLimitEnd` kept under ``limitEndKey`` by the node's error, when it is a plain
+    /// `NSError` in the domain of a library error that keeps one; `nil` otherwise.
+    static func limitEnd(of node: ErrorChain.Node) -> TimeLimitEnd? {
+        guard node.kinds.contains(.nsError), let domain = node.nsError?.domain,
+            domain == Self.timeoutDomain || domain == Self.attemptTimeoutDomain
+                || domain == Self.limiterRejectionDomain
+        else { return nil }
+        return node.userInfo[Self.limitEndKey] as? TimeLimitEnd
+    }
 
     /// The `userInfo` key of the retry-after hint: the first that ``ErrorHints`` reads.
     static let retryAfterKey = "Retry-After"

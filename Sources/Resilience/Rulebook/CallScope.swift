@@ -178,6 +178,10 @@ final class TimeLimitSignal: Sendable {
     /// For an attempt of a hedged call: the strategy on whose clock ``quietEndNanoseconds`` is
     /// kept; `nil` for every other signal.
     let quietClock: Hedging?
+    /// The stop of a ``RetryPolicy`` nested in the attempt at its own deadline, which the clock
+    /// passed before this limit cut the policy's wait short (a retained `NestedDeadlineStop`;
+    /// 0 for none): see ``noteDeadlineStop(_:)``. Only a limit that fired holds one.
+    private let deadlineStop = Atomic<UInt>(0)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
     /// The task that set the limit (or started the hedged call), from which the attempt's own
@@ -193,6 +197,7 @@ final class TimeLimitSignal: Sendable {
 
     deinit {
         Self.release(self.lateErrorBox.load(ordering: .relaxed))
+        Self.release(self.deadlineStop.load(ordering: .relaxed))
     }
 
     /// Records that the time limit, not the caller, is about to cancel the attempt, whatever its state.
@@ -463,6 +468,51 @@ final class TimeLimitSignal: Sendable {
         return overflowAgain ? .max : total
     }
 
+    /// Records that a policy nested in the attempt stopped at its own deadline, as `stop` says,
+    /// although this limit, whose deadline the clock passed in the same move, cut its wait short.
+    ///
+    /// The policy's deadline may have come first: the limit then passes on the error the policy
+    /// ended with, as it passes on the error of a limit nested in the attempt (see
+    /// ``takeDeadlineStop(of:)``). Written by the attempt's task before it returns, read by the
+    /// limit after it has waited for that task. Only on that failure path.
+    func noteDeadlineStop(_ stop: NestedDeadlineStop) {
+        let retained = UInt(bitPattern: Unmanaged.passRetained(stop).toOpaque())
+        Self.release(self.deadlineStop.exchange(retained, ordering: .acquiringAndReleasing))
+    }
+
+    /// The end of the nested policy's deadline noted by ``noteDeadlineStop(_:)``, when `error`,
+    /// the attempt's error, is the error that policy stopped with or holds it (found by its
+    /// identity, as ``takeLateErrorAge(of:)`` finds its error); `nil` otherwise. The limit asks once.
+    func takeDeadlineStop(of error: any Error) -> TimeLimitEnd? {
+        let address = self.deadlineStop.exchange(0, ordering: .acquiring)
+        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
+        let stop = Unmanaged<NestedDeadlineStop>.fromOpaque(pointer).takeRetainedValue()
+        let box = Self.identity(of: stop.error)
+        var found = false
+        ErrorChain.walk(error) { node in
+            found = Self.identity(of: node) == box
+            return !found
+        }
+        return found ? stop.end : nil
+    }
+
+    /// Whether a policy nested in this limit's attempt stopped with `error` at its own deadline
+    /// (``takeDeadlineStop(of:)``), which came no later than this limit's, due at `deadline` on
+    /// `clock`, the same clock only (see `TimeLimitEnd.decided(beforeDeadline:on:)`).
+    func nestedPolicyStopped(_ error: any Error, before deadline: Duration, on clock: ElapsedClock) -> Bool {
+        self.takeDeadlineStop(of: error)?.decided(beforeDeadline: deadline, on: clock) ?? false
+    }
+
+    /// Tells every fired limit from `innermost` outwards that a policy nested in it stopped at
+    /// its own deadline (see ``noteDeadlineStop(_:)``).
+    static func noteDeadlineStop(_ stop: NestedDeadlineStop, from innermost: TimeLimitSignal?) {
+        var signal = innermost
+        while let current = signal {
+            if current.hasFired { current.noteDeadlineStop(stop) }
+            signal = current.enclosing
+        }
+    }
+
     /// Tells every fired limit from `innermost` outwards that a policy nested in it ends with
     /// `error`, received `age` before (see ``noteLateError(_:age:)``).
     static func noteLateError(_ error: any Error, age: Duration, from innermost: TimeLimitSignal?) {
@@ -509,6 +559,19 @@ final class TimeLimitSignal: Sendable {
             signal = current.enclosing
         }
         return false
+    }
+}
+
+/// A ``RetryPolicy`` that stopped at its own deadline with `error`, the failure it waited on,
+/// after the clock passed that deadline and an enclosing limit's in one move: `end` says when
+/// its deadline was, on its clock, and when it stopped (see `TimeLimitSignal.noteDeadlineStop(_:)`).
+final class NestedDeadlineStop: Sendable {
+    let error: any Error
+    let end: TimeLimitEnd
+
+    init(error: any Error, end: TimeLimitEnd) {
+        self.error = error
+        self.end = end
     }
 }
 

@@ -10,6 +10,10 @@
 /// limit, having fired, would take the inner limit's error for the operation's late one
 /// and report a time-out of its own, though its deadline came later.
 ///
+/// The error keeps it wherever the app puts it: wrapped, it is the same value; bridged to
+/// `NSError`, the instance is in its `userInfo` (``BridgedLibraryError/limitEndKey``), so that
+/// an enclosing limit finds it along the error's chain (see ``decidedEarlier(_:than:on:)``).
+///
 /// Made only on a time limit's failure path, once per error.
 final class TimeLimitEnd: Sendable {
     /// The clock of the limit that ended the call.
@@ -33,7 +37,9 @@ final class TimeLimitEnd: Sendable {
     /// The second condition keeps the enclosing limit's claim where the call went on after
     /// this limit had ended its part (a policy waiting to retry the time-out when the
     /// enclosing limit cut it short): the error is then what the call held, not what ended it.
-    /// Limits on different clocks cannot be ordered: the enclosing one keeps its claim.
+    /// Limits on different clocks cannot be ordered: the enclosing one keeps its claim. The
+    /// clocks are told apart by their identity, which stays valid as long as this end lives,
+    /// since the end holds its clock (through its `userInfo` entry in a bridged error too).
     func decided(beforeDeadline deadline: Duration, on clock: ElapsedClock) -> Bool {
         guard clock.identity == self.clock.identity else { return false }
         // The two clocks read one time from different origins: move this limit's readings
@@ -42,19 +48,42 @@ final class TimeLimitEnd: Sendable {
         return self.deadline + offset <= deadline && self.endedAt + offset >= deadline
     }
 
-    /// The end kept by `error`, when it is one of the library's time limits' own errors as
-    /// the Swift value (not bridged, not wrapped).
-    static func of(_ error: any Error) -> TimeLimitEnd? {
-        if let limit = error as? TimeoutError { return limit.limitEnd }
-        if let limit = error as? AttemptTimeoutError { return limit.limitEnd }
-        if let rejection = error as? LimiterRejectionError { return rejection.limitEnd }
-        return nil
+    /// The end kept by the node's error, when it is one of the library's time limits' own
+    /// errors: as the Swift value, or in its `NSError` form, bridged from that value or copied
+    /// from it with the same domain, code and `userInfo` (under
+    /// ``BridgedLibraryError/limitEndKey``, which holds this very instance).
+    ///
+    /// Concrete casts, each asked only of an error that may be of that type.
+    static func of(_ node: ErrorChain.Node) -> TimeLimitEnd? {
+        let error = node.error
+        if node.kinds.contains(.timeLimit) {
+            if let limit = error as? TimeoutError { return limit.limitEnd }
+            if let limit = error as? AttemptTimeoutError { return limit.limitEnd }
+        }
+        if node.kinds.contains(.deliveryReporting), let rejection = error as? LimiterRejectionError {
+            return rejection.limitEnd
+        }
+        return BridgedLibraryError.limitEnd(of: node)
     }
 
     /// Whether `error`, which a call failed with after an enclosing limit due at `deadline`
-    /// on `clock` fired, is the error of a limit nested in the call that decided it first
-    /// (see ``decided(beforeDeadline:on:)``): the enclosing limit then passes it on as it is.
+    /// on `clock` fired, holds the error of a limit nested in the call that decided it first
+    /// (see ``decided(beforeDeadline:on:)``): the enclosing limit then passes `error` on as it is.
+    ///
+    /// The nested limit's error is looked for along the chain the failure analysis walks
+    /// (``ErrorChain``): as thrown, kept by an error of the app's (an enum case's payload, a
+    /// stored property), under `NSUnderlyingErrorKey` or `NSMultipleUnderlyingErrorsKey`, in a
+    /// wrapper of the library's (``UnderlyingErrorProviding``), and bridged to `NSError`, whose
+    /// `userInfo` keeps the end itself. An `NSError` form that lost that entry (archived, sent
+    /// to another process, rebuilt from other values) has no end to compare: the enclosing
+    /// limit then keeps the call, as for limits on different clocks. The walk runs only once an
+    /// enclosing limit has fired, on the failure path.
     static func decidedEarlier(_ error: any Error, than deadline: Duration, on clock: ElapsedClock) -> Bool {
-        Self.of(error)?.decided(beforeDeadline: deadline, on: clock) ?? false
+        var decided = false
+        ErrorChain.walkNodes(error) { node in
+            decided = Self.of(node)?.decided(beforeDeadline: deadline, on: clock) ?? false
+            return !decided
+        }
+        return decided
     }
 }

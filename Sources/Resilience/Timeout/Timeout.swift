@@ -16,7 +16,8 @@
 /// it says about the request (a `POST`, a 429, a retry-after hint). The earliest
 /// deadline decides among nested limits: the time-out of a limit nested in the
 /// operation whose deadline came no later (a clock that passed both in one move)
-/// is passed on as it is.
+/// is passed on as it is, also inside an error of the app's, under
+/// `NSUnderlyingErrorKey`, or bridged to `NSError` (see <doc:Timeouts>).
 ///
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
@@ -94,8 +95,8 @@ public struct Timeout: Sendable {
     /// - Returns: The operation's value.
     /// - Throws: ``TimeoutError`` when the limit ended the operation, holding the
     ///   operation's own error when it failed after the limit fired; otherwise the
-    ///   operation's own error, unchanged, also when it is the time-out of a limit
-    ///   nested in the operation whose deadline came no later than this one's.
+    ///   operation's own error, unchanged, also when it is, or wraps, the time-out
+    ///   of a limit nested in the operation whose deadline came no later than this one's.
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,
@@ -276,8 +277,10 @@ struct TimeLimit: Sendable {
         // A limit nested in the operation whose deadline came no later ended it, though this
         // one fired too (a clock that passed both deadlines in one move wakes them in no set
         // order): that limit decided, and its error goes on as it is, with no event here.
+        // So did a policy nested in it that stopped at its own deadline, which came no later.
         guard self.signal.hasFired,
-            !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock)
+            !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock),
+            !self.signal.nestedPolicyStopped(error, before: self.deadline, on: self.watcher.clock)
         else {
             // A policy around a call declared here runs outside the declaration: it hears
             // of it here. The limit's own error below reports it, as its request's idempotency.

@@ -25,12 +25,15 @@ extension TimeoutError: CustomNSError, LocalizedError {
     /// policy nested in the attempt had been waiting to retry it, how long it had waited is kept
     /// too, as a `Duration` under `"ResilienceLateOperationErrorAge"`, so that its retry-after
     /// hint, read from the `NSError` or from a copy made with the same `userInfo`, still runs from
-    /// its response, as it does from the Swift value.
+    /// its response, as it does from the Swift value. An error a library time limit threw also
+    /// keeps, under `"ResilienceTimeLimitEnd"`, when its deadline was and when it ended the call:
+    /// a time limit enclosing the call that fired too passes on an error of the app's holding this
+    /// one, bridged or not, when this limit's deadline came first.
     public var errorUserInfo: [String: Any] {
         BridgedLibraryError.userInfo(
             description: self.description, requestIdempotency: self.requestIdempotency,
             lateOperationError: self.operationError, lateOperationErrorAge: self.operationErrorAge,
-            earlierRequestMayHaveLeft: self.earlierRequestMayHaveLeft)
+            earlierRequestMayHaveLeft: self.earlierRequestMayHaveLeft, limitEnd: self.limitEnd)
     }
 
     /// The ``description``.

@@ -1,3 +1,4 @@
+import Foundation
 import ResilienceTesting
 import Testing
 
@@ -81,16 +82,89 @@ struct DeadlineRaceTests {
         #expect(try await call.value == 7)
         #expect(run.operations.value == 1)
     }
+
+    /// A policy's own deadline inside a ``Timeout``, the clock jumping past the policy's wait,
+    /// its deadline and the outer deadline at once, and the outer limit firing, cutting the wait
+    /// short, before the policy's task runs again (the task is held behind a job the test
+    /// blocks on its thread). The policy's deadline came first, so the call ends as when the
+    /// clock steps: the policy stops with the failure it waited on, and the outer limit, whose
+    /// deadline came later, passes it on and reports no time-out. A policy's deadline of 6 s
+    /// came after the outer one: the outer limit keeps the call.
+    @Test(arguments: [3, 6])
+    func aPolicysDeadlineBeforeAnOuterTimeoutDecidesWhenTheOuterLimitFiresFirst(policyDeadline: Int64)
+        async throws
+    {
+        for _ in 0..<5 {
+            let clock = TestClock()
+            let events = EventLog()
+            let outer = try Timeout(.seconds(5), name: "outer", observer: events, clock: clock)
+            let policy = try RetryPolicy(
+                maximumAttempts: 5, backoff: .constant(.seconds(2)), jitter: .none, deadline: .seconds(policyDeadline),
+                clock: clock)
+            let call = Task { @PolicyThread () async throws -> Int in
+                try await outer.execute { @PolicyThread () async throws -> Int in
+                    try await policy.execute { @PolicyThread () throws -> Int in throw OwnError() }
+                }
+            }
+            await clock.waitForSleepers(count: 2)  // the outer watcher, and the policy's wait until 2 s
+            let blocker = PolicyThread.block()
+            await blocker.started.wait()  // the thread is taken: the policy's task waits behind it
+            await passTheDeadline(of: outer.watcher, clock, at: .seconds(5), movingBy: .seconds(10))
+            blocker.release.signal()
+            let result = await call.result
+            switch result {
+            case .failure(is OwnError) where policyDeadline < 5:
+                #expect(events.kinds.values.isEmpty)  // no time-out reported
+            case .failure(let error as TimeoutError) where policyDeadline > 5:
+                #expect(error.timeoutName == "outer")
+                #expect(error.operationError is OwnError)
+                #expect(events.kinds.values == [.timedOut])
+            default:
+                Issue.record("the policy's deadline of \(policyDeadline) s, got \(result)")
+            }
+        }
+    }
 }
 
-/// Moves the clock past the deadline of 1 s and returns once `watcher` has handled it.
+/// A global actor on a thread of its own, which a test can hold (``block()``) so that a task
+/// isolated to it that is woken waits until the test lets it run.
+@globalActor
+private actor PolicyThread {
+    static let shared = PolicyThread()
+    private static let executor = DedicatedThreadExecutor()
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor {
+        Self.executor.asUnownedSerialExecutor()
+    }
+
+    /// A job that takes the thread until `release` is signalled; `started` opens once it has it.
+    struct Blocker: Sendable {
+        let started: Gate
+        let release: DispatchSemaphore
+    }
+
+    /// Takes the thread with a job that waits for the blocker's release.
+    static func block() -> Blocker {
+        let blocker = Blocker(started: Gate(), release: DispatchSemaphore(value: 0))
+        Task { @PolicyThread in
+            blocker.started.open()
+            blocker.release.wait()
+        }
+        return blocker
+    }
+}
+
+/// Moves the clock by `move` past `deadline` (1 s unless told) and returns once `watcher` has handled it.
 ///
 /// A marker due just after that deadline tells when: the watcher handles due deadlines
 /// in order, so once the marker has run, the deadline before it has been handled.
-private func passTheDeadline(of watcher: DeadlineWatcher, _ clock: TestClock) async {
+private func passTheDeadline(
+    of watcher: DeadlineWatcher, _ clock: TestClock, at deadline: Duration = .seconds(1),
+    movingBy move: Duration = .seconds(2)
+) async {
     let handled = Gate()
-    _ = watcher.register(.seconds(1) + .nanoseconds(1), OpenGate(gate: handled))
-    clock.advance(by: .seconds(2))
+    _ = watcher.register(deadline + .nanoseconds(1), OpenGate(gate: handled))
+    clock.advance(by: move)
     await handled.wait()
 }
 

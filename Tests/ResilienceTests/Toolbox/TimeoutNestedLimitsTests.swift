@@ -1,3 +1,4 @@
+import Foundation
 import ResilienceTesting
 import Testing
 
@@ -260,5 +261,259 @@ extension TimeoutTests {
         let (steppedNested, jumpedNested) = (try await nestedCall(jump: false), try await nestedCall(jump: true))
         #expect(steppedNested.0 == "inner" && jumpedNested.0 == "inner")
         #expect(steppedNested.1 == 1 && jumpedNested.1 == 1)
+    }
+}
+
+/// An app's error that keeps what its transport threw.
+private enum AppTransportError: Error {
+    case transport(any Error)
+}
+
+/// How an app's code passes on the error of a limit nested in its call, before an enclosing
+/// limit sees it: first as thrown, bridged to `NSError` or copied from that, then inside zero
+/// or more of the wrappers the failure analysis reads through (``ErrorShape``).
+private struct LimitErrorWrapping: CustomStringConvertible {
+    enum First: CaseIterable {
+        case asThrown
+        /// `as NSError`: a plain `NSError` on Linux, which no longer holds the Swift value.
+        case bridged
+        /// A plain `NSError` made from the bridged one's domain, code and `userInfo`.
+        case copied
+    }
+
+    var first: First
+    var shapes: [ErrorShape]
+
+    static func draw(using generator: inout SeededRandomNumberGenerator) -> LimitErrorWrapping {
+        LimitErrorWrapping(
+            first: First.allCases.randomElement(using: &generator)!,
+            shapes: ErrorShape.draw(depth: Int.random(in: 0...3, using: &generator), using: &generator))
+    }
+
+    func wrap(_ error: any Error) -> any Error {
+        let first: any Error
+        switch self.first {
+        case .asThrown:
+            first = error
+        case .bridged:
+            first = error as NSError
+        case .copied:
+            let bridged = error as NSError
+            first = NSError(domain: bridged.domain, code: bridged.code, userInfo: bridged.userInfo)
+        }
+        return ErrorShape.wrap(first, in: self.shapes)
+    }
+
+    var description: String { "\(self.first) in \(self.shapes)" }
+}
+
+/// The same rule when the operation wraps what the inner limit throws, as an app's transport
+/// layer does: the inner limit's error keeps when its deadline was and when it ended the call,
+/// as the Swift value and in its `NSError` form, and the outer limit finds it along the chain
+/// the failure analysis walks.
+extension TimeoutTests {
+    /// Runs a two-second `Timeout` around a hung call, and throws what it throws inside an
+    /// error of the app's (`"enum"`) or under an `NSError`'s `NSUnderlyingErrorKey`, bridged.
+    private static func wrappedInnerCall(_ inner: Timeout, wrap: String) async throws {
+        do {
+            try await inner.execute { try await hangUntilCancelled() }
+        } catch {
+            if wrap == "enum" { throw AppTransportError.transport(error) }
+            throw NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: error as NSError])
+        }
+    }
+
+    /// Whether `error` is the inner two-second time-out, wrapped as `wrap` says.
+    private static func isWrappedInnerTimeout(_ error: any Error, wrap: String) -> Bool {
+        let inner: any Error
+        if wrap == "enum" {
+            guard case .transport(let transported)? = error as? AppTransportError else { return false }
+            inner = transported
+        } else {
+            guard let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? any Error else {
+                return false
+            }
+            inner = underlying
+        }
+        if let timeout = inner as? TimeoutError { return timeout.timeoutName == "inner" }
+        let bridged = inner as NSError
+        return bridged.domain == TimeoutError.errorDomain && bridged.localizedDescription.hasPrefix("inner ")
+    }
+
+    @Test(arguments: ["enum", "nsError"], [false, true])
+    func aJumpPastNestedTimeoutsEndsAsStepsDoWhenTheOperationWrapsTheInnerError(wrap: String, steps: Bool)
+        async throws
+    {
+        for _ in 0..<20 {
+            let clock = TestClock()
+            let outerEvents = EventLog()
+            let outer = try Timeout(.seconds(5), name: "outer", observer: outerEvents, clock: clock)
+            let inner = try Timeout(.seconds(2), name: "inner", clock: clock)
+            let call = Task { try await outer.execute { try await Self.wrappedInnerCall(inner, wrap: wrap) } }
+            await clock.waitForSleepers(count: 2)
+            // In steps the inner limit ends the call at two seconds and the outer one never fires.
+            clock.advance(by: .seconds(steps ? 2 : 10))
+            let result = await call.result
+            guard case .failure(let error) = result else {
+                Issue.record("no error")
+                continue
+            }
+            #expect(Self.isWrappedInnerTimeout(error, wrap: wrap), "steps: \(steps), got \(error)")
+            #expect(outerEvents.kinds.values.isEmpty)
+        }
+    }
+
+    /// The same through a policy's per-attempt limit of five seconds.
+    @Test(arguments: ["enum", "nsError"])
+    func aJumpPastAnAttemptLimitEndsWithTheInnerTimeoutTheOperationWrapped(wrap: String) async throws {
+        for _ in 0..<20 {
+            let clock = TestClock()
+            let policy = try RetryPolicy(maximumAttempts: 1, backoff: .constant(.zero), jitter: .none, clock: clock)
+            let inner = try Timeout(.seconds(2), name: "inner", clock: clock)
+            let call = Task {
+                try await policy.execute(attemptTimeout: .seconds(5)) {
+                    try await Self.wrappedInnerCall(inner, wrap: wrap)
+                }
+            }
+            await clock.waitForSleepers(count: 2)
+            clock.advance(by: .seconds(10))
+            let result = await call.result
+            guard case .failure(let error) = result else {
+                Issue.record("no error")
+                continue
+            }
+            #expect(Self.isWrappedInnerTimeout(error, wrap: wrap), "got \(error)")
+        }
+    }
+
+    /// A limit nested in the call.
+    private enum InnerLimit: CaseIterable {
+        case timeout, queueTimeout, attemptLimit
+    }
+
+    /// A limit enclosing the call.
+    private enum OuterLimit: CaseIterable {
+        case timeout, attemptLimit
+    }
+
+    /// Random nestings of the three kinds of limit, their deadlines in either order, the inner
+    /// limit's error wrapped in random shapes: a jump past both when the inner deadline comes
+    /// first leaves the call to the inner limit; the outer limit claims it when its deadline
+    /// comes first, the jump then stopping short of the inner one, where no wake order is left to
+    /// chance (the comparison that keeps a later inner limit from deciding is checked for every
+    /// shape above).
+    @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6, 7, 8])
+    func nestedLimitsEndTheCallWithTheEarlierOneHoweverTheInnerErrorIsWrapped(seed: UInt64)
+        async throws
+    {
+        var generator = SeededRandomNumberGenerator(seed: seed)
+        for round in 0..<12 {
+            let inner = InnerLimit.allCases.randomElement(using: &generator)!
+            let outer = OuterLimit.allCases.randomElement(using: &generator)!
+            let innerFirst = Bool.random(using: &generator)
+            let wrapping = LimitErrorWrapping.draw(using: &generator)
+            let early = Int64.random(in: 1...2, using: &generator)
+            let late = Int64.random(in: 3...5, using: &generator)
+            let jump = Duration.seconds(
+                innerFirst
+                    ? Int64.random(in: 6...100, using: &generator) : Int64.random(in: early..<late, using: &generator))
+            let (innerLimit, outerLimit) =
+                innerFirst ? (Duration.seconds(early), Duration.seconds(late)) : (.seconds(late), .seconds(early))
+            let context = "seed \(seed) round \(round): \(inner) in \(outer), \(wrapping), inner first: \(innerFirst)"
+
+            let clock = TestClock()
+            let held =
+                inner == .queueTimeout ? try await HeldLimiter.start(queueTimeout: innerLimit, clock: clock) : nil
+            let innerTimeout = try Timeout(innerLimit, name: "inner", clock: clock)
+            let innerPolicy = try RetryPolicy(maximumAttempts: 1, clock: clock)
+            let outerEvents = EventLog()
+            let outerTimeout = try Timeout(outerLimit, name: "outer", observer: outerEvents, clock: clock)
+            let outerPolicy = try RetryPolicy(maximumAttempts: 1, clock: clock)
+            let operation: @Sendable () async throws -> Void = {
+                do {
+                    switch inner {
+                    case .timeout:
+                        try await innerTimeout.execute { try await hangUntilCancelled() }
+                    case .queueTimeout:
+                        _ = try await held?.limiter.execute { 1 }
+                    case .attemptLimit:
+                        try await innerPolicy.execute(attemptTimeout: innerLimit) { try await hangUntilCancelled() }
+                    }
+                } catch {
+                    throw wrapping.wrap(error)
+                }
+            }
+            let call = Task {
+                switch outer {
+                case .timeout: try await outerTimeout.execute { try await operation() }
+                case .attemptLimit: try await outerPolicy.execute(attemptTimeout: outerLimit) { try await operation() }
+                }
+            }
+            if let held { await held.waitForQueuedCaller() }
+            await clock.waitForSleepers(count: 2)  // the outer limit's timer and the inner one's
+            clock.advance(by: jump)
+            let result = await call.result
+            let outerClaimed: Bool
+            switch result {
+            case .success:
+                Issue.record("\(context): no error")
+                outerClaimed = false
+            case .failure(let error as TimeoutError) where outer == .timeout && error.timeoutName == "outer":
+                outerClaimed = true
+            case .failure(let error as AttemptTimeoutError) where outer == .attemptLimit && error.timeout == outerLimit:
+                outerClaimed = true
+            case .failure:
+                outerClaimed = false
+            }
+            #expect(outerClaimed == !innerFirst, "\(context): got \(result)")
+            if outer == .timeout {
+                #expect(outerEvents.kinds.values == (innerFirst ? [] : [.timedOut]), "\(context)")
+            }
+            try await held?.finish()
+        }
+    }
+
+    /// Where the inner limit's end is looked for: its error as thrown or in its `NSError` form,
+    /// inside each of the shapes an app wraps it in, on the same clock only. A copy of the
+    /// `NSError` whose `userInfo` lost the end (archived, rebuilt from plain values) has nothing
+    /// to compare, and the enclosing limit keeps the call, as on another clock.
+    @Test func aNestedLimitsEndIsFoundWhereverTheAppWrapsItsErrorOnTheSameClockOnly() {
+        let clock = TestClock()
+        let elapsed = ElapsedClock(clock)
+        let otherClock = ElapsedClock(TestClock())
+        clock.advance(by: .seconds(10))
+        let end = TimeLimitEnd(clock: elapsed, deadline: .seconds(2))
+        let limitErrors: [any Error] = [
+            TimeoutError(
+                timeoutName: "inner", timeout: .seconds(2), requestIdempotency: nil, operationError: nil,
+                operationErrorAge: nil, limitEnd: end),
+            AttemptTimeoutError(
+                timeout: .seconds(2), requestIdempotency: nil, operationError: TransientError(),
+                operationErrorAge: nil, limitEnd: end),
+            LimiterRejectionError(limiterName: "bulkhead", reason: .queueTimedOut, queued: 0, limitEnd: end),
+        ]
+        for limitError in limitErrors {
+            for first in LimitErrorWrapping.First.allCases {
+                for shape in [nil] + ErrorShape.allCases.map(Optional.some) {
+                    let wrapped = LimitErrorWrapping(first: first, shapes: shape.map { [$0] } ?? []).wrap(limitError)
+                    let context = "\(type(of: limitError)), \(first) in \(String(describing: shape))"
+                    #expect(TimeLimitEnd.decidedEarlier(wrapped, than: .seconds(5), on: elapsed), "\(context)")
+                    #expect(!TimeLimitEnd.decidedEarlier(wrapped, than: .seconds(1), on: elapsed), "\(context)")
+                    #expect(!TimeLimitEnd.decidedEarlier(wrapped, than: .seconds(5), on: otherClock), "\(context)")
+                }
+            }
+            // The `NSError` form without the end, as a copy made of its plain values would be.
+            let bridged = limitError as NSError
+            var userInfo = bridged.userInfo
+            #expect(userInfo["ResilienceTimeLimitEnd"] is TimeLimitEnd)
+            userInfo["ResilienceTimeLimitEnd"] = nil
+            let lost = NSError(domain: bridged.domain, code: bridged.code, userInfo: userInfo)
+            #expect(!TimeLimitEnd.decidedEarlier(lost, than: .seconds(5), on: elapsed))
+            #expect(!TimeLimitEnd.decidedEarlier(SilentAppError.transport(lost), than: .seconds(5), on: elapsed))
+        }
+        // An error of the library's made with a public initializer keeps no end.
+        let plain = TimeoutError(timeoutName: "inner", timeout: .seconds(2))
+        #expect(
+            !TimeLimitEnd.decidedEarlier(SilentAppError.transport(plain as NSError), than: .seconds(5), on: elapsed))
     }
 }
