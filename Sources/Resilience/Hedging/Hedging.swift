@@ -275,6 +275,12 @@ public final class Hedging: Sendable {
                 }
             }
             call.taken |= 1 << UInt16(index)
+            // The loop runs in the caller's task: once that is cancelled, the caller gave up,
+            // even before the call takes the event its cancellation handler posts. An attempt's
+            // end taken first (a failure that came just before the cancellation, or while the
+            // caller's task waited to run again) must not start a replacement, and a call that
+            // ends on it ends as the caller's cancellation.
+            if Task.isCancelled { call.callerCancelled = true }
             if call.isEndedByRule {
                 // A failure the rules end the call on was taken: only the attempts that had already
                 // ended by then are still heard, and the first of them that succeeded wins.

@@ -185,6 +185,28 @@ struct HedgingCallerCancellationTests {
         #expect(runs.value == 2)
     }
 
+    /// A first attempt that fails before it first suspends hands its failure straight to the
+    /// call, which takes it before the event its caller's cancellation handler posted. When the
+    /// caller cancelled by then (here the operation cancels it, then fails at once), the call
+    /// starts no replacement and ends with `CancellationError`, as when it takes the event first.
+    @Test func aFailureTakenBeforeTheCancellationsEventStartsNoReplacement() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(500)), maximumHedges: 1, clock: clock)
+        let caller = CancellableCaller()
+        let runs = Counter()
+        let result = await caller.run {
+            try await hedging.execute { () throws -> Int in
+                let run = runs.increment()
+                guard run == 1 else { return run }  // a replacement, started after the caller gave up
+                caller.cancel()
+                throw TransientError()  // replaced at once, had the caller not cancelled
+            }
+        }
+        #expect(result.failureValue is CancellationError)
+        #expect(runs.value == 1)
+        #expect(clock.sleeperCount == 0)
+    }
+
     @Test func standardHTTPInAHedgeNeitherRetriesNorCountsAFailureThatCameAfterTheCallerCancelled() async throws {
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.zero), maximumHedges: 1, clock: clock)
