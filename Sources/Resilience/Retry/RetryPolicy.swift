@@ -1114,10 +1114,23 @@ public final actor RetryPolicy {
                     // Not this limit's end: the caller's cancellation stopped the timer, or the
                     // attempt returned first. Either way the call ends with the attempt's own
                     // outcome, however long the cancelled attempt takes to return (the group
-                    // would wait for it anyway), so that what its error says is not lost.
-                    return try await group.next() ?? { throw CancellationError() }()
+                    // would wait for it anyway), so that what its error says is not lost; unless
+                    // a limit nested in it ended it after this deadline had passed (below).
+                    do {
+                        return try await group.next() ?? { throw CancellationError() }()
+                    } catch {
+                        guard signal.isCompleted, TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
+                        else { throw error }
+                        late = LateOperationError.kept(error)
+                    }
                 case .failure(let error) where !signal.hasFired:
-                    throw error  // the attempt's own failure, before the limit passed
+                    // The attempt's own failure, before the limit fired. When it is the end of a
+                    // limit nested in it, due later, that came after this deadline had passed (a
+                    // clock that passed both in one move woke that limit first), this limit came
+                    // first and claims the attempt, as its timer would have had the clock stepped.
+                    guard signal.isCompleted, TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
+                    else { throw error }
+                    late = LateOperationError.kept(error)
                 case .failure(is LimitReached), .failure(is TimerStopped):
                     // The limit claimed the attempt: its timer, or the caller's cancellation once
                     // the limit had passed. The group waits for the cancelled attempt anyway; its

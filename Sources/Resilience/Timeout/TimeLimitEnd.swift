@@ -48,6 +48,18 @@ final class TimeLimitEnd: Sendable {
         return self.deadline + offset <= deadline && self.endedAt + offset >= deadline
     }
 
+    /// Whether an enclosing limit due at `deadline` on `clock` came before this limit: its
+    /// deadline came earlier than this one's, and had passed when this limit ended the call.
+    ///
+    /// The other side of ``decided(beforeDeadline:on:)``: a clock that passed both deadlines in
+    /// one move may wake this limit first, and the enclosing limit then finds the call ended
+    /// before its own timer woke. Different clocks cannot be ordered: `false`.
+    func ended(afterEarlierDeadline deadline: Duration, on clock: ElapsedClock) -> Bool {
+        guard clock.identity == self.clock.identity else { return false }
+        let offset = clock.now() - self.clock.now()
+        return deadline < self.deadline + offset && deadline <= self.endedAt + offset
+    }
+
     /// The end kept by the node's error, when it is one of the library's time limits' own
     /// errors: as the Swift value, or in its `NSError` form, bridged from that value or copied
     /// from it with the same domain, code and `userInfo` (under
@@ -85,5 +97,24 @@ final class TimeLimitEnd: Sendable {
             return !decided
         }
         return decided
+    }
+
+    /// Whether `error`, which a call failed with before an enclosing limit due at `deadline` on
+    /// `clock` fired, holds the error of a limit nested in the call that ended it after that
+    /// deadline had passed, its own deadline coming later (see
+    /// ``ended(afterEarlierDeadline:on:)``): the enclosing limit came first, and claims the call
+    /// although its timer has not woken yet, as it would have had the clock moved in steps.
+    ///
+    /// Looked for along the same chain as ``decidedEarlier(_:than:on:)``, on the failure path
+    /// of a call whose own limit had not fired; the walk runs only once `deadline` has passed
+    /// (one reading of the clock first), so a call that failed in time walks nothing here.
+    static func passedEarlier(_ error: any Error, than deadline: Duration, on clock: ElapsedClock) -> Bool {
+        guard clock.now() >= deadline else { return false }
+        var passed = false
+        ErrorChain.walkNodes(error) { node in
+            passed = Self.of(node)?.ended(afterEarlierDeadline: deadline, on: clock) ?? false
+            return !passed
+        }
+        return passed
     }
 }

@@ -17,7 +17,10 @@
 /// deadline decides among nested limits: the time-out of a limit nested in the
 /// operation whose deadline came no later (a clock that passed both in one move)
 /// is passed on as it is, also inside an error of the app's, under
-/// `NSUnderlyingErrorKey`, or bridged to `NSError` (see <doc:Timeouts>).
+/// `NSUnderlyingErrorKey`, or bridged to `NSError` (see <doc:Timeouts>). The other
+/// way round, the time-out of a nested limit whose deadline came later, but which ended
+/// the operation after this limit's deadline had passed, does not decide either: this
+/// limit claims the call with its own ``TimeoutError``, though its watcher had not woken yet.
 ///
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
@@ -273,12 +276,21 @@ struct TimeLimit: Sendable {
     {
         // Fired only when the limit claimed the call before the operation returned and
         // before the caller was cancelled: an operation that failed on its own first, or
-        // that winds down after its caller gave up, reports its own error.
+        // that winds down after its caller gave up, reports its own error (save the nested
+        // limit's end below).
         // A limit nested in the operation whose deadline came no later ended it, though this
         // one fired too (a clock that passed both deadlines in one move wakes them in no set
         // order): that limit decided, and its error goes on as it is, with no event here.
         // So did a policy nested in it that stopped at its own deadline, which came no later.
-        guard self.signal.hasFired,
+        // A limit nested in the operation whose deadline came later, but which ended it after
+        // this one's had passed, woke first (a clock that passed both in one move): this limit
+        // came first and claims the call, as its watcher would have had the clock stepped.
+        // Only an error that is such a limit's end: a value returned late stays returned.
+        let claimed =
+            self.signal.hasFired
+            || (self.signal.isCompleted
+                && TimeLimitEnd.passedEarlier(error, than: self.deadline, on: self.watcher.clock))
+        guard claimed,
             !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock),
             !self.signal.nestedPolicyStopped(error, before: self.deadline, on: self.watcher.clock)
         else {

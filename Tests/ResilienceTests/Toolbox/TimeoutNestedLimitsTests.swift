@@ -20,7 +20,7 @@ private struct HeldLimiter {
     let gate: Gate
     let holder: Task<Void, any Error>
 
-    static func start(queueTimeout: Duration, clock: TestClock) async throws -> HeldLimiter {
+    static func start(queueTimeout: Duration, clock: some Clock<Duration>) async throws -> HeldLimiter {
         let events = EventCounter()
         let limiter = try ConcurrencyLimiter(
             limit: 1, queueLimit: 4, queueTimeout: queueTimeout, observer: events, clock: clock)
@@ -164,6 +164,85 @@ extension TimeoutTests {
             }
             try await held.finish()
         }
+    }
+
+    /// The wake order the jumps above leave to chance, fixed: the outer limit's deadline came
+    /// first, but its timer wakes an hour late, so the inner limit, due later, ends the call
+    /// before the outer one has fired. The outer limit still claims the call: the inner limit's
+    /// error says that it ended the call after the outer deadline had passed.
+    @Test func anOuterLimitThatCameFirstClaimsTheCallThoughTheLaterInnerOneWokeFirst() async throws {
+        for inner in InnerLimit.allCases {
+            for outer in OuterLimit.allCases {
+                let clock = TestClock()
+                let (late, onTime) = (LateWakingClock(clock: clock), LateWakingClock(clock: clock, lag: .zero))
+                let held =
+                    inner == .queueTimeout ? try await HeldLimiter.start(queueTimeout: .seconds(5), clock: onTime) : nil
+                let innerTimeout = try Timeout(.seconds(5), name: "inner", clock: onTime)
+                let innerPolicy = try RetryPolicy(maximumAttempts: 1, clock: onTime)
+                let outerEvents = EventLog()
+                let outerTimeout = try Timeout(.seconds(2), name: "outer", observer: outerEvents, clock: late)
+                let outerPolicy = try RetryPolicy(maximumAttempts: 1, clock: late)
+                let operation: @Sendable () async throws -> Void = {
+                    switch inner {
+                    case .timeout:
+                        try await innerTimeout.execute { try await hangUntilCancelled() }
+                    case .queueTimeout:
+                        _ = try await held?.limiter.execute { 1 }
+                    case .attemptLimit:
+                        try await innerPolicy.execute(attemptTimeout: .seconds(5)) { try await hangUntilCancelled() }
+                    }
+                }
+                let call = Task {
+                    switch outer {
+                    case .timeout: try await outerTimeout.execute { try await operation() }
+                    case .attemptLimit:
+                        try await outerPolicy.execute(attemptTimeout: .seconds(2)) { try await operation() }
+                    }
+                }
+                if let held { await held.waitForQueuedCaller() }
+                await clock.waitForSleepers(count: 2)  // the outer limit's timer and the inner one's
+                clock.advance(by: .seconds(10))  // the inner timer wakes; the outer one sleeps on
+                let result = await call.result
+                let context = "\(inner) in \(outer): got \(result)"
+                switch result {
+                case .failure(let error as TimeoutError) where outer == .timeout:
+                    #expect(error.timeoutName == "outer", "\(context)")
+                    #expect(outerEvents.kinds.values == [.timedOut], "\(context)")
+                case .failure(let error as AttemptTimeoutError) where outer == .attemptLimit:
+                    #expect(error.timeout == .seconds(2), "\(context)")
+                default:
+                    Issue.record("\(context)")
+                }
+                try await held?.finish()
+            }
+        }
+    }
+
+    /// The comparison the claim rests on: an enclosing limit whose deadline had passed when a
+    /// nested limit due later ended the call is the one that came first; a nested limit due no
+    /// later, or one that ended the call before the enclosing deadline, or one on another clock,
+    /// is not outrun.
+    @Test func anEnclosingLimitOutranAnInnerOneOnlyWhenItsDeadlinePassedFirst() {
+        let clock = TestClock()
+        let elapsed = ElapsedClock(clock)
+        clock.advance(by: .seconds(10))
+        let end = TimeLimitEnd(clock: elapsed, deadline: .seconds(5))  // ended the call at 10 s
+        let error = AppTransportError.transport(
+            TimeoutError(
+                timeoutName: "inner", timeout: .seconds(5), requestIdempotency: nil, operationError: nil,
+                operationErrorAge: nil, limitEnd: end) as NSError)
+        #expect(TimeLimitEnd.passedEarlier(error, than: .seconds(2), on: elapsed))
+        #expect(!TimeLimitEnd.passedEarlier(error, than: .seconds(5), on: elapsed))  // a tie: the inner one
+        #expect(!TimeLimitEnd.passedEarlier(error, than: .seconds(7), on: elapsed))
+        #expect(!TimeLimitEnd.passedEarlier(error, than: .seconds(2), on: ElapsedClock(TestClock())))
+        #expect(!TimeLimitEnd.passedEarlier(TransientError(), than: .seconds(2), on: elapsed))
+        // An end made before its own deadline (not one a limit makes): the enclosing deadline
+        // had not passed when it ended the call.
+        let early = TimeoutError(
+            timeoutName: "inner", timeout: .seconds(20), requestIdempotency: nil, operationError: nil,
+            operationErrorAge: nil, limitEnd: TimeLimitEnd(clock: elapsed, deadline: .seconds(20)))
+        #expect(TimeLimitEnd.passedEarlier(early, than: .seconds(10), on: elapsed))
+        #expect(!TimeLimitEnd.passedEarlier(early, than: .seconds(11), on: elapsed))
     }
 
     /// A policy's attempt limit and a ``Timeout`` nested in either order, jumped past: the
