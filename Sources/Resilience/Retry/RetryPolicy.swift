@@ -87,7 +87,8 @@ public final actor RetryPolicy {
     /// not the wait has woken.
     /// A library time limit around the call (a ``Timeout``, an enclosing policy's
     /// `attemptTimeout`) that a clock passed in the same move, and that cut the wait short,
-    /// passes that failure on when this deadline came no later than its own (see <doc:Timeouts>).
+    /// passes that failure on when this deadline came no later than its own; when its own came
+    /// first, it claims the call, also if its timer had not woken yet (see <doc:Timeouts>).
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
     public nonisolated let maximumRetryAfter: Duration
@@ -759,17 +760,18 @@ public final actor RetryPolicy {
         return ending
     }
 
-    /// Tells the library time limits enclosing the call that fired (a ``Timeout``, an enclosing
-    /// policy's `attemptTimeout`) that the call, begun at `start`, stops with `error` at this
-    /// policy's own deadline, which the clock has passed: a clock that passed that deadline and a
-    /// limit's in one move may have woken the limit first, and it cut short the policy's wait (or
-    /// claimed the call as the policy stopped). A limit whose deadline came later then passes
-    /// `error` on rather than claim the call (see `TimeLimitSignal.noteDeadlineStop(_:)`).
-    /// Nothing when no limit fired, or when only an enclosing call's deadline had passed, not
-    /// this policy's: the limit keeps its claim.
+    /// Tells the library time limits enclosing the call (a ``Timeout``, an enclosing policy's
+    /// `attemptTimeout`), fired or not, that the call, begun at `start`, stops with `error` at
+    /// this policy's own deadline, which the clock has passed: a clock that passed that deadline
+    /// and a limit's in one move wakes them in no set order. A limit that woke first and cut
+    /// short the policy's wait (or claimed the call as the policy stopped), its deadline coming
+    /// later, passes `error` on rather than claim the call; a limit whose timer has not woken,
+    /// its deadline coming first, claims the call (see `TimeLimitSignal.noteDeadlineStop(_:)`).
+    /// Nothing when no limit encloses the call, or when only an enclosing call's deadline had
+    /// passed, not this policy's: the limits keep what they would claim.
     nonisolated func noteDeadlineStop(_ error: any Error, start: Duration) {
         guard let deadline = self.deadline, let signals = CallScope.current.timeLimits,
-            TimeLimitSignal.anyFired(from: signals), self.clock.now() - start >= deadline
+            self.clock.now() - start >= deadline
         else { return }
         TimeLimitSignal.noteDeadlineStop(
             NestedDeadlineStop(error: error, end: TimeLimitEnd(clock: self.clock, deadline: start + deadline)),
@@ -1119,7 +1121,9 @@ public final actor RetryPolicy {
                     do {
                         return try await group.next() ?? { throw CancellationError() }()
                     } catch {
-                        guard signal.isCompleted, TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
+                        guard signal.isCompleted,
+                            TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
+                                || signal.nestedPolicyStopped(error, after: deadline, on: clock)
                         else { throw error }
                         late = LateOperationError.kept(error)
                     }
@@ -1128,7 +1132,11 @@ public final actor RetryPolicy {
                     // limit nested in it, due later, that came after this deadline had passed (a
                     // clock that passed both in one move woke that limit first), this limit came
                     // first and claims the attempt, as its timer would have had the clock stepped.
-                    guard signal.isCompleted, TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
+                    // So does it when a policy nested in the attempt stopped at its own deadline,
+                    // due later, after this one had passed.
+                    guard signal.isCompleted,
+                        TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
+                            || signal.nestedPolicyStopped(error, after: deadline, on: clock)
                     else { throw error }
                     late = LateOperationError.kept(error)
                 case .failure(is LimitReached), .failure(is TimerStopped):

@@ -178,9 +178,9 @@ final class TimeLimitSignal: Sendable {
     /// For an attempt of a hedged call: the strategy on whose clock ``quietEndNanoseconds`` is
     /// kept; `nil` for every other signal.
     let quietClock: Hedging?
-    /// The stop of a ``RetryPolicy`` nested in the attempt at its own deadline, which the clock
-    /// passed before this limit cut the policy's wait short (a retained `NestedDeadlineStop`;
-    /// 0 for none): see ``noteDeadlineStop(_:)``. Only a limit that fired holds one.
+    /// The stop of a ``RetryPolicy`` nested in the attempt at its own deadline, once the clock
+    /// had passed it (a retained `NestedDeadlineStop`; 0 for none): see ``noteDeadlineStop(_:)``.
+    /// Only a limit enclosing a policy that stopped so holds one.
     private let deadlineStop = Atomic<UInt>(0)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
@@ -469,12 +469,16 @@ final class TimeLimitSignal: Sendable {
     }
 
     /// Records that a policy nested in the attempt stopped at its own deadline, as `stop` says,
-    /// although this limit, whose deadline the clock passed in the same move, cut its wait short.
+    /// which the clock had passed: this limit, whether it fired or not, may have had its deadline
+    /// passed in the same move.
     ///
-    /// The policy's deadline may have come first: the limit then passes on the error the policy
-    /// ended with, as it passes on the error of a limit nested in the attempt (see
-    /// ``takeDeadlineStop(of:)``). Written by the attempt's task before it returns, read by the
-    /// limit after it has waited for that task. Only on that failure path.
+    /// When this limit fired and cut the policy's wait short, the policy's deadline may have come
+    /// first: the limit then passes on the error the policy ended with, as it passes on the error
+    /// of a limit nested in the attempt (see ``nestedPolicyStopped(_:before:on:)``). When it had
+    /// not fired, its own deadline may have come first, its timer waking after the policy's wait:
+    /// the limit then claims the call (see ``nestedPolicyStopped(_:after:on:)``). Written by the
+    /// attempt's task before it returns, read by the limit after it has waited for that task.
+    /// Only on that failure path.
     func noteDeadlineStop(_ stop: NestedDeadlineStop) {
         let retained = UInt(bitPattern: Unmanaged.passRetained(stop).toOpaque())
         Self.release(self.deadlineStop.exchange(retained, ordering: .acquiringAndReleasing))
@@ -503,12 +507,22 @@ final class TimeLimitSignal: Sendable {
         self.takeDeadlineStop(of: error)?.decided(beforeDeadline: deadline, on: clock) ?? false
     }
 
-    /// Tells every fired limit from `innermost` outwards that a policy nested in it stopped at
-    /// its own deadline (see ``noteDeadlineStop(_:)``).
+    /// Whether a policy nested in this limit's attempt stopped with `error` at its own deadline
+    /// (``takeDeadlineStop(of:)``) after this limit's deadline, due at `deadline` on `clock`,
+    /// had passed, its own deadline coming later: this limit came first, though its timer had not
+    /// woken (see `TimeLimitEnd.ended(afterEarlierDeadline:on:)`). Nothing is taken, and the
+    /// answer is `false`, while `deadline` has not passed (one reading of the clock).
+    func nestedPolicyStopped(_ error: any Error, after deadline: Duration, on clock: ElapsedClock) -> Bool {
+        guard clock.now() >= deadline else { return false }
+        return self.takeDeadlineStop(of: error)?.ended(afterEarlierDeadline: deadline, on: clock) ?? false
+    }
+
+    /// Tells every limit from `innermost` outwards, fired or not, that a policy nested in it
+    /// stopped at its own deadline (see ``noteDeadlineStop(_:)``).
     static func noteDeadlineStop(_ stop: NestedDeadlineStop, from innermost: TimeLimitSignal?) {
         var signal = innermost
         while let current = signal {
-            if current.hasFired { current.noteDeadlineStop(stop) }
+            current.noteDeadlineStop(stop)
             signal = current.enclosing
         }
     }
@@ -563,8 +577,9 @@ final class TimeLimitSignal: Sendable {
 }
 
 /// A ``RetryPolicy`` that stopped at its own deadline with `error`, the failure it waited on,
-/// after the clock passed that deadline and an enclosing limit's in one move: `end` says when
-/// its deadline was, on its clock, and when it stopped (see `TimeLimitSignal.noteDeadlineStop(_:)`).
+/// after the clock passed that deadline (perhaps with an enclosing limit's, in one move): `end`
+/// says when its deadline was, on its clock, and when it stopped (see
+/// `TimeLimitSignal.noteDeadlineStop(_:)`).
 final class NestedDeadlineStop: Sendable {
     let error: any Error
     let end: TimeLimitEnd

@@ -285,11 +285,14 @@ struct TimeLimit: Sendable {
         // A limit nested in the operation whose deadline came later, but which ended it after
         // this one's had passed, woke first (a clock that passed both in one move): this limit
         // came first and claims the call, as its watcher would have had the clock stepped.
+        // So does a policy nested in it that stopped at its own deadline, due later, after this
+        // one's had passed, its wait waking before this watcher.
         // Only an error that is such a limit's end: a value returned late stays returned.
         let claimed =
             self.signal.hasFired
             || (self.signal.isCompleted
-                && TimeLimitEnd.passedEarlier(error, than: self.deadline, on: self.watcher.clock))
+                && (TimeLimitEnd.passedEarlier(error, than: self.deadline, on: self.watcher.clock)
+                    || self.signal.nestedPolicyStopped(error, after: self.deadline, on: self.watcher.clock)))
         guard claimed,
             !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock),
             !self.signal.nestedPolicyStopped(error, before: self.deadline, on: self.watcher.clock)

@@ -218,6 +218,56 @@ extension TimeoutTests {
         }
     }
 
+    /// A policy's own deadline nested in an outer limit, and a clock that jumps past both: the
+    /// outer limit's timer wakes an hour late, so the policy's wait wakes first and the policy
+    /// stops at its deadline with the failure it waited on, before the outer limit has fired.
+    /// When the outer deadline came first (2 s against the policy's 5 s), the outer limit still
+    /// claims the call, as it would have had the clock stepped, and keeps that failure as its
+    /// late error; when the policy's came first (1.5 s), its failure goes on as it is.
+    @Test(arguments: [Duration.seconds(5), .milliseconds(1_500)])
+    func anOuterLimitThatCameFirstClaimsTheCallThoughANestedPolicysDeadlineWokeFirst(policyDeadline: Duration)
+        async throws
+    {
+        struct OwnError: Error {}
+        let outerFirst = policyDeadline > .seconds(2)
+        for outer in OuterLimit.allCases {
+            let clock = TestClock()
+            let (late, onTime) = (LateWakingClock(clock: clock), LateWakingClock(clock: clock, lag: .zero))
+            let innerPolicy = try RetryPolicy(
+                maximumAttempts: 5, backoff: .constant(.seconds(1)), jitter: .none, deadline: policyDeadline,
+                clock: onTime)
+            let outerEvents = EventLog()
+            let outerTimeout = try Timeout(.seconds(2), name: "outer", observer: outerEvents, clock: late)
+            let outerPolicy = try RetryPolicy(maximumAttempts: 1, clock: late)
+            let operation: @Sendable () async throws -> Void = {
+                try await innerPolicy.execute { () throws -> Void in throw OwnError() }
+            }
+            let call = Task {
+                switch outer {
+                case .timeout: try await outerTimeout.execute { try await operation() }
+                case .attemptLimit:
+                    try await outerPolicy.execute(attemptTimeout: .seconds(2)) { try await operation() }
+                }
+            }
+            await clock.waitForSleepers(count: 2)  // the outer limit's timer and the policy's wait
+            clock.advance(by: .seconds(10))  // the policy's wait wakes; the outer timer sleeps on
+            let result = await call.result
+            let context = "the policy's deadline \(policyDeadline) in \(outer): got \(result)"
+            switch result {
+            case .failure(let error as TimeoutError) where outerFirst && outer == .timeout:
+                #expect(error.timeoutName == "outer", "\(context)")
+                #expect(error.operationError is OwnError, "\(context)")
+                #expect(outerEvents.kinds.values == [.timedOut], "\(context)")
+            case .failure(let error as AttemptTimeoutError) where outerFirst && outer == .attemptLimit:
+                #expect(error.timeout == .seconds(2), "\(context)")
+            case .failure(is OwnError) where !outerFirst:
+                #expect(outerEvents.kinds.values.isEmpty, "\(context)")
+            default:
+                Issue.record("\(context)")
+            }
+        }
+    }
+
     /// The comparison the claim rests on: an enclosing limit whose deadline had passed when a
     /// nested limit due later ended the call is the one that came first; a nested limit due no
     /// later, or one that ended the call before the enclosing deadline, or one on another clock,
