@@ -141,6 +141,8 @@ public struct Timeout: Sendable {
         let result = await Self.start(operation, call, on: isolation, scope: scope, limit: limit)
         switch result {
         case .success(let value):
+            // A call declared here that may not run twice reached the dependency: the limits around it hear so.
+            if idempotency != nil { scope.noteSucceeded() }
             return value
         case .failure(let error):
             throw limit.failure(error, of: self, declaring: idempotency, scope: scope)

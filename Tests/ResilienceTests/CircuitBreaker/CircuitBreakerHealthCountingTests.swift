@@ -466,7 +466,7 @@ struct CircuitBreakerHealthCountingTests {
         await clock.waitForSleepers(count: 2)  // the attempt's time limit and the wait for the refill
         clock.advance(by: .seconds(2))
         await clock.waitForSleepRequests(count: 3)
-        #expect(clock.sleepRequests[2] == .seconds(3), "the policy waits for the permit: \(clock.sleepRequests)")
+        #expect(try clock.sleepRequest(2) == .seconds(3), "the policy waits for the permit: \(clock.sleepRequests)")
         clock.advance(by: .seconds(3))  // the permit frees
         let outcome = await call.value
         #expect(try outcome.get() == 1)

@@ -212,7 +212,7 @@ struct RefreshRetryTests {
         clock.advance(by: early)
         await clock.waitForSleepRequests(count: 3)
         #expect(refreshes.value == 2)
-        #expect(early + clock.sleepRequests[2] > late, "the early call sleeps past the late one's wake")
+        #expect(try early + clock.sleepRequest(2) > late, "the early call sleeps past the late one's wake")
         clock.advance(by: late - early)
         await clock.waitForSleepRequests(count: 4)
         #expect(refreshes.value == 2, "the late call took the early one's round")

@@ -30,7 +30,7 @@ struct LateHintReceiptTests {
         await clock.waitForSleepers(count: 2)
         clock.advance(by: .seconds(10))
         await clock.waitForSleepRequests(count: 3)  // the outer policy's wait before its retry
-        let outerWait = clock.sleepRequests[2]
+        let outerWait = try clock.sleepRequest(2)
         clock.advance(by: outerWait)
         let outcome = await call.value
 
@@ -78,7 +78,7 @@ struct LateHintReceiptTests {
         await clock.waitForSleepers(count: 2)
         clock.advance(by: .seconds(10))
         await clock.waitForSleepRequests(count: 3)
-        let outerWait = clock.sleepRequests[2]
+        let outerWait = try clock.sleepRequest(2)
         clock.advance(by: outerWait)
         #expect(try await call.value.get() == 7)
         #expect(outerWait == .seconds(30))
@@ -171,7 +171,7 @@ struct LateHintReceiptTests {
         await clock.waitForSleepers(count: 2)  // the inner 30 s wait and the timeout's watcher
         clock.advance(by: .seconds(10))
         await clock.waitForSleepRequests(count: 3)  // the outer policy's wait before its retry
-        let outerWait = clock.sleepRequests[2]
+        let outerWait = try clock.sleepRequest(2)
         clock.advance(by: outerWait)
         let outcome = await call.value
         #expect(try outcome.get() == 7)

@@ -278,7 +278,7 @@ struct LateOperationErrorTests {
         await clock.waitForSleepers(count: 2)
         clock.advance(by: .seconds(10))  // the outer time limit fires during the inner wait
         await clock.waitForSleepRequests(count: 3)  // the outer policy's wait before its retry
-        let outerWait = clock.sleepRequests[2]
+        let outerWait = try clock.sleepRequest(2)
         clock.advance(by: outerWait)  // exactly the outer policy's wait: the retry goes out now
         let outcome = await call.value
 
@@ -420,6 +420,9 @@ struct LateOperationErrorTests {
         case throughAPolicy
         case throughAPipeline
         case throughHedging
+        case throughATimeout
+        case throughAConnectivityPolicy
+        case throughAPolicyInABreaker
 
         /// Sends the `POST`, counted in `posts`, which succeeds.
         func send(counting posts: Counter, clock: TestClock) async throws {
@@ -434,6 +437,21 @@ struct LateOperationErrorTests {
             case .throughHedging:
                 let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
                 _ = try await hedging.execute(idempotency: .notIdempotent) { () throws -> Int in posts.increment() }
+            case .throughATimeout:
+                let timeout = try Timeout(.seconds(100), clock: clock)
+                _ = try await timeout.execute(idempotency: .notIdempotent) { () throws -> Int in posts.increment() }
+            case .throughAConnectivityPolicy:
+                let policy = try RetryPolicy(maximumAttempts: 3, clock: clock)
+                let wait = ConnectivityWait(monitor: TestConnectivityMonitor(.online), limit: .seconds(5))
+                _ = try await policy.execute(waitingFor: wait, idempotency: .notIdempotent) { () throws -> Int in
+                    posts.increment()
+                }
+            case .throughAPolicyInABreaker:
+                let policy = try RetryPolicy(maximumAttempts: 3, clock: clock)
+                let breaker = try CircuitBreaker(name: "post", tripRule: .consecutiveFailures(3), clock: clock)
+                _ = try await breaker.execute {
+                    try await policy.execute(idempotency: .notIdempotent) { () throws -> Int in posts.increment() }
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Resilience
 import ResilienceTesting
+import Testing
 
 /// A thread-safe counter tests share with operations under test.
 final class Counter: Sendable {
@@ -195,4 +196,16 @@ func sendFailingCalls(_ calls: Int, through breaker: CircuitBreaker) async -> (
         } catch {}
     }
     return (ran.value, throttled)
+}
+
+extension TestClock {
+    /// The sleep requested `index`th (from zero), or a recorded issue instead of a crash when
+    /// the code under test never asked for it: `waitForSleepRequests(count:)` also returns when
+    /// a test's time limit cancels it, and an index out of range would end the whole test run.
+    func sleepRequest(_ index: Int, sourceLocation: SourceLocation = #_sourceLocation) throws -> Duration {
+        let requests = self.sleepRequests
+        return try #require(
+            requests.indices.contains(index) ? requests[index] : nil,
+            "sleep request \(index) of \(requests.count)", sourceLocation: sourceLocation)
+    }
 }
