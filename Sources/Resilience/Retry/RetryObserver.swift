@@ -20,6 +20,11 @@ public protocol RetryObserver: Sendable {
     /// An attempt failed; the event carries its error and any HTTP status or hint it reported.
     func attemptFailed(_ event: RetryAttemptFailedEvent)
     /// The policy will wait `event.delay` and try again.
+    ///
+    /// A policy nested in an attempt of a ``Hedging`` call that hears, while it waits or as it
+    /// is about to retry at once, of a retry-after hint another attempt got, waits longer
+    /// before the same retry: it reports the extra wait in one more event for the same
+    /// `attempt`, so the delays of a retry's events add up to the time it waited.
     func retryScheduled(_ event: RetryScheduledEvent)
     /// The call ended, successfully or not.
     func callFinished(_ event: RetryCallFinishedEvent)
@@ -64,11 +69,13 @@ public struct RetryScheduledEvent: Sendable {
     public var policyName: String
     /// The number of the attempt that failed; the retry will be `attempt + 1`.
     public var attempt: Int
-    /// How long the policy will wait before the retry.
+    /// How long the policy will wait before the retry, or wait more, in a further event for the
+    /// same attempt (see ``RetryObserver/retryScheduled(_:)``).
     public var delay: Duration
     /// The error that caused the retry.
     public var error: any Error
-    /// The server's or classifier's hint, when it set a floor under the delay.
+    /// The server's or classifier's hint, when it set a floor under the delay; inside an attempt
+    /// of a ``Hedging`` call, what was left of a hint another of its attempts got, when longer.
     public var retryAfter: Duration?
 
     /// Creates an event, as a policy does; tests of an observer make their own.
@@ -89,7 +96,7 @@ public struct RetryCallFinishedEvent: Sendable {
     public var attempts: Int
     /// Why the call stopped.
     public var stopReason: RetryStopReason
-    /// The last retry-after hint seen.
+    /// The last retry-after hint seen, as ``RetryOutcome/retryAfter`` reports it.
     public var retryAfter: Duration?
     /// The call's duration on the policy's clock.
     public var elapsed: Duration

@@ -18,7 +18,9 @@ public struct RetryOutcome<Value> {
     public var attempts: Int
     /// Why the call stopped.
     public var stopReason: RetryStopReason
-    /// The last retry-after hint seen, even one the policy refused to honour.
+    /// The last retry-after hint seen, even one the policy refused to honour. Inside an attempt
+    /// of a ``Hedging`` call, a hint another of its attempts got counts, for what was left of it
+    /// when the policy heard of it (it held a retry back, or stopped the call).
     public var retryAfter: Duration?
     /// The time from the first attempt's start to the end, on the policy's clock.
     public var elapsed: Duration

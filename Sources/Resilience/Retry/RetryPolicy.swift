@@ -46,7 +46,9 @@
 /// another of its attempts counts as a hint of this call's too, for what is left of it: the
 /// policy does not send again before it has passed, also when it heard of it while waiting,
 /// or about to retry at once after a recovered credential or the network's return, and the
-/// same limits stop it (``maximumRetryAfter``, the deadline).
+/// same limits stop it (``maximumRetryAfter``, the deadline). The outcome's
+/// ``RetryOutcome/retryAfter`` reports it, and the observer hears of a wait it lengthened as
+/// one more ``RetryObserver/retryScheduled(_:)`` event for the same attempt.
 ///
 /// The error that ends a call is the operation's own, unchanged, so `catch`
 /// clauses for your error types keep working (a failed credential recovery ends
@@ -685,7 +687,18 @@ public final actor RetryPolicy {
             // A retry-after hint a hedged call around this one heard from another of its attempts
             // holds the retry back: one at once (a recovered credential, the network back), and
             // one whose wait ended before that hint, heard meanwhile, has passed.
-            if case .retryNow = plan, let heard = self.heardQuiet(start: call.start) { plan = heard }
+            // It is a hint of this call's too: the outcome reports it, and the observer hears of
+            // the longer wait as a retry scheduled once more, its delay the extra wait.
+            if case .retryNow = plan, let left = TimeLimitSignal.quietLeft(from: CallScope.current.supersessions) {
+                call.state.lastHint = left
+                plan = self.heardQuiet(left, start: call.start)
+                if case .wait(let delay) = plan {
+                    self.observer?.retryScheduled(
+                        .init(
+                            policyName: self.name, attempt: call.state.attempts, delay: delay, error: error,
+                            retryAfter: left))
+                }
+            }
             switch plan {
             case .stop(let reason):
                 return await self.finish(isolation: isolation, call, .failure(error), reason)
@@ -718,12 +731,11 @@ public final actor RetryPolicy {
     }
 
     /// What a retry about to go out waits for when a ``Hedging`` call around this one heard a
-    /// retry-after hint from another of its attempts that has not passed yet
+    /// retry-after hint from another of its attempts of which `left` has not passed yet
     /// (`TimeLimitSignal.quietLeft(from:)`): the rest of it, or a stop, when that is longer than
-    /// ``maximumRetryAfter`` or the time left before the deadline, as for the call's own hint;
-    /// `nil` when no such hint is left. Read on the failure path only.
-    nonisolated func heardQuiet(start: Duration) -> Plan? {
-        guard let left = TimeLimitSignal.quietLeft(from: CallScope.current.supersessions) else { return nil }
+    /// ``maximumRetryAfter`` or the time left before the deadline, as for the call's own hint.
+    /// Read on the failure path only.
+    nonisolated func heardQuiet(_ left: Duration, start: Duration) -> Plan {
         if left > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
         if let remaining = self.timeLeft(start: start), left >= remaining { return .stop(.deadlineExceeded) }
         return .wait(left)
@@ -966,9 +978,11 @@ public final actor RetryPolicy {
         guard decision.isRetryable else { return .stop(decision.stopReason ?? .notRetryable) }
 
         // A hedged call around this one heard a retry-after hint from another of its attempts:
-        // it asks this call for quiet too (see `heardQuiet(start:)`).
+        // it asks this call for quiet too (see `heardQuiet(_:start:)`).
+        // The outcome reports it as the last hint seen.
         if let heard = TimeLimitSignal.quietLeft(from: CallScope.current.supersessions) {
             hint = Swift.max(hint ?? .zero, heard)
+            call.lastHint = hint
         }
         // A breaker's or a limiter's rejection, or a request that never left an offline
         // device, put no load on the dependency, so it costs no token.

@@ -513,6 +513,131 @@ struct HedgingFailureTests {
         #expect(try settled.get() == 7)
         #expect(sends.values == [.zero, .seconds(30)])
     }
+    /// A hedged call, hedge delay 0.5 s, whose two attempts each run a policy. The first
+    /// attempt's request fails at t = 1 with a 30 s hint its policy will not wait for; the
+    /// second attempt's request, sent at t = 0.5, fails at t = 0.6 with no hint, and its policy
+    /// (observed, run for its outcome) is waiting its 1 s backoff when the call hears the hint.
+    /// Any later request succeeds.
+    struct HintHeardWhileWaiting: Sendable {
+        let clock = TestClock()
+        let hedging: Hedging
+        let strict: RetryPolicy
+        let patient: RetryPolicy
+        let log = RetryEventLog()
+        let runs = Counter()
+        let secondSends = Recorder<Duration>()
+        /// The outcome of the second attempt's policy.
+        let outcomes = Recorder<RetryOutcome<Int>>()
+
+        init(patience: Duration) throws {
+            self.hedging = try Hedging(delay: .fixed(.milliseconds(500)), maximumHedges: 1, clock: self.clock)
+            self.strict = try RetryPolicy(
+                maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, maximumRetryAfter: .seconds(10),
+                clock: self.clock)
+            self.patient = try RetryPolicy(
+                name: "patient", maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none,
+                maximumRetryAfter: patience, observer: self.log, clock: self.clock)
+        }
+
+        func call() async throws -> Int {
+            try await self.hedging.execute { () async throws -> Int in
+                if self.runs.increment() == 1 {
+                    return try await self.strict.execute { () async throws -> Int in
+                        try await self.clock.sleep(for: .seconds(1))
+                        throw StatusError(status: 503, hint: .seconds(30))
+                    }
+                }
+                let outcome = await self.patient.outcome { () async throws -> Int in
+                    self.secondSends.record(self.clock.now.offset)
+                    if self.secondSends.values.count == 1 {
+                        try await self.clock.sleep(for: .milliseconds(100))
+                        throw StatusError(status: 503)
+                    }
+                    return 7
+                }
+                self.outcomes.record(outcome)
+                return try outcome.get()
+            }
+        }
+
+        /// Moves the clock to t = 1.6, when the second attempt's policy ends its backoff, having
+        /// heard of the hint at t = 1.
+        func playToTheEndOfTheBackoff() async {
+            await self.clock.waitForSleepers(count: 2)  // the first request and the hedge timer
+            self.clock.advance(by: .milliseconds(500))  // t = 0.5: the hedge starts
+            await self.clock.waitForSleepRequests(count: 3)
+            await self.clock.waitForSleepers(count: 2)
+            self.clock.advance(by: .milliseconds(100))  // t = 0.6: the second request fails
+            await self.clock.waitForSleepRequests(count: 4)  // its policy waits its backoff
+            await self.clock.waitForSleepers(count: 2)
+            self.clock.advance(by: .milliseconds(400))  // t = 1: the first attempt fails, asking for 30 s
+            while self.hedging.failuresTaken.load(ordering: .acquiring) == 0 { await Task.yield() }
+            self.clock.advance(by: .milliseconds(600))  // t = 1.6: the backoff ends
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theObserverAndTheOutcomeOfAPolicyHeldBackWhileWaitingReportTheHintAndTheLongerWait() async throws {
+        let scene = try HintHeardWhileWaiting(patience: .seconds(60))
+        let call = Task { try await scene.call() }
+        await scene.playToTheEndOfTheBackoff()
+        await scene.clock.waitForSleepRequests(count: 5)
+        #expect(scene.clock.sleepRequests.last == .milliseconds(29_400))
+        scene.clock.advance(by: .milliseconds(29_400))  // t = 31
+        #expect(try await call.value == 7)
+        #expect(scene.secondSends.values == [.milliseconds(500), .seconds(31)])
+        #expect(
+            scene.log.lines.values == [
+                "patient failed 1", "patient waits 1.0 seconds", "patient waits 29.4 seconds",
+                "patient succeeded after 2",
+            ])
+        #expect(scene.outcomes.values.map(\.retryAfter) == [.milliseconds(29_400)])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theOutcomeOfAPolicyThatStopsForAHintHeardWhileWaitingReportsTheHint() async throws {
+        let scene = try HintHeardWhileWaiting(patience: .seconds(20))
+        let call = Task { await Result { try await scene.call() } }
+        await scene.playToTheEndOfTheBackoff()
+        let result = await call.value
+        #expect(throws: StatusError(status: 503, hint: .seconds(30))) { try result.get() }
+        #expect(scene.secondSends.values == [.milliseconds(500)])
+        #expect(scene.outcomes.values.map(\.stopReason) == [.retryAfterTooLong])
+        #expect(scene.outcomes.values.map(\.retryAfter) == [.milliseconds(29_400)])
+        #expect(
+            scene.log.lines.values == [
+                "patient failed 1", "patient waits 1.0 seconds", "patient retryAfterTooLong after 1",
+            ])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theOutcomeOfAPolicyThatStopsForAHintHeardBeforeItsFailureReportsTheHint() async throws {
+        let scene = try HeardHint(patience: .seconds(20))
+        let outcomes = Recorder<RetryOutcome<Int>>()
+        let call = Task { () async -> Result<Int, any Error> in
+            await Result {
+                try await scene.hedging.execute { () async throws -> Int in
+                    if scene.runs.increment() == 1 {
+                        return try await scene.strict.execute { () async throws -> Int in
+                            try await scene.clock.sleep(for: .seconds(1))
+                            throw StatusError(status: 503, hint: HeardHint.hint)
+                        }
+                    }
+                    let outcome = await scene.patient.outcome { () async throws -> Int in
+                        try await scene.clock.sleep(for: .milliseconds(1_500))
+                        throw StatusError(status: 503)
+                    }
+                    outcomes.record(outcome)
+                    return try outcome.get()
+                }
+            }
+        }
+        await scene.playToTheSecondFailure()  // t = 2: 29 s of the hint are left
+        let result = await call.value
+        #expect(throws: StatusError(status: 503, hint: HeardHint.hint)) { try result.get() }
+        #expect(outcomes.values.map(\.stopReason) == [.retryAfterTooLong])
+        #expect(outcomes.values.map(\.retryAfter) == [.seconds(29)])
+    }
 
     @Test func aCallerWhoCancelsWhileTheCallWaitsForAHintEndsItAtOnce() async throws {
         let clock = TestClock()
