@@ -114,13 +114,17 @@ extension RetryPolicy {
                     retryAfter: analysis.retryAfter))
             if let hint = analysis.retryAfter, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
             let failedAt = self.clock.now()
+            // The error the call ends with at the deadline: the refusal until a refresh failed
+            // for now, then that refresh's error, which tells the app the session may be fine
+            // and the auth server is not; a wait that would pass the deadline ends so too.
+            var lastFailure: (any Error)?
             // One refresh, then one more after each that fails for now, as long as the policy
             // allows the retry; the refresh is shared with every call that needs it at the time.
             while true {
                 let (answer, deadlinePassedFirst) = await self.waitForRefresh(recovery, start: start)
                 switch answer {
                 case nil:
-                    return .stop(.deadlineExceeded)
+                    return Self.deadlineStop(after: lastFailure)
                 case .recovered:
                     call.hasRecovered = true
                     // A deadline the clock passed before the answer came stops the call before its
@@ -131,10 +135,10 @@ extension RetryPolicy {
                 case .failed(let failure, let hintLeft):
                     if Task.isCancelled {
                         // The deadline passed before the caller cancelled (a clock that jumped past
-                        // it, the timer not yet woken): the call stops there, with its last error,
-                        // as it would have had the timer ended the wait first.
+                        // it, the timer not yet woken): the call stops there, with the error the
+                        // timer would have ended the wait with had it woken first.
                         let ending = self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt)
-                        if deadlinePassedFirst { return .stop(.deadlineExceeded) }
+                        if deadlinePassedFirst { return Self.deadlineStop(after: lastFailure) }
                         return .stopWithError(.cancelled, ending)
                     }
                     // The refresh's own failure, read by the same analysis: only one that refused
@@ -144,6 +148,7 @@ extension RetryPolicy {
                         return .stopWithError(.authenticationRequired, failure)
                     }
                     if let hint = refusal.retryAfter { call.lastHint = hint }
+                    lastFailure = failure
                     let next = await self.refreshRetry(
                         isolation: isolation, after: failure, analysis: refusal, hintLeft: hintLeft,
                         options: options, call: &call, start: start)
@@ -340,8 +345,8 @@ extension RetryPolicy {
     /// `failure`, in the call that began at `start`: `nil` to go on, or how the call ends.
     ///
     /// The wait is a wait before a retry (`waitBeforeRetry`): a clock that jumped past its end
-    /// and the deadline before the caller cancelled stops the call at the deadline, with its last
-    /// error, as the wait for the refresh that follows the wait would have.
+    /// and the deadline before the caller cancelled stops the call at the deadline, with the
+    /// refresh's `failure`, as the wait for the refresh that follows the wait would have.
     private func sleep(
         isolation: isolated (any Actor)?, _ delay: Duration, after failure: any Error, start: Duration
     ) async -> Plan? {
@@ -353,8 +358,15 @@ extension RetryPolicy {
         case .cancelled:
             return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
         case .cancelledPastDeadline:
-            return .stop(.deadlineExceeded)
+            return .stopWithError(.deadlineExceeded, failure)
         }
+    }
+
+    /// How a call that waited for a refresh ends at the deadline: with the refresh's error once
+    /// one failed for now (`lastFailure`), as a wait that would pass the deadline does, else
+    /// with the refusal it was refreshing for.
+    private static func deadlineStop(after lastFailure: (any Error)?) -> Plan {
+        lastFailure.map { .stopWithError(.deadlineExceeded, $0) } ?? .stop(.deadlineExceeded)
     }
 
     /// Schedules an attempt that does not count against ``maximumAttempts``, now that the

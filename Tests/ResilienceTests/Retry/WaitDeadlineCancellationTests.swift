@@ -154,7 +154,7 @@ struct WaitDeadlineCancellationTests {
             call.cancel()
             let outcome = await call.value
             #expect(outcome.stopReason == .deadlineExceeded, "round \(round)")
-            #expect(Self.status(outcome) == 401, "round \(round): the call's last error, \(outcome.result)")
+            #expect(Self.status(outcome) == 503, "round \(round): the refresh's error, \(outcome.result)")
             #expect(refreshes.value == 1, "round \(round): no refresh past the deadline")
         }
     }
@@ -166,7 +166,7 @@ struct WaitDeadlineCancellationTests {
         call.cancel()
         let outcome = await call.value
         #expect(outcome.stopReason == .deadlineExceeded)
-        #expect(Self.status(outcome) == 401, "\(outcome.result)")
+        #expect(Self.status(outcome) == 503, "the refresh's error: \(outcome.result)")
         #expect(refreshes.value == 1)
     }
 
@@ -180,6 +180,83 @@ struct WaitDeadlineCancellationTests {
             #expect(outcome.result.failureValue is CancellationError, "round \(round): \(outcome.result)")
             #expect(refreshes.value == 1)
         }
+    }
+
+    // MARK: - At the deadline, once a refresh failed for now
+
+    // A call whose refresh failed for now ends at the deadline with that refresh's error, however
+    // the deadline ends it: a wait before the retry that would pass it, a clock that jumps past it
+    // during that wait, or the deadline reached while the call waits for the retried refresh.
+    // The refresh's error tells the app the auth server failed, not the session.
+
+    @Test func aJumpPastTheDeadlineBetweenRefreshRetriesEndsWithTheRefreshsError() async throws {
+        let clock = TestClock()
+        let (call, refreshes) = try await Self.callWaitingToRetryTheRefresh(clock)
+        clock.advance(by: .seconds(60))  // past the wait's end and the deadline: the wait's timer wakes
+        let outcome = await call.value
+        #expect(outcome.stopReason == .deadlineExceeded)
+        #expect(Self.status(outcome) == 503, "the refresh's error: \(outcome.result)")
+        #expect(refreshes.value == 1, "no refresh past the deadline")
+    }
+
+    /// A recovery whose first refresh fails with a 503, and whose later ones answer `"new"` once
+    /// the gate opens; the stream tells when a later one started.
+    static func recoveryFailingOnceThenHanging(
+        clock: TestClock
+    ) -> (CredentialRecovery<String>, Gate, AsyncStream<Void>) {
+        let gate = Gate()
+        let (started, continuation) = AsyncStream<Void>.makeStream()
+        let refreshes = Counter()
+        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
+            guard refreshes.increment() > 1 else { throw HTTPResponseError(statusCode: 503) }
+            continuation.yield()
+            await gate.wait()
+            return "new"
+        }
+        return (recovery, gate, started)
+    }
+
+    /// Starts a call whose first refresh fails with a 503, lets the backoff of one second pass
+    /// (`wake` on the test clock), and returns once the call waits for the retried refresh, which hangs.
+    static func callWaitingForTheRetriedRefresh(
+        _ clock: TestClock, policyClock: some Clock<Duration>, wake: Duration
+    ) async throws -> (Task<RetryOutcome<String>, Never>, Gate) {
+        let (recovery, gate, retried) = Self.recoveryFailingOnceThenHanging(clock: clock)
+        let watcher = RetryWatcher()
+        let policy = try Self.policy(policyClock, observer: watcher)
+        let call = Task { await policy.outcome(recovering: recovery, operation: Self.operation) }
+        await watcher.next()  // the refresh failed; the wait for it, and its timer, are over
+        await clock.waitForSleepers(count: 1)  // the backoff before the refresh retry
+        clock.advance(by: wake)
+        for await _ in retried { break }  // the retried refresh started
+        await clock.waitForSleepers(count: 1)  // the deadline's timer on the wait for it
+        return (call, gate)
+    }
+
+    @Test func theDeadlineReachedWhileWaitingForTheRetriedRefreshEndsWithTheRefreshsError() async throws {
+        let clock = TestClock()
+        let (call, gate) = try await Self.callWaitingForTheRetriedRefresh(clock, policyClock: clock, wake: .seconds(1))
+        clock.advance(by: .seconds(9))  // the deadline: the timer ends the wait
+        let outcome = await call.value
+        gate.open()
+        #expect(outcome.stopReason == .deadlineExceeded)
+        #expect(Self.status(outcome) == 503, "the refresh's error: \(outcome.result)")
+        #expect(outcome.attempts == 1)
+    }
+
+    @Test func aCancellationAfterAJumpPastTheDeadlineWhileWaitingForTheRetriedRefreshEndsWithTheRefreshsError()
+        async throws
+    {
+        let clock = TestClock()
+        let late = LateWakingClock(clock: clock, lag: .seconds(2))
+        // The backoff wakes at three seconds; the timer for the retried refresh at twelve.
+        let (call, gate) = try await Self.callWaitingForTheRetriedRefresh(clock, policyClock: late, wake: .seconds(3))
+        clock.advance(by: .seconds(8))  // past the deadline of ten seconds; the timer sleeps on
+        call.cancel()
+        let outcome = await call.value
+        gate.open()
+        #expect(outcome.stopReason == .deadlineExceeded)
+        #expect(Self.status(outcome) == 503, "the refresh's error: \(outcome.result)")
     }
 
     // MARK: - Waiting for the network
