@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// The facts one call hands down to the calls nested inside it, explicitly set
@@ -486,7 +487,8 @@ final class TimeLimitSignal: Sendable {
 
     /// The end of the nested policy's deadline noted by ``noteDeadlineStop(_:)``, when `error`,
     /// the attempt's error, is the error that policy stopped with or holds it (found by its
-    /// identity, as ``takeLateErrorAge(of:)`` finds its error); `nil` otherwise. The limit asks once.
+    /// identity, as ``takeLateErrorAge(of:)`` finds its error, or, when the code in between
+    /// bridged it to `NSError`, by its bridged domain and code); `nil` otherwise. The limit asks once.
     func takeDeadlineStop(of error: any Error) -> TimeLimitEnd? {
         let address = self.deadlineStop.exchange(0, ordering: .acquiring)
         guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
@@ -496,6 +498,16 @@ final class TimeLimitSignal: Sendable {
         ErrorChain.walk(error) { node in
             found = Self.identity(of: node) == box
             return !found
+        }
+        if !found {
+            // Bridged to `NSError` (`error as NSError`), or kept in a `userInfo` and read back,
+            // the policy's failure is boxed anew: it is then known by its bridged domain and code.
+            let stopped = stop.error as NSError
+            ErrorChain.walk(error) { node in
+                let bridged = node as NSError
+                found = bridged.code == stopped.code && bridged.domain == stopped.domain
+                return !found
+            }
         }
         return found ? stop.end : nil
     }

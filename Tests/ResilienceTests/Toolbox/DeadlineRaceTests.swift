@@ -124,6 +124,66 @@ struct DeadlineRaceTests {
             }
         }
     }
+
+    /// How the code between the outer limit and the policy wraps the policy's failure.
+    enum Wrapping: CaseIterable, Sendable {
+        case inAnAppEnum, underNSUnderlyingErrorKey, bridged
+
+        func wrap(_ error: any Error) -> any Error {
+            switch self {
+            case .inAnAppEnum: AppFailure.upstream(error)
+            case .underNSUnderlyingErrorKey: NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: error])
+            case .bridged: error as NSError
+            }
+        }
+
+        func holdsTheFailure(_ error: any Error) -> Bool {
+            switch (self, error) {
+            case (.inAnAppEnum, AppFailure.upstream(let inner)): inner is OwnError
+            case (.underNSUnderlyingErrorKey, let error as NSError): error.domain == "App"
+            case (.bridged, let error as NSError): error.domain.hasSuffix("OwnError")
+            default: false
+            }
+        }
+    }
+
+    enum AppFailure: Error { case upstream(any Error) }
+
+    /// The same race, the code between the limit and the policy wrapping the policy's failure:
+    /// in the app's enum the failure keeps its identity; bridged to `NSError`, or kept in a
+    /// `userInfo` and read back, it is boxed anew, and the limit knows it by its bridged domain
+    /// and code. The policy's deadline came first: its failure, as wrapped, ends the call.
+    @Test(arguments: Wrapping.allCases)
+    func aPolicysEarlierDeadlineDecidesWhateverWrapsItsFailure(wrapping: Wrapping) async throws {
+        for _ in 0..<5 {
+            let clock = TestClock()
+            let events = EventLog()
+            let outer = try Timeout(.seconds(5), name: "outer", observer: events, clock: clock)
+            let policy = try RetryPolicy(
+                maximumAttempts: 5, backoff: .constant(.seconds(2)), jitter: .none, deadline: .seconds(3), clock: clock)
+            let call = Task { @PolicyThread () async throws -> Int in
+                try await outer.execute { @PolicyThread () async throws -> Int in
+                    do {
+                        return try await policy.execute { @PolicyThread () throws -> Int in throw OwnError() }
+                    } catch {
+                        throw wrapping.wrap(error)
+                    }
+                }
+            }
+            await clock.waitForSleepers(count: 2)  // the outer watcher, and the policy's wait until 2 s
+            let blocker = PolicyThread.block()
+            await blocker.started.wait()
+            await passTheDeadline(of: outer.watcher, clock, at: .seconds(5), movingBy: .seconds(10))
+            blocker.release.signal()
+            let result = await call.result
+            guard case .failure(let error) = result, !(error is TimeoutError) else {
+                Issue.record("\(wrapping): the policy's deadline came first, got \(result)")
+                continue
+            }
+            #expect(wrapping.holdsTheFailure(error), "\(wrapping): \(error)")
+            #expect(events.kinds.values.isEmpty)  // no time-out reported
+        }
+    }
 }
 
 /// A global actor on a thread of its own, which a test can hold (``block()``) so that a task
