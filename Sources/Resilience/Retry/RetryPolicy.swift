@@ -1135,10 +1135,7 @@ public final actor RetryPolicy {
                     do {
                         return try await group.next() ?? { throw CancellationError() }()
                     } catch {
-                        guard signal.isCompleted,
-                            TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
-                                || signal.nestedPolicyStopped(error, after: deadline, on: clock)
-                        else { throw error }
+                        guard signal.cameFirst(before: error, deadline: deadline, on: clock) else { throw error }
                         late = LateOperationError.kept(error)
                     }
                 case .failure(let error) where !signal.hasFired:
@@ -1148,10 +1145,7 @@ public final actor RetryPolicy {
                     // first and claims the attempt, as its timer would have had the clock stepped.
                     // So does it when a policy nested in the attempt stopped at its own deadline,
                     // due later, after this one had passed.
-                    guard signal.isCompleted,
-                        TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
-                            || signal.nestedPolicyStopped(error, after: deadline, on: clock)
-                    else { throw error }
+                    guard signal.cameFirst(before: error, deadline: deadline, on: clock) else { throw error }
                     late = LateOperationError.kept(error)
                 case .failure(is LimitReached), .failure(is TimerStopped):
                     // The limit claimed the attempt: its timer, or the caller's cancellation once
@@ -1172,12 +1166,7 @@ public final actor RetryPolicy {
                 }
                 // A limit nested in the attempt whose deadline came no later ended it, though this
                 // one fired too (a clock that passed both in one move): its error goes on as it is.
-                if let late,
-                    TimeLimitEnd.decidedEarlier(late, than: deadline, on: clock)
-                        || signal.nestedPolicyStopped(late, before: deadline, on: clock)
-                {
-                    throw late
-                }
+                if let late, signal.nestedLimitCameFirst(late, deadline: deadline, on: clock) { throw late }
                 // Built once the attempt has ended, so that a call inside it that declared
                 // itself not idempotent, however late it started, is reported, and so is
                 // what the attempt's own late error says about its request.

@@ -529,6 +529,25 @@ final class TimeLimitSignal: Sendable {
         return self.takeDeadlineStop(of: error)?.ended(afterEarlierDeadline: deadline, on: clock) ?? false
     }
 
+    /// Whether this limit, due at `deadline` on `clock`, came first though its timer had not fired
+    /// when the attempt ended with `error`: the attempt has completed, and `error` is the end of a
+    /// limit nested in it (``TimeLimitEnd/passedEarlier(_:than:on:)``) or of a policy nested in it
+    /// at its own deadline (``nestedPolicyStopped(_:after:on:)``), due later, that came after
+    /// `deadline` had passed.
+    func cameFirst(before error: any Error, deadline: Duration, on clock: ElapsedClock) -> Bool {
+        self.isCompleted
+            && (TimeLimitEnd.passedEarlier(error, than: deadline, on: clock)
+                || self.nestedPolicyStopped(error, after: deadline, on: clock))
+    }
+
+    /// Whether `error` is the end of a limit nested in this one (``TimeLimitEnd/decidedEarlier(_:than:on:)``)
+    /// or of a policy nested in it at its own deadline (``nestedPolicyStopped(_:before:on:)``)
+    /// that came no later than this limit's `deadline` on `clock`: its error goes on as it is.
+    func nestedLimitCameFirst(_ error: any Error, deadline: Duration, on clock: ElapsedClock) -> Bool {
+        TimeLimitEnd.decidedEarlier(error, than: deadline, on: clock)
+            || self.nestedPolicyStopped(error, before: deadline, on: clock)
+    }
+
     /// Tells every limit from `innermost` outwards, fired or not, that a policy nested in it
     /// stopped at its own deadline (see ``noteDeadlineStop(_:)``).
     static func noteDeadlineStop(_ stop: NestedDeadlineStop, from innermost: TimeLimitSignal?) {

@@ -290,15 +290,9 @@ struct TimeLimit: Sendable {
         // So does a policy nested in it that stopped at its own deadline, due later, after this
         // one's had passed, its wait waking before this watcher.
         // Only an error that is such a limit's end: a value returned late stays returned.
-        let claimed =
-            self.signal.hasFired
-            || (self.signal.isCompleted
-                && (TimeLimitEnd.passedEarlier(error, than: self.deadline, on: self.watcher.clock)
-                    || self.signal.nestedPolicyStopped(error, after: self.deadline, on: self.watcher.clock)))
-        guard claimed,
-            !TimeLimitEnd.decidedEarlier(error, than: self.deadline, on: self.watcher.clock),
-            !self.signal.nestedPolicyStopped(error, before: self.deadline, on: self.watcher.clock)
-        else {
+        let clock = self.watcher.clock
+        let claimed = self.signal.hasFired || self.signal.cameFirst(before: error, deadline: self.deadline, on: clock)
+        guard claimed, !self.signal.nestedLimitCameFirst(error, deadline: self.deadline, on: clock) else {
             // A policy around a call declared here runs outside the declaration: it hears
             // of it here. The limit's own error below reports it, as its request's idempotency.
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
