@@ -427,19 +427,67 @@ final class TimeLimitSignal: Sendable {
     /// The error the policy ended with is found in `error`'s chain by its identity, the heap box
     /// a rethrow, a `Result` or a task hands on, so it is found where the code between the policy
     /// and the limit kept it as it came: as thrown, as an app's enum case's payload, as a stored
-    /// property (reflection hands on the box). Not where it was rebuilt, nor where reading it back
-    /// makes a new value: under an `NSError`'s `NSUnderlyingErrorKey` on Linux, say. There the
-    /// age is lost, and the layers above count the hint whole from when the limit ended the attempt.
+    /// property (reflection hands on the box). Where the code in between bridged it to `NSError`
+    /// or kept it under `NSUnderlyingErrorKey`, it is found by what its `NSError` form keeps of it
+    /// (see ``holds(_:box:in:orSameDomainAndCode:)``): an `NSError` instance by its identity, a
+    /// library time limit's error by its end. A Swift value rebuilt on the way, or bridged or read
+    /// back from a `userInfo` on Linux, which makes a new value, is not guessed from its domain and
+    /// code, which another failure may share: there the age is lost, and the layers above count
+    /// the hint whole from when the limit ended the attempt, longer than the server asked, never shorter.
     func takeLateErrorAge(of error: any Error) -> Duration? {
-        let box = self.lateErrorBox.exchange(0, ordering: .acquiring)
-        guard box != 0 else { return nil }
-        defer { Self.release(box) }
+        let address = self.lateErrorBox.exchange(0, ordering: .acquiring)
+        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
+        let late = unsafeBitCast(Unmanaged<AnyObject>.fromOpaque(pointer).takeRetainedValue(), to: (any Error).self)
+        let found = Self.holds(late, box: address, in: error, orSameDomainAndCode: false)
+        return found ? .nanoseconds(self.lateErrorAgeNanoseconds.load(ordering: .relaxed)) : nil
+    }
+
+    /// Whether `error`'s chain holds `noted`, a failure a policy nested in the attempt told this
+    /// limit of, whose heap box is at `box`: for the limit's failure path only.
+    ///
+    /// Found by identity first, the box a rethrow, a `Result`, a task or a wrapper that keeps it
+    /// as it came hands on. Bridged to `NSError` (`error as NSError`), or kept under
+    /// `NSUnderlyingErrorKey` and read back, the error is boxed anew; it is then found by what
+    /// its `NSError` form keeps that no other failure has:
+    /// - an `NSError` instance (an SDK's error, an error the operation made so) is the same
+    ///   object there, found by its identity;
+    /// - a library time limit's error keeps its end (``TimeLimitEnd``) in the `userInfo` of its
+    ///   `NSError` form, and of a copy made with the same `userInfo`, found by that instance.
+    ///
+    /// For those two nothing else is taken for it: another failure of the same domain and code is
+    /// another failure. A Swift value bridges (on Linux) to its domain and code alone;
+    /// `orSameDomainAndCode` then takes an error of the chain with the same domain and code for
+    /// it, since nothing better survives.
+    private static func holds(_ noted: any Error, box: UInt, in error: any Error, orSameDomainAndCode: Bool) -> Bool {
         var found = false
         ErrorChain.walk(error) { node in
             found = Self.identity(of: node) == box
             return !found
         }
-        return found ? .nanoseconds(self.lateErrorAgeNanoseconds.load(ordering: .relaxed)) : nil
+        if found { return true }
+        if type(of: noted) is NSError.Type {
+            let object = noted as NSError
+            ErrorChain.walk(error) { node in
+                found = type(of: node) is NSError.Type && (node as NSError) === object
+                return !found
+            }
+            return found
+        }
+        if let end = TimeLimitEnd.of(ErrorChain.Node(noted)) {
+            ErrorChain.walkNodes(error) { node in
+                found = TimeLimitEnd.of(node) === end
+                return !found
+            }
+            return found
+        }
+        guard orSameDomainAndCode else { return false }
+        let bridged = noted as NSError
+        ErrorChain.walk(error) { node in
+            let form = node as NSError
+            found = form.code == bridged.code && form.domain == bridged.domain
+            return !found
+        }
+        return found
     }
 
     /// The heap box `error` refers to: stable across rethrows, task groups and `Result`s, as
@@ -486,29 +534,19 @@ final class TimeLimitSignal: Sendable {
     }
 
     /// The end of the nested policy's deadline noted by ``noteDeadlineStop(_:)``, when `error`,
-    /// the attempt's error, is the error that policy stopped with or holds it (found by its
-    /// identity, as ``takeLateErrorAge(of:)`` finds its error, or, when the code in between
-    /// bridged it to `NSError`, by its bridged domain and code); `nil` otherwise. The limit asks once.
+    /// the attempt's error, is the error that policy stopped with or holds it; `nil` otherwise.
+    /// The limit asks once.
+    ///
+    /// Found by its identity, as ``takeLateErrorAge(of:)`` finds its error, or, when the code in
+    /// between bridged it to `NSError`, by what its `NSError` form keeps of it: an `NSError`
+    /// instance by its identity, a library time limit's error by its end, and only a Swift value,
+    /// of which bridging keeps nothing else, by its bridged domain and code (see
+    /// ``holds(_:box:in:orSameDomainAndCode:)``).
     func takeDeadlineStop(of error: any Error) -> TimeLimitEnd? {
         let address = self.deadlineStop.exchange(0, ordering: .acquiring)
         guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
         let stop = Unmanaged<NestedDeadlineStop>.fromOpaque(pointer).takeRetainedValue()
-        let box = Self.identity(of: stop.error)
-        var found = false
-        ErrorChain.walk(error) { node in
-            found = Self.identity(of: node) == box
-            return !found
-        }
-        if !found {
-            // Bridged to `NSError` (`error as NSError`), or kept in a `userInfo` and read back,
-            // the policy's failure is boxed anew: it is then known by its bridged domain and code.
-            let stopped = stop.error as NSError
-            ErrorChain.walk(error) { node in
-                let bridged = node as NSError
-                found = bridged.code == stopped.code && bridged.domain == stopped.domain
-                return !found
-            }
-        }
+        let found = Self.holds(stop.error, box: Self.identity(of: stop.error), in: error, orSameDomainAndCode: true)
         return found ? stop.end : nil
     }
 

@@ -67,10 +67,11 @@ enum LateOperationError {
     /// The limit learns the age from the policy it cut short, for the very error that policy
     /// ended with, found in the late error's chain by its identity (see
     /// `TimeLimitSignal.takeLateErrorAge(of:)`): as thrown, or kept as it came by a wrapper of the
-    /// app's (an enum case's payload, a stored property). A late error that rebuilt it, or that
-    /// keeps it where reading it back makes a new value (under an `NSError`'s
-    /// `NSUnderlyingErrorKey` on Linux), carries no age: its hint then runs whole from the
-    /// limit's end, which waits longer than the server asked, never shorter. The limit's own error
+    /// app's (an enum case's payload, a stored property); an `NSError` instance, or a library time
+    /// limit's error, also bridged or under `NSUnderlyingErrorKey`. A late error that rebuilt it,
+    /// or that keeps a Swift value where reading it back makes a new value (bridged, or under an
+    /// `NSError`'s `NSUnderlyingErrorKey`, on Linux), carries no age: its hint then runs whole
+    /// from the limit's end, which waits longer than the server asked, never shorter. The limit's own error
     /// keeps the age wherever it goes: wrapped, it is the same value; bridged to `NSError`, the age
     /// is in its `userInfo` (``ageOfBridged(_:)``).
     static func age(of error: any Error) -> Duration? {

@@ -140,6 +140,65 @@ struct LateHintReceiptTests {
         }
     }
 
+    /// Where the code between the inner policy and the limit puts the failure the policy waited on.
+    enum InnerShape: CaseIterable, Sendable {
+        case asThrown, inAnAppEnum, bridged, underNSUnderlyingErrorKey
+
+        func wrap(_ error: any Error) -> any Error {
+            switch self {
+            case .asThrown: error
+            case .inAnAppEnum: SilentAppError.transport(error)
+            case .bridged: error as NSError
+            case .underNSUnderlyingErrorKey: NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: error])
+            }
+        }
+    }
+
+    /// An `NSError` instance the inner policy waited on (an SDK's failure with a `Retry-After`
+    /// in its `userInfo`) is the same object bridged or kept under `NSUnderlyingErrorKey`: its
+    /// hint still runs from its response, whatever the code in between did with it.
+    @Test(arguments: InnerShape.allCases)
+    func anNSErrorTheInnerPolicyWaitedOnKeepsItsAgeWhereverTheCodeInBetweenPutIt(_ shape: InnerShape)
+        async throws
+    {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(10), clock: clock)
+        let inner = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none,
+            classifier: ClosureRetryClassifier { _, _ in .retry }, clock: clock)
+        let call = Task {
+            try await timeout.execute { () async throws -> Int in
+                do {
+                    return try await inner.execute { () throws -> Int in
+                        throw NSError(domain: "Upstream", code: 503, userInfo: ["Retry-After": 30])
+                    }
+                } catch {
+                    throw shape.wrap(error)
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the inner 30 s wait and the timeout's watcher
+        clock.advance(by: .seconds(10))
+        let error = try #require(await call.result.error)
+        #expect(error is TimeoutError)
+        #expect(FailureAnalysis(error).retryAfter == .seconds(20), "\(shape)")
+        #expect(FailureAnalysis(error as NSError).retryAfter == .seconds(20), "\(shape), the time-out bridged")
+    }
+
+    /// A Swift value the inner policy waited on, bridged or read back from a `userInfo` (a new
+    /// value on Linux), may lose its age, or its hint: the layer above then waits longer than the
+    /// server asked, never shorter.
+    @Test(arguments: InnerShape.allCases)
+    func aSwiftValueTheInnerPolicyWaitedOnNeverWaitsLessThanItsServerAsked(_ shape: InnerShape) async throws {
+        let error = try await Self.timeOutWaitingOnAHint(TestClock(), wrappingTheInnerError: shape.wrap)
+        let retryAfter = FailureAnalysis(error).retryAfter
+        switch shape {
+        case .asThrown, .inAnAppEnum: #expect(retryAfter == .seconds(20))
+        case .bridged, .underNSUnderlyingErrorKey:
+            #expect(retryAfter.map { $0 >= .seconds(20) } ?? true, "\(shape): \(String(describing: retryAfter))")
+        }
+    }
+
     /// End to end: an outer policy whose attempt limit cut short an inner policy whose error the
     /// attempt wraps, and whose own time-out the operation bridges, re-sends when the server said.
     @Test func theOuterPolicyReSendsWhenTheServerSaidWhateverWrapsTheErrors() async throws {

@@ -184,6 +184,49 @@ struct DeadlineRaceTests {
             #expect(events.kinds.values.isEmpty)  // no time-out reported
         }
     }
+
+    /// The same race, the policy failing with an `NSError` instance (an SDK's), which stays the same
+    /// object bridged: the policy's deadline came first, and its failure, bridged, ends the call.
+    /// But another `NSError` of the same domain and code that the code in between throws in its
+    /// place is not the policy's stop: it is a failure after the outer limit fired, which reports
+    /// its time-out and keeps it as its late error.
+    @Test(arguments: [false, true])
+    func anotherFailureOfThePolicysDomainAndCodeIsNotThePolicysStop(replaced: Bool) async throws {
+        for _ in 0..<5 {
+            let clock = TestClock()
+            let events = EventLog()
+            let outer = try Timeout(.seconds(5), name: "outer", observer: events, clock: clock)
+            let policy = try RetryPolicy(
+                maximumAttempts: 5, backoff: .constant(.seconds(2)), jitter: .none,
+                classifier: ClosureRetryClassifier { _, _ in .retry }, deadline: .seconds(3), clock: clock)
+            let call = Task { @PolicyThread () async throws -> Int in
+                try await outer.execute { @PolicyThread () async throws -> Int in
+                    do {
+                        return try await policy.execute { @PolicyThread () throws -> Int in
+                            throw NSError(domain: "Upstream", code: 7)
+                        }
+                    } catch {
+                        throw replaced ? NSError(domain: "Upstream", code: 7) : error as NSError
+                    }
+                }
+            }
+            await clock.waitForSleepers(count: 2)  // the outer watcher, and the policy's wait until 2 s
+            let blocker = PolicyThread.block()
+            await blocker.started.wait()
+            await passTheDeadline(of: outer.watcher, clock, at: .seconds(5), movingBy: .seconds(10))
+            blocker.release.signal()
+            let result = await call.result
+            switch result {
+            case .failure(let error as TimeoutError) where replaced:
+                #expect((error.operationError as? NSError)?.domain == "Upstream")
+                #expect(events.kinds.values == [.timedOut])
+            case .failure(let error as NSError) where !replaced && error.domain == "Upstream":
+                #expect(events.kinds.values.isEmpty)  // no time-out reported
+            default:
+                Issue.record("replaced: \(replaced), got \(result)")
+            }
+        }
+    }
 }
 
 /// A global actor on a thread of its own, which a test can hold (``block()``) so that a task
