@@ -48,9 +48,11 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     /// that say nothing, and is false by default: a lost response may follow a request CloudKit
     /// applied, so it is sent again only on an explicit word.
     ///
-    /// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` judges the items of a batch
-    /// by the call's idempotency instead, for a lost response as for a dropped connection; there
-    /// the flag only lets a batch whose partial failure named none of its items be sent again whole.
+    /// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` reads it the same way for a
+    /// batch that declares nothing: an item whose response was lost, and a batch whose partial
+    /// failure named none of its items, are sent again only when it is true. A classifier's own
+    /// ``RetryClassifier/declaredIdempotency`` (`HTTPRetryClassifier(method: "GET")`) does not
+    /// stand in for it: an HTTP method says nothing about a CloudKit operation.
     public let operationIsIdempotent: Bool
 
     /// Creates the classifier.

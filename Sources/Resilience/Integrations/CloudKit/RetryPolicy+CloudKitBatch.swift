@@ -12,12 +12,16 @@ extension RetryPolicy {
     /// ``Rulebook`` applies as everywhere: an item that failed with HTTP 429 ends
     /// the call, and so does a cancelled task.
     ///
-    /// An item whose response was lost (`serverResponseLost`) is judged as one whose connection
-    /// dropped (`networkFailure`): both may have been applied, and both are sent again exactly
-    /// when the batch may be sent twice. That is the call's reading of its idempotency:
-    /// `idempotency`; when it is `nil`, an enclosing call's declaration or the policy's
-    /// classifier's (``RetryClassifier/declaredIdempotency``); without any, idempotent, as
-    /// every call through a policy is.
+    /// An item is judged as a whole call with the same declaration and classifier would be. One
+    /// whose connection dropped (`networkFailure`) is sent again unless the batch may not be sent
+    /// twice: `idempotency`; when it is `nil`, an enclosing call's declaration or the policy's
+    /// classifier's (``RetryClassifier/declaredIdempotency``); without any, idempotent, as every
+    /// call through a policy is. One whose response was lost (`serverResponseLost`) takes an
+    /// explicit word, as a whole call does: it is sent again when the batch or an enclosing call
+    /// was declared idempotent, or, when neither declares, when the policy's classifier is a
+    /// ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true` (and does not declare the
+    /// call not idempotent); otherwise it is held back as possibly applied. A classifier's
+    /// "idempotent" (`HTTPRetryClassifier(method: "GET")`) is not such a word.
     ///
     /// A batch that may not be sent twice (`idempotency: .notIdempotent`, or an enclosing call
     /// declared so) is judged item by item: an item whose own error proves it had no effect
@@ -33,11 +37,12 @@ extension RetryPolicy {
     /// A partial failure that names none of the items sent (its per-item errors missing, as
     /// in an error re-created from its domain and code, or keyed by IDs of another type)
     /// fails the attempt as a whole: some items may have been saved, none is known to be.
-    /// Sending it again whole would re-send the items CloudKit saved, so that takes an explicit
-    /// word: `idempotency: .idempotent`, or, when it is `nil`, a policy's
-    /// ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true` and no enclosing call
-    /// declared not idempotent. Otherwise the call stops with ``RetryStopReason/partialFailure``
-    /// and each item it sent is among ``CloudKitBatchResult/failedItems`` with that failure.
+    /// Sending it again whole would re-send the items CloudKit saved, so it is sent again on the
+    /// word a lost response needs: the batch's or an enclosing call's declaration `.idempotent`,
+    /// or, when neither declares, a policy's ``CloudKitRetryClassifier`` made with
+    /// `operationIsIdempotent: true`. Otherwise the call stops (``RetryStopReason/partialFailure``,
+    /// or ``RetryStopReason/notIdempotent`` for a call the rules read as not idempotent) and each
+    /// item it sent is among ``CloudKitBatchResult/failedItems`` with that failure.
     ///
     /// A whole attempt whose response was lost (`serverResponseLost`, not a partial failure) is
     /// judged as any whole call's: sent again whole when the batch or an enclosing call was
@@ -67,7 +72,8 @@ extension RetryPolicy {
     ///     save of a record under an ID the app keeps usually is: a second save of a record already
     ///     saved fails as a conflict or writes the same values); `nil` inherits an enclosing call's
     ///     declaration or the policy's classifier's, and without either assumes it is, except for
-    ///     sending again whole a batch whose partial failure named none of its items.
+    ///     an item whose response was lost and a batch whose partial failure named none of its
+    ///     items, which without a declaration follow ``CloudKitRetryClassifier/operationIsIdempotent``.
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors and why.
     /// - Throws: Only when no attempt reported on the items: the error of the last attempt,
@@ -144,9 +150,18 @@ extension RetryPolicy {
         // The retry-after advice of the last attempt that failed, for the items still to send.
         var lastAdvice: Duration?
         var attempts = 0
-        // A batch whose partial failure named none of its items is sent again whole only on an
-        // explicit word: it would re-send the items CloudKit saved.
-        let resendsWholeBatch = self.batchIsIdempotent(declared: idempotency)
+        // The call's idempotency as the rules read it after an attempt (before a failure's own
+        // report tightens it): an item that may have been applied is sent again only when it holds.
+        let callIdempotency =
+            idempotency ?? CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
+            ?? .idempotent
+        // Items are judged as a whole call with the same declaration and classifier is: a lost
+        // response takes an explicit word (the call's or an enclosing call's declaration, else the
+        // classifier's flag), a dropped connection only the rules' reading.
+        let itemClassifier = self.itemClassifier(declared: idempotency, callIdempotency: callIdempotency)
+        // A batch whose partial failure named none of its items may have been partly saved, as a
+        // lost response may have been applied: it is sent again whole on the same word.
+        let resendsWholeBatch = callIdempotency.isIdempotent && itemClassifier.operationIsIdempotent
         let classifier = ChainedRetryClassifier([
             ClosureRetryClassifier { error, _ in
                 if error is CloudKitUnreadablePartialFailure {
@@ -158,13 +173,6 @@ extension RetryPolicy {
             },
             self.classifier, DefaultRetryClassifier(),
         ])
-        // The call's idempotency as the rules read it after an attempt (before a failure's own
-        // report tightens it): an item that may have been applied is sent again only when it holds.
-        let callIdempotency =
-            idempotency ?? CallScope.current.handedDownIdempotency(over: classifier.declaredIdempotency) ?? .idempotent
-        // Items are judged with that same reading, so a lost response is sent again exactly when a
-        // dropped connection is.
-        let itemClassifier = CloudKitRetryClassifier(operationIsIdempotent: callIdempotency.isIdempotent)
         // An ordinary nonisolated attempt, as `operation` is, so that it may hand `operation`
         // the items, which need not be `Sendable`.
         let outcome = await self.runConcurrentAttempt(
@@ -248,15 +256,21 @@ extension RetryPolicy {
             stopReason: stopReason, retryAfter: remaining.isEmpty ? nil : lastAdvice, failureReasons: reasons)
     }
 
-    /// Whether a batch may be sent again whole after a partial failure that named none of its
-    /// items: its own declaration; else, unless an enclosing call declared it not idempotent, the
-    /// policy's ``CloudKitRetryClassifier``; else an enclosing declaration; else not.
-    private nonisolated func batchIsIdempotent(declared: Idempotency?) -> Bool {
-        if let declared { return declared.isIdempotent }
-        let enclosing = CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
-        if enclosing?.isIdempotent == false { return false }
-        return CloudKitRetryClassifier.first(in: self.classifier)?.operationIsIdempotent
-            ?? enclosing?.isIdempotent ?? false
+    /// The classifier that judges the items of a batch: the policy's ``CloudKitRetryClassifier``
+    /// (or one with its defaults), as a whole call with the same declaration reads it. A call's
+    /// declaration, its own or an enclosing call's (``RetryContext/idempotencyIsDeclared``), says
+    /// whether a lost response may be sent again; without one, the classifier's
+    /// ``CloudKitRetryClassifier/operationIsIdempotent`` does. A classifier's own
+    /// ``RetryClassifier/declaredIdempotency`` is not a declaration: its "not idempotent" holds
+    /// back every item that may have been applied (`callIdempotency` carries it), its "idempotent"
+    /// does not make a lost response retryable.
+    private nonisolated func itemClassifier(
+        declared: Idempotency?, callIdempotency: Idempotency
+    ) -> CloudKitRetryClassifier {
+        let context = RetryContext(
+            attempt: 1, idempotency: callIdempotency,
+            idempotencyIsDeclared: Rulebook.idempotencyIsDeclared(declared))
+        return (CloudKitRetryClassifier.first(in: self.classifier) ?? CloudKitRetryClassifier()).judging(context)
     }
 
     /// The errors that make a partial failure an HTTP 429, for the rules to see: the items that
@@ -302,9 +316,10 @@ public struct CloudKitBatchResult<ID: Hashable> {
     ///
     /// - ``RetryStopReason/notIdempotent``: the item may have reached CloudKit (its error was a
     ///   dropped connection, a lost response or another answer that proves nothing), and the batch
-    ///   may not be sent twice, so it was held back while the items that provably had no effect
-    ///   were sent again. It may have been saved: fetch it to learn whether it was before sending it
-    ///   again.
+    ///   may not be sent twice, or, for a lost response, nothing said it may (no declaration and
+    ///   no `CloudKitRetryClassifier(operationIsIdempotent: true)`), so it was held back while the
+    ///   items that provably had no effect were sent again. It may have been saved: fetch it to
+    ///   learn whether it was before sending it again.
     /// - What the item's own error asks for: ``RetryStopReason/setupRequired`` (its zone is missing,
     ///   or was deleted by a reset of the person's encrypted data),
     ///   ``RetryStopReason/authenticationRequired``, ``RetryStopReason/tooManyRequests``, or

@@ -202,9 +202,9 @@ extension CloudKitPartialFailureTests {
         #expect(result.failedItems.isEmpty, "failed: \(Array(result.failedItems.keys))")
     }
 
-    /// The call's declaration decides, as it does for a dropped connection; with none, the batch is
-    /// read as every call is, idempotent, whatever the policy's classifier says.
-    @Test(arguments: [(Idempotency?.some(.idempotent), false), (nil, true), (nil, false)])
+    /// The call's declaration decides, whatever the policy's classifier says; with none, the
+    /// classifier's flag does, as for a whole call.
+    @Test(arguments: [(Idempotency?.some(.idempotent), false), (nil, true)])
     func aLostResponseItemIsSentAgainOnEitherWord(declared: Idempotency?, classifierSays: Bool) async throws {
         let (sent, result) = try await self.sendAAndBLosingBsFirstResponse(
             idempotency: declared, classifierSays: classifierSays)
@@ -213,8 +213,8 @@ extension CloudKitPartialFailureTests {
     }
 
     /// A batch declared not idempotent never sends a lost-response item again, whatever the
-    /// policy's classifier says.
-    @Test(arguments: [(Idempotency?.some(.notIdempotent), true), (.notIdempotent, false)])
+    /// policy's classifier says; one that declares nothing does not when the flag is off.
+    @Test(arguments: [(Idempotency?.some(.notIdempotent), true), (.notIdempotent, false), (nil, false)])
     func aLostResponseItemIsNotSentAgainWithoutAWordThatItMay(
         declared: Idempotency?, classifierSays: Bool
     ) async throws {
