@@ -12,7 +12,8 @@ extension RetryPolicy {
     /// at the ``deadline`` (this policy's or an enclosing call's) with
     /// ``RetryStopReason/deadlineExceeded``, the refresh running on for the other calls; so does a
     /// cancellation of the call that comes after the clock jumped past the deadline, before the
-    /// wait's timer woke, and the same holds for the waits between refresh retries. That attempt does not
+    /// wait's timer woke, and a refresh that answers after such a jump, which schedules no retry;
+    /// the same holds for the waits between refresh retries. That attempt does not
     /// count against ``maximumAttempts``. A call recovers at most once: a second
     /// credential failure goes to the classifier, which stops it with
     /// ``RetryStopReason/authenticationRequired``.
@@ -61,7 +62,9 @@ extension RetryPolicy {
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged; the refresh's error when the
     ///   recovery failed, for good or for now; `CancellationError` when the task was
-    ///   cancelled while waiting.
+    ///   cancelled while waiting. A library time limit around the call that cuts a wait short
+    ///   keeps the error the deadline would have ended the call with: the refresh's, once one
+    ///   failed for now.
     public nonisolated(nonsending) func execute<Value, Credential>(
         recovering recovery: CredentialRecovery<Credential>,
         waitingFor connectivity: ConnectivityWait? = nil,
@@ -114,10 +117,12 @@ extension RetryPolicy {
                     retryAfter: analysis.retryAfter))
             if let hint = analysis.retryAfter, hint > self.maximumRetryAfter { return .stop(.retryAfterTooLong) }
             let failedAt = self.clock.now()
-            // The error the call ends with at the deadline: the refusal until a refresh failed
-            // for now, then that refresh's error, which tells the app the session may be fine
-            // and the auth server is not; a wait that would pass the deadline ends so too.
+            // The error the call ends with at the deadline, or when an enclosing time limit cuts
+            // it short: the refusal until a refresh failed for now, then that refresh's error,
+            // which tells the app the session may be fine and the auth server is not; a wait
+            // that would pass the deadline ends so too. `lastFailureAt` is when that error came.
             var lastFailure: (any Error)?
+            var lastFailureAt = call.lastErrorReceivedAt
             // One refresh, then one more after each that fails for now, as long as the policy
             // allows the retry; the refresh is shared with every call that needs it at the time.
             while true {
@@ -125,20 +130,21 @@ extension RetryPolicy {
                 switch answer {
                 case nil:
                     return Self.deadlineStop(after: lastFailure)
+                case _ where deadlinePassedFirst:
+                    // The deadline passed before the answer came, or before the caller cancelled (a
+                    // clock that jumped past it, the timer not yet woken): the wait ended there, as
+                    // its timer would have ended it, whatever the answer. No retry is scheduled and
+                    // no refresh retried past the deadline, so the observer hears of none.
+                    return Self.deadlineStop(after: lastFailure)
                 case .recovered:
                     call.hasRecovered = true
-                    // A deadline the clock passed before the answer came stops the call before its
-                    // next attempt, also when the caller cancels in between (see `waitBeforeRetry`).
-                    if deadlinePassedFirst { call.deadlinePassedBeforeCancellation = true }
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
                 case .failed(let failure, let hintLeft):
                     if Task.isCancelled {
-                        // The deadline passed before the caller cancelled (a clock that jumped past
-                        // it, the timer not yet woken): the call stops there, with the error the
-                        // timer would have ended the wait with had it woken first.
-                        let ending = self.endingOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt)
-                        if deadlinePassedFirst { return Self.deadlineStop(after: lastFailure) }
+                        // The caller, or a library time limit around the call, which keeps the
+                        // error the call ends with: the one the deadline would have ended it with.
+                        let ending = self.endingOnCancellation(after: lastFailure ?? error, receivedAt: lastFailureAt)
                         return .stopWithError(.cancelled, ending)
                     }
                     // The refresh's own failure, read by the same analysis: only one that refused
@@ -149,9 +155,13 @@ extension RetryPolicy {
                     }
                     if let hint = refusal.retryAfter { call.lastHint = hint }
                     lastFailure = failure
+                    // A failure remembered from an earlier refresh came as long ago as its hint has run.
+                    var receivedAt = self.clock.now()
+                    if let hint = refusal.retryAfter, let hintLeft, hintLeft < hint { receivedAt -= hint - hintLeft }
+                    lastFailureAt = receivedAt
                     let next = await self.refreshRetry(
                         isolation: isolation, after: failure, analysis: refusal, hintLeft: hintLeft,
-                        options: options, call: &call, start: start)
+                        receivedAt: receivedAt, options: options, call: &call, start: start)
                     if let next { return next }
                 }
             }
@@ -286,11 +296,14 @@ extension RetryPolicy {
     /// - Parameters:
     ///   - failure: The refresh's error; the call ends with it.
     ///   - hintLeft: The rest of the refresh's retry-after hint, if it had one.
+    ///   - receivedAt: When the refresh failed, on the policy's clock: a library time limit that
+    ///     cuts the call short keeps `failure`, and counts its hint from then.
     private func refreshRetry(
         isolation: isolated (any Actor)?,
         after failure: any Error,
         analysis: FailureAnalysis,
         hintLeft: Duration?,
+        receivedAt: Duration,
         options: CallOptions,
         call: inout CallState,
         start: Duration
@@ -307,14 +320,15 @@ extension RetryPolicy {
             switch await self.waitForNetwork(connectivity, start: start) {
             case .connected: break
             case .stop(let reason): return .stopWithError(reason, failure)
-            case .cancelled: return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
+            case .cancelled:
+                return .stopWithError(.cancelled, self.endingOnCancellation(after: failure, receivedAt: receivedAt))
             }
             let rest = Swift.max((hintLeft ?? .zero) - (self.clock.now() - failedAt), .zero)
             if rest > .zero, let left = self.timeLeft(start: start), rest >= left {
                 return .stopWithError(.deadlineExceeded, failure)
             }
             self.noteRefreshRetry(after: failure, analysis, delay: rest, call: &call)
-            return await self.sleep(isolation: isolation, rest, after: failure, start: start)
+            return await self.sleep(isolation: isolation, rest, after: failure, receivedAt: receivedAt, start: start)
         }
         if call.countedAttempts >= self.maximumAttempts {
             return .stopWithError(RefreshFailure.stopReason(for: analysis), failure)
@@ -327,7 +341,7 @@ extension RetryPolicy {
         call.previousDelay = delay
         call.refreshRetries += 1
         self.noteRefreshRetry(after: failure, analysis, delay: delay, call: &call)
-        return await self.sleep(isolation: isolation, delay, after: failure, start: start)
+        return await self.sleep(isolation: isolation, delay, after: failure, receivedAt: receivedAt, start: start)
     }
 
     /// Counts a refresh retry as one of the call's retries and reports it to the observer.
@@ -342,21 +356,24 @@ extension RetryPolicy {
     }
 
     /// Sleeps `delay` on the policy's clock before a refresh retry after the refresh's
-    /// `failure`, in the call that began at `start`: `nil` to go on, or how the call ends.
+    /// `failure`, received at `receivedAt`, in the call that began at `start`: `nil` to go on,
+    /// or how the call ends.
     ///
     /// The wait is a wait before a retry (`waitBeforeRetry`): a clock that jumped past its end
     /// and the deadline before the caller cancelled stops the call at the deadline, with the
-    /// refresh's `failure`, as the wait for the refresh that follows the wait would have.
+    /// refresh's `failure`, as the wait for the refresh that follows the wait would have. A
+    /// library time limit around the call that cuts the wait short keeps `failure` too.
     private func sleep(
-        isolation: isolated (any Actor)?, _ delay: Duration, after failure: any Error, start: Duration
+        isolation: isolated (any Actor)?, _ delay: Duration, after failure: any Error, receivedAt: Duration,
+        start: Duration
     ) async -> Plan? {
         switch await self.waitBeforeRetry(isolation: isolation, delay, start: start) {
-        case .elapsed:
-            return Task.isCancelled ? .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure)) : nil
+        case .elapsed where !Task.isCancelled:
+            return nil
         case .elapsedPastDeadline:
             return nil  // the wait for the refresh finds the deadline passed, whatever came after
-        case .cancelled:
-            return .stopWithError(.cancelled, Self.cancellationEnding(lastError: failure))
+        case .elapsed, .cancelled:
+            return .stopWithError(.cancelled, self.endingOnCancellation(after: failure, receivedAt: receivedAt))
         case .cancelledPastDeadline:
             return .stopWithError(.deadlineExceeded, failure)
         }

@@ -87,8 +87,8 @@ struct WaitDeadlineCancellationTests {
         #expect(Self.status(outcome) == 401, "\(outcome.result)")
     }
 
-    /// A refresh that answers after the jump passed the deadline: the call stops before its
-    /// next attempt, also when the caller cancels between the answer and that attempt.
+    /// A refresh that answers after the jump passed the deadline: the call stops at the deadline
+    /// without scheduling a retry, so a cancellation as it would schedule one cannot come first.
     @Test func aRefreshThatAnswersAfterAJumpPastTheDeadlineLeavesTheDeadlinesStop() async throws {
         let clock = TestClock()
         let (recovery, gate) = RefreshDeadlineTests.recoveryWithAHungRefresh(clock: clock)
@@ -103,7 +103,7 @@ struct WaitDeadlineCancellationTests {
         await recovery.waitForWaitingCalls(count: 1)
         guard await RefreshDeadlineTests.aTimerWatches(clock, releasing: gate) else { return }
         clock.advance(by: .seconds(60))
-        gate.open()  // the refresh answers; the call is cancelled as it schedules the retry
+        gate.open()  // the refresh answers; the call would be cancelled as it scheduled a retry
         let outcome = await call.value
         #expect(outcome.stopReason == .deadlineExceeded)
         #expect(Self.status(outcome) == 401, "\(outcome.result)")
@@ -415,8 +415,8 @@ struct WaitDeadlineCancellationTests {
         }
     }
 
-    /// The network that comes back after the jump passed the deadline: the call stops before its
-    /// next attempt, also when the caller cancels between the wait's end and that attempt.
+    /// The network that comes back after the jump passed the deadline: the call stops at the
+    /// deadline without scheduling a retry, so a cancellation as it would schedule one cannot come first.
     @Test func theNetworkBackAfterAJumpPastTheDeadlineLeavesTheDeadlinesStop() async throws {
         let clock = TestClock()
         let network = TestConnectivityMonitor(.offline)
@@ -428,7 +428,7 @@ struct WaitDeadlineCancellationTests {
         await network.waitForObservers(count: 1)
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(60))
-        network.set(.online)  // the wait ends; the call is cancelled as it schedules the retry
+        network.set(.online)  // the wait ends; the call would be cancelled as it scheduled a retry
         let outcome = await call.value
         #expect(outcome.stopReason == .deadlineExceeded)
         #expect(Self.isOffline(outcome), "\(outcome.result)")
