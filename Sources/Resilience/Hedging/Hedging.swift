@@ -710,7 +710,7 @@ public final class Hedging: Sendable {
     /// The scope of a new attempt of a call with `scope`: a supersession signal of its own.
     @usableFromInline
     func attemptScope(_ scope: CallScope) -> (CallScope, HedgedAttemptSignal) {
-        let signal = TimeLimitSignal(enclosing: scope.supersessions, quietClock: self)
+        let signal = TimeLimitSignal(enclosing: scope.supersessions, clock: .hedging(self))
         var attemptScope = scope
         attemptScope.supersessions = signal
         return (attemptScope, HedgedAttemptSignal(signal: signal))

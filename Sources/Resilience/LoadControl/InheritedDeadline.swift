@@ -15,6 +15,16 @@ struct InheritedDeadline: Sendable {
         self.end - self.policy.clock.now()
     }
 
+    /// Whether this deadline came no later than a limit's due at `deadline` on `clock`; `false`
+    /// on another clock, where the two cannot be ordered. Once the limit's deadline has passed,
+    /// `true` says that this one has passed too.
+    func passed(noLaterThan deadline: Duration, on clock: ElapsedClock) -> Bool {
+        let own = self.policy.clock
+        guard own.identity == clock.identity else { return false }
+        // The two clocks read one time from different origins: this deadline, on the limit's clock.
+        return self.end + (clock.now() - own.now()) <= deadline
+    }
+
     /// The deadline the current task runs under, if any enclosing call set one.
     static var current: InheritedDeadline? {
         CallScope.current.deadline

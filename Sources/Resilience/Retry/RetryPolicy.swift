@@ -20,8 +20,12 @@
 ///
 /// What a call does after its operation throws, in order:
 /// 1. The ``Rulebook``'s rules, which no classifier can change: a cancelled call
-///    stops (``RetryStopReason/cancelled``); an HTTP 429 anywhere in the error's
-///    chain stops (``RetryStopReason/tooManyRequests``), its hint still reported;
+///    stops (``RetryStopReason/cancelled``), and so does a call inside a library time
+///    limit (a ``Timeout``, an enclosing policy's `attemptTimeout`) whose deadline has
+///    passed on its clock, also before the limit's timer has woken, as when the limit
+///    cancelled it: the limit reports its time-out (see <doc:Timeouts>); an HTTP 429
+///    anywhere in the error's chain stops (``RetryStopReason/tooManyRequests``), its hint
+///    still reported;
 ///    a call that is not idempotent (see ``Idempotency``) stops once the request
 ///    may have reached the server (``RetryStopReason/notIdempotent``).
 /// 2. A call given a ``CredentialRecovery`` recovers its credential after a
@@ -38,7 +42,8 @@
 /// 4. Out of attempts, a server hint above ``maximumRetryAfter``, a wait that would
 ///    pass the ``deadline`` (or an enclosing policy's), or an empty ``budget`` each stop the call.
 /// 5. Otherwise it waits `max(jittered backoff, hint)` on the policy's clock and
-///    tries again; cancellation during the wait ends the call at once (with
+///    tries again, unless an enclosing time limit's deadline has passed by then (as in 1);
+///    cancellation during the wait ends the call at once (with
 ///    `CancellationError`, or with the failure it waited on when an enclosing time
 ///    limit of the library's cancelled it, so that the layers above learn what it said).
 ///
@@ -456,7 +461,7 @@ public final actor RetryPolicy {
             return RetryOutcome(
                 result: .failure(refusal), attempts: 0, stopReason: .deadlineExceeded, retryAfter: nil, elapsed: .zero)
         }
-        let (clock, name) = (self.clock, self.name)
+        let name = self.name
         let timeout = attemptTimeout.clampedToResilienceRange
         let declared =
             idempotency ?? CallScope.current.handedDownIdempotency(over: self.classifier.declaredIdempotency)
@@ -465,7 +470,7 @@ public final actor RetryPolicy {
             // The deadline passed between the check before this attempt and now: the attempt
             // does not start, and the call stops at the deadline before the next one.
             guard limit > .zero else { throw LimiterRejectionError(limiterName: name, reason: .noTimeLeft) }
-            return try await Self.withTimeLimit(limit, idempotency: declared, clock: clock, operation: operation)
+            return try await Self.withTimeLimit(limit, idempotency: declared, policy: self, operation: operation)
         }
     }
 
@@ -623,7 +628,9 @@ public final actor RetryPolicy {
         // before any deadline can have passed; a retry never starts in a cancelled task,
         // nor once the deadline passed.
         if call.state.attempts > 0 {
-            if Task.isCancelled {
+            // An enclosing time limit whose deadline has passed ends the call as its cancellation
+            // would, also before its timer has woken (see `enclosingLimitEnds(start:)`).
+            if Task.isCancelled || self.enclosingLimitEnds(start: call.start) {
                 let ending = self.endingOnCancellation(
                     after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
                 // A deadline the clock passed before the caller was cancelled stops the call, with
@@ -910,10 +917,14 @@ public final actor RetryPolicy {
         var analysis = FailureAnalysis(error)
         // The operation proved its attempt had no effect: as good as a request never sent.
         if reported == .noEffect { analysis = analysis.provingNoEffect() }
+        // A library time limit around the call whose deadline has passed ends the attempt, as
+        // its timer would have had it woken before the attempt failed: the failure is read as
+        // one in a task that limit cancelled (see `enclosingLimitEnds(start:)`).
+        let cancelled = Task.isCancelled || self.enclosingLimitEnds(start: start)
         // A request that may have left: the library time limits around the call hear of it, so
         // that a later try that never left (offline, at a gate) does not speak for their attempt.
         // A failure in a cancelled task is not one: a limit that ended the attempt reads it itself.
-        if !analysis.delivery.provesNotSent, !analysis.endedWaitingAtAGate, !Task.isCancelled,
+        if !analysis.delivery.provesNotSent, !analysis.endedWaitingAtAGate, !cancelled,
             let limits = CallScope.current.timeLimits
         {
             TimeLimitSignal.noteARequestMayHaveLeft(from: limits)
@@ -934,7 +945,6 @@ public final actor RetryPolicy {
         // where it would have been retried (`cancelledAfterTimeOut` below). The limit's error
         // says so wherever it sits in the failure's chain (wrapped in an app's error, under
         // `NSUnderlyingErrorKey`, bridged), not only as thrown.
-        let cancelled = Task.isCancelled
         let timedOutFirst = cancelled && analysis.holdsTimeLimitError
         let ruled: RetryStopReason? =
             cancelled && !timedOutFirst ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
@@ -1081,15 +1091,18 @@ public final actor RetryPolicy {
     private static func withTimeLimit<Value: Sendable>(
         _ limit: Duration,
         idempotency: Idempotency?,
-        clock: ElapsedClock,
+        policy: RetryPolicy,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
         // The attempt runs under a signal the limit claims before the group cancels it,
         // so a breaker inside tells this time limit from the caller giving up. The attempt
         // marks it completed as soon as it returns, and the caller's cancellation settles
         // it for the caller unless the limit had passed by then (see the handler below).
-        let (scope, signal) = CallScope.limited()
+        // The signal knows the deadline and its clock: a policy nested in the attempt that
+        // would try again once it has passed claims the attempt for this limit instead.
+        let clock = policy.clock
         let deadline = clock.now() + limit
+        let (scope, signal) = CallScope.limited(until: deadline, on: .policy(policy))
         return try await withThrowingTaskGroup(of: Value.self) { group in
             // Installed inside the group, so that it runs before the group's children are
             // cancelled (a task runs its cancellation records innermost first): whatever the

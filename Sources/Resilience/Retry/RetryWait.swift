@@ -26,7 +26,12 @@ extension RetryPolicy {
     ///
     /// A `delay` of zero or less does not sleep: a clock whose timers wake late would hold the
     /// retry for the timer's lag, although nothing is left to wait for.
+    ///
+    /// A library time limit around the call whose deadline has passed, before the wait or by its
+    /// end, ends it as its cancellation would (``WaitEnd/cancelled``), also before the limit's
+    /// timer has woken: no wait starts, and no retry follows one (see `enclosingLimitEnds(start:)`).
     func waitBeforeRetry(isolation: isolated (any Actor)?, _ delay: Duration, start: Duration) async -> WaitEnd {
+        if self.enclosingLimitEnds(start: start) { return .cancelled }
         let wake = self.clock.now() + delay
         let (elapsed, passedFirst) = await self.racingDeadline(isolation: isolation, start: start) {
             // As a sleep that is already over: it ends at once, cancelled if the caller is.
@@ -39,7 +44,7 @@ extension RetryPolicy {
             }
         }
         switch (elapsed, passedFirst == .deadline) {
-        case (true, false): return .elapsed
+        case (true, false): return self.enclosingLimitEnds(start: start) ? .cancelled : .elapsed
         case (true, true): return .elapsedPastDeadline
         case (false, false): return .cancelled
         case (false, true): return .cancelledPastDeadline
@@ -103,6 +108,26 @@ extension RetryPolicy {
     {
         if let end, self.clock.now() >= end { return .end }
         return self.deadlinePassed(start: start, inherited: inherited) ? .deadline : nil
+    }
+
+    /// Whether a library time limit enclosing the call that began at `start` (a ``Timeout``, an
+    /// enclosing policy's `attemptTimeout`) ends it before it tries again or waits to: its
+    /// deadline has passed on its clock, though its timer may not have woken yet (a clock that
+    /// jumped, a timer that wakes late), or it has fired, or the caller's cancellation settled it.
+    ///
+    /// A limit whose deadline has passed is claimed for that limit here, as its timer would have
+    /// claimed it (see `TimeLimitSignal.endAtPassedDeadline(from:unlessBefore:)`): the call then
+    /// stops as when the limit cancelled it, with the failure it had, and the limit reports its
+    /// time-out. Not when this policy's own deadline has passed too: the call stops there, and
+    /// the limits compare that deadline with theirs (see `noteDeadlineStop(_:start:)`); nor when
+    /// a deadline enclosing calls hand down passed no later than the limit's.
+    ///
+    /// Failure path only: one task-local read, and the limits' clocks when there are limits.
+    nonisolated func enclosingLimitEnds(start: Duration) -> Bool {
+        let scope = CallScope.current
+        guard let limits = scope.timeLimits else { return false }
+        if let deadline = self.deadline, self.clock.now() - start >= deadline { return false }
+        return TimeLimitSignal.endAtPassedDeadline(from: limits, unlessBefore: scope.deadline)
     }
 
     /// Whether the deadline of the call that began at `start`, or `inherited`, has passed.

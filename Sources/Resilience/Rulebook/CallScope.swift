@@ -110,10 +110,11 @@ struct CallScope: Sendable {
         TimeLimitSignal.noteARequestMayHaveLeft(from: self.timeLimits)
     }
 
-    /// The current scope with a new time-limit signal added; returns both.
-    static func limited() -> (CallScope, TimeLimitSignal) {
+    /// The current scope with a new time-limit signal added, for a limit due at `deadline` on
+    /// `clock`; returns both.
+    static func limited(until deadline: Duration, on clock: TimeLimitClock) -> (CallScope, TimeLimitSignal) {
         var scope = Self.current
-        let signal = TimeLimitSignal(enclosing: scope.timeLimits)
+        let signal = TimeLimitSignal(enclosing: scope.timeLimits, clock: clock, deadline: deadline)
         scope.timeLimits = signal
         return (scope, signal)
     }
@@ -176,9 +177,14 @@ final class TimeLimitSignal: Sendable {
     /// from another of its attempts, in nanoseconds on ``quietClock``'s clock, or `Int64.min`
     /// for none (see ``holdQuiet(until:)``).
     private let quietEndNanoseconds = Atomic<Int64>(.min)
-    /// For an attempt of a hedged call: the strategy on whose clock ``quietEndNanoseconds`` is
-    /// kept; `nil` for every other signal.
-    let quietClock: Hedging?
+    /// What measures this signal's time: the limit's own clock, for a ``Timeout`` and a
+    /// per-attempt limit, or the hedging strategy's, for an attempt of a hedged call; `nil`
+    /// for a signal made with neither (in tests).
+    let clock: TimeLimitClock?
+    /// For a ``Timeout`` and a per-attempt limit: the limit's deadline, as elapsed time on
+    /// ``clock``; zero for every other signal. Read by a policy nested in the attempt before it
+    /// tries again (see ``endAtPassedDeadline(from:unlessBefore:)``).
+    let deadline: Duration
     /// The stop of a ``RetryPolicy`` nested in the attempt at its own deadline, once the clock
     /// had passed it (a retained `NestedDeadlineStop`; 0 for none): see ``noteDeadlineStop(_:)``.
     /// Only a limit enclosing a policy that stopped so holds one.
@@ -190,10 +196,20 @@ final class TimeLimitSignal: Sendable {
     /// names it (see `NestedRetryLedger.Address`).
     let host: Int
 
-    init(enclosing: TimeLimitSignal? = nil, quietClock: Hedging? = nil) {
+    /// A signal linked to `enclosing`, measured on `clock`, whose limit, if it has one, is due
+    /// at `deadline` on that clock.
+    init(enclosing: TimeLimitSignal? = nil, clock: TimeLimitClock? = nil, deadline: Duration = .zero) {
         self.enclosing = enclosing
-        self.quietClock = quietClock
+        self.clock = clock
+        self.deadline = deadline
         self.host = NestedRetryLedger.currentTask
+    }
+
+    /// For an attempt of a hedged call: the strategy on whose clock ``quietEndNanoseconds`` is
+    /// kept; `nil` for every other signal.
+    var quietClock: Hedging? {
+        guard case .hedging(let hedging) = self.clock else { return nil }
+        return hedging
     }
 
     deinit {
@@ -634,6 +650,49 @@ final class TimeLimitSignal: Sendable {
         return left
     }
 
+    /// Ends the attempt of the innermost library time limit from `innermost` outwards whose
+    /// deadline the clock has passed, as its timer would have had it woken first: claims it for
+    /// that limit. Returns whether a limit, or the caller's cancellation, ends the attempt the
+    /// policy asking runs in: one claimed here, or one that had fired or yielded to the caller.
+    ///
+    /// For a ``RetryPolicy`` nested in the attempt, before it tries again or sleeps before a
+    /// retry: a clock that passed the deadline (a jump, a timer that wakes late) may leave the
+    /// limit's timer asleep while the policy runs on, and the policy would start a try the limit
+    /// is about to cancel, a request that may reach the dependency after the limit's time-out.
+    /// Claimed, the limit reports its time-out when the attempt returns, whatever its timer does
+    /// (see `TimeLimit.failure(_:of:declaring:scope:)`), and the policy stops as when the timer
+    /// cancelled it. A claimed limit nested in another whose deadline came earlier still leaves
+    /// the call to that one, as when its timer ends the call first (see `TimeLimitEnd`).
+    ///
+    /// `inherited`, the deadline enclosing policies hand down, when it has passed too and came
+    /// no later on the same clock, leaves the limits alone: the policy stops at that deadline, as
+    /// it would have had the clock stepped. A limit whose attempt has completed (a policy in an
+    /// unstructured task the attempt started, which took its scope) is over, and ends nothing.
+    ///
+    /// Failure path only: a limit's clock is read for each pending signal, innermost first.
+    static func endAtPassedDeadline(from innermost: TimeLimitSignal?, unlessBefore inherited: InheritedDeadline?)
+        -> Bool
+    {
+        var signal = innermost
+        while let current = signal {
+            switch current.state.load(ordering: .acquiring) {
+            case Self.fired, Self.callerCancelled:
+                // The limit's timer, or the caller, is cancelling the attempt.
+                return true
+            case Self.pending:
+                guard let clock = current.clock?.elapsedClock, clock.now() >= current.deadline else { break }
+                if let inherited, inherited.passed(noLaterThan: current.deadline, on: clock) { return false }
+                // Lost only to the attempt's end, which leaves the limit over, or to a timer or a
+                // caller that settled it a moment before.
+                if current.claim() || !current.isCompleted { return true }
+            default:
+                break
+            }
+            signal = current.enclosing
+        }
+        return false
+    }
+
     /// Whether `innermost` or any signal enclosing it fired.
     static func anyFired(from innermost: TimeLimitSignal?) -> Bool {
         var signal = innermost
@@ -642,6 +701,26 @@ final class TimeLimitSignal: Sendable {
             signal = current.enclosing
         }
         return false
+    }
+}
+
+/// The clock a ``TimeLimitSignal`` is measured on, through the one reference that holds it:
+/// a signal holding the clock itself would count several references for every call.
+enum TimeLimitClock: Sendable {
+    /// A ``Timeout``'s: its deadline watcher's.
+    case watcher(DeadlineWatcher)
+    /// A ``RetryPolicy``'s per-attempt limit: the policy's.
+    case policy(RetryPolicy)
+    /// An attempt of a ``Hedging`` call: the strategy's.
+    case hedging(Hedging)
+
+    /// The clock.
+    var elapsedClock: ElapsedClock {
+        switch self {
+        case .watcher(let watcher): watcher.clock
+        case .policy(let policy): policy.clock
+        case .hedging(let hedging): hedging.watcher.clock
+        }
     }
 }
 

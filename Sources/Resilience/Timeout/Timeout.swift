@@ -21,6 +21,9 @@
 /// way round, the time-out of a nested limit whose deadline came later, but which ended
 /// the operation after this limit's deadline had passed, does not decide either: this
 /// limit claims the call with its own ``TimeoutError``, though its watcher had not woken yet.
+/// So does a ``RetryPolicy`` nested in the operation that failed after this limit's deadline
+/// had passed: it starts no new attempt and sleeps no backoff, and the call ends with this
+/// limit's ``TimeoutError``, as when the watcher woke first.
 ///
 /// Cancellation is cooperative: the timeout waits for the cancelled operation to
 /// return, as structured concurrency does everywhere, so an operation that
@@ -262,10 +265,13 @@ struct TimeLimit: Sendable {
     /// from now.
     @usableFromInline
     static func open(_ timeout: Timeout, declaring idempotency: Idempotency?) -> (CallScope, TimeLimit) {
-        var (scope, signal) = CallScope.limited()
-        if let idempotency { scope.declare(idempotency) }
         let watcher = timeout.watcher
-        return (scope, TimeLimit(watcher: watcher, deadline: watcher.now() + timeout.duration, signal: signal))
+        let deadline = watcher.now() + timeout.duration
+        // The signal knows the deadline too: a policy nested in the call that would try again
+        // once it has passed ends the call for this limit instead (see `TimeLimitSignal`).
+        var (scope, signal) = CallScope.limited(until: deadline, on: .watcher(watcher))
+        if let idempotency { scope.declare(idempotency) }
+        return (scope, TimeLimit(watcher: watcher, deadline: deadline, signal: signal))
     }
 
     /// The error a call through `timeout` that failed with `error` throws: `error` itself
