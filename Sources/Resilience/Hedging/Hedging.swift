@@ -748,6 +748,9 @@ public final class Hedging: Sendable {
         self.watcher.now()
     }
 
+    /// The clock the strategy's times are on, as ``ElapsedClock/identity`` names it.
+    var clockIdentity: ObjectIdentifier { self.watcher.clock.identity }
+
     /// Records a call's success, once: the time from the call's start to its winning
     /// attempt's answer, for the percentile delay, and the tokens a success gives back
     /// to the budget, as a ``RetryPolicy``'s success does. A fixed delay learns nothing from
@@ -1009,7 +1012,7 @@ struct HedgedCall<Value: Sendable> {
     /// The time on the strategy's clock before which the call starts no attempt, if any: the
     /// later of the end of a retry-after hint one of its attempts failed with, within the hedge
     /// delay (``HedgedFailures/quietUntil``), and the quiet its attempts share, which a call
-    /// nested in one of them may have extended (`TimeLimitSignal.hearQuiet(_:from:)`).
+    /// nested in one of them may have extended (`TimeLimitSignal.hearQuiet(_:from:onlyOn:)`).
     @inlinable
     var quietUntil: Duration? {
         guard let shared = self.first?.signal.quietEnd else { return self.failures.quietUntil }

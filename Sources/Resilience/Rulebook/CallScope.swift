@@ -581,7 +581,7 @@ final class TimeLimitSignal: Sendable {
     /// For an attempt of a hedged call: records that the call heard a retry-after hint that ends
     /// at `end` on the strategy's clock, unless a later end is recorded. Kept once for the whole
     /// call (``quietRecord``): written by the call, for a hint from one of its attempts, and by
-    /// what is nested in an attempt (``hearQuiet(_:from:)``); read by the policies nested in any
+    /// what is nested in an attempt (``hearQuiet(_:from:onlyOn:)``); read by the policies nested in any
     /// of its attempts before they send again (``quietLeft(from:)``), and by the call before it
     /// starts an attempt (``quietEnd``).
     func holdQuiet(until end: Duration) {
@@ -604,11 +604,18 @@ final class TimeLimitSignal: Sendable {
     /// just now: each holds quiet until it has passed on its own clock (``holdQuiet(until:)``),
     /// so its other attempts, and the policies in them, do not send before then, and it starts
     /// no attempt before then. On the failure path only.
-    static func hearQuiet(_ hint: Duration, from innermost: TimeLimitSignal?) {
+    ///
+    /// With `clock`, only the calls on the same clock hear it: a policy that waits out its own
+    /// hint on its clock and then reads what the calls around it heard (``quietLeft(from:)``)
+    /// must find the hint passed there too, which a call on another clock (a test's clock
+    /// beside the system's) cannot promise.
+    static func hearQuiet(_ hint: Duration, from innermost: TimeLimitSignal?, onlyOn clock: ElapsedClock? = nil) {
         guard hint > .zero else { return }
         var signal = innermost
         while let current = signal {
-            if let clock = current.quietClock { current.holdQuiet(until: clock.now() + hint) }
+            if let hedging = current.quietClock, clock.map({ $0.identity == hedging.clockIdentity }) ?? true {
+                current.holdQuiet(until: hedging.now() + hint)
+            }
             signal = current.enclosing
         }
     }

@@ -233,6 +233,36 @@ struct HedgingNestedHintTests {
         #expect(clock.sleeperCount == 0)
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aPolicyOnAnotherClockThanTheHedgedCallAroundItWaitsOutItsOwnHintOnce() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(3_600)), maximumHedges: 1, clock: TestClock())
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: clock)
+        let sends = Recorder<Duration>()
+        let call = Task {
+            try await hedging.execute { () async throws -> Int in
+                try await policy.execute { () async throws -> Int in
+                    sends.record(clock.now.offset)
+                    if sends.values.count == 1 { throw StatusError(status: 503, hint: .seconds(2)) }
+                    return 7
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 1)  // the policy waits out its hint
+        clock.advance(by: .seconds(2))
+        // Either the policy sends again now, or it waits once more, for its own hint read on the
+        // hedging's clock, which has not moved.
+        while sends.values.count < 2, clock.sleepRequests.count < 2 { await Task.yield() }
+        #expect(clock.sleepRequests == [.seconds(2)], "the policy waited again for its own hint")
+        guard clock.sleepRequests.count == 1 else {
+            call.cancel()  // it would wait for ever: the hedging's clock never moves
+            _ = await call.result
+            return
+        }
+        #expect(try await call.value == 7)
+        #expect(sends.values == [.zero, .seconds(2)])
+    }
+
     @Test(.timeLimit(.minutes(1)), arguments: [false, true])
     func theEnclosingCallStartsNoHedgeBeforeAHintANestedCallHeardHasPassed(_ throughPipelines: Bool) async throws {
         let clock = TestClock()
