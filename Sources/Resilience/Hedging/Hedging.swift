@@ -56,7 +56,11 @@ import Synchronization
 /// does not send again before the hint has passed, and stops instead when it will not wait
 /// that long (the call then ends with the hint's failure, as below). A hint from one of the
 /// library's own gates (a rate limiter's) holds back only the call's next attempt: a policy
-/// nested in a running attempt meets that gate itself when it asks it.
+/// nested in a running attempt meets that gate itself when it asks it. A server's hint heard
+/// deeper down, by a hedged call or a ``RetryPolicy`` nested in one attempt, reaches the call as
+/// soon as it is heard, not when the nested call ends: the call's other attempts, and the
+/// policies in them, hold back as above, and its next attempt does not start before the hint
+/// has passed.
 ///
 /// When no attempt succeeds, the call ends with the failure that matters to the
 /// rules, as the operation threw it: the first one the rules ended the call on
@@ -327,7 +331,7 @@ public final class Hedging: Sendable {
                 // The attempt held a call that may not run twice: no other copy may send it again.
                 if call.holdsNotIdempotentCall { call.mayHedge = false }
                 // A server's retry-after hint that has not passed yet holds the next attempt back.
-                let quiet = call.failures.quietUntil.flatMap { $0 > self.now() ? $0 : nil }
+                let quiet = call.quietUntil.flatMap { $0 > self.now() ? $0 : nil }
                 if call.running == 0 {
                     guard call.mayHedge, !call.callerCancelled, call.hedgesLeft > 0 else {
                         return .failure(call.ending)
@@ -377,7 +381,7 @@ public final class Hedging: Sendable {
             call.mayHedge = false
             return
         }
-        if let quiet = call.failures.quietUntil, self.now() < quiet {
+        if let quiet = call.quietUntil, self.now() < quiet {
             self.moveTimer(&call, to: quiet, for: start.id)
             return
         }
@@ -426,7 +430,7 @@ public final class Hedging: Sendable {
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async {
         let index = call.count
-        let (scope, signal) = self.attemptScope(start.scope)
+        let (scope, signal) = self.attemptScope(start.scope, after: call.first?.signal)
         // Registered before its task exists, so the caller's cancellation handler reaches the
         // attempt from its first instruction on, or has it start cancelled.
         self.register(signal, of: start.id)
@@ -707,10 +711,12 @@ public final class Hedging: Sendable {
         self.calls.withLock { $0.close(id) }
     }
 
-    /// The scope of a new attempt of a call with `scope`: a supersession signal of its own.
+    /// The scope of a new attempt of a call with `scope`: a supersession signal of its own,
+    /// which shares the quiet the call keeps with `first`, the signal of the call's first
+    /// attempt, if this one comes after it (`TimeLimitSignal.holdQuiet(until:)`).
     @usableFromInline
-    func attemptScope(_ scope: CallScope) -> (CallScope, HedgedAttemptSignal) {
-        let signal = TimeLimitSignal(enclosing: scope.supersessions, clock: .hedging(self))
+    func attemptScope(_ scope: CallScope, after first: HedgedAttemptSignal? = nil) -> (CallScope, HedgedAttemptSignal) {
+        let signal = TimeLimitSignal(enclosing: scope.supersessions, clock: .hedging(self), firstOfCall: first?.signal)
         var attemptScope = scope
         attemptScope.supersessions = signal
         return (attemptScope, HedgedAttemptSignal(signal: signal))
@@ -741,6 +747,9 @@ public final class Hedging: Sendable {
     func now() -> Duration {
         self.watcher.now()
     }
+
+    /// The clock the strategy's times are on, as ``ElapsedClock/identity`` names it.
+    var clockIdentity: ObjectIdentifier { self.watcher.clock.identity }
 
     /// Records a call's success, once: the time from the call's start to its winning
     /// attempt's answer, for the percentile delay, and the tokens a success gives back
@@ -774,7 +783,12 @@ public final class Hedging: Sendable {
         let hint = Swift.max(analysis.retryAfter ?? .zero, .zero)
         // A hint from the dependency asks every attempt of the call for quiet, the running ones
         // included; a refusal at one of the library's own gates speaks for that gate alone.
-        failures.lastQuietEnd = hint > .zero && !ruled && failures.lastCostsToken ? self.now() + hint : nil
+        let fromTheDependency = hint > .zero && failures.lastCostsToken
+        failures.lastQuietEnd = fromTheDependency && !ruled ? self.now() + hint : nil
+        // It asks the same of the hedged calls around this one, whose other attempts send to the
+        // same dependency: each holds its own attempts back until it has passed, whether or not
+        // this call ends on it, without waiting for this call's end.
+        if fromTheDependency { TimeLimitSignal.hearQuiet(hint, from: start.scope.supersessions) }
         if failures.ending == nil || !failures.endingIsRuled && (ruled || hint >= failures.endingHint) {
             failures.ending = error
             failures.endingIsRuled = ruled
@@ -860,9 +874,14 @@ struct HedgedAttemptSignal: Sendable {
     }
 
     /// Records that the call heard a retry-after hint ending at `end` on the strategy's clock,
-    /// for the policies nested in the attempt (``TimeLimitSignal/holdQuiet(until:)``).
+    /// in the quiet the call's attempts share (``TimeLimitSignal/holdQuiet(until:)``).
     @usableFromInline
     func holdQuiet(until end: Duration) { self.signal.holdQuiet(until: end) }
+
+    /// The end of the latest retry-after hint the call heard, from one of its attempts or from
+    /// a call nested in one, on the strategy's clock; `nil` for none.
+    @usableFromInline
+    var quietEnd: Duration? { self.signal.quietEnd }
 
     /// Records that the attempt lost the race, before it is cancelled.
     @usableFromInline
@@ -983,13 +1002,21 @@ struct HedgedCall<Value: Sendable> {
         return settled
     }
 
-    /// Tells each attempt whose end the call has not taken that the call heard a retry-after
-    /// hint ending at `end`: a policy nested in it does not send again before then.
+    /// Records that the call heard a retry-after hint ending at `end`, in the quiet all its
+    /// attempts share: a policy nested in any of them does not send again before then.
     @inlinable
     func holdQuiet(until end: Duration) {
-        for index in 0..<self.count where self.taken & (1 << UInt16(index)) == 0 {
-            self.attempt(index).signal.holdQuiet(until: end)
-        }
+        self.first?.signal.holdQuiet(until: end)
+    }
+
+    /// The time on the strategy's clock before which the call starts no attempt, if any: the
+    /// later of the end of a retry-after hint one of its attempts failed with, within the hedge
+    /// delay (``HedgedFailures/quietUntil``), and the quiet its attempts share, which a call
+    /// nested in one of them may have extended (`TimeLimitSignal.hearQuiet(_:from:onlyOn:)`).
+    @inlinable
+    var quietUntil: Duration? {
+        guard let shared = self.first?.signal.quietEnd else { return self.failures.quietUntil }
+        return Swift.max(self.failures.quietUntil ?? shared, shared)
     }
 
     /// Whether an attempt's own task marked its end and the call has not taken that end yet.

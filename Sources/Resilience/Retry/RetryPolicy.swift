@@ -932,6 +932,16 @@ public final actor RetryPolicy {
         let status = analysis.httpStatus
         var hint = analysis.retryAfter
         if let hint { call.lastHint = hint }
+        // A hint from the dependency asks the hedged calls around this one for quiet too: their
+        // other attempts, and the policies in them, send nothing before it has passed, and they
+        // start no attempt before then (`TimeLimitSignal.hearQuiet(_:from:onlyOn:)`); those on
+        // this policy's clock, on which its own wait for the hint ends when theirs does. A
+        // refusal at one of the library's own gates speaks for that gate alone.
+        if let hint, hint > .zero, let attempts = CallScope.current.supersessions,
+            Rulebook.loadedTheDependency(analysis)
+        {
+            TimeLimitSignal.hearQuiet(hint, from: attempts, onlyOn: self.clock)
+        }
         let classifier = options.classifier ?? self.classifier
         let idempotency = Rulebook.idempotency(of: analysis, declared: options.idempotency, classifier: classifier)
         let isDeclared = Rulebook.idempotencyIsDeclared(options.idempotency)

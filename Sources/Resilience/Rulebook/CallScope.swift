@@ -173,9 +173,10 @@ final class TimeLimitSignal: Sendable {
     /// address and pass for it. Only a limit that fired and cut a policy's wait short holds one.
     private let lateErrorBox = Atomic<UInt>(0)
     private let lateErrorAgeNanoseconds = Atomic<Int64>(0)
-    /// For an attempt of a hedged call: the end of the latest retry-after hint the call heard
-    /// from another of its attempts, in nanoseconds on ``quietClock``'s clock, or `Int64.min`
-    /// for none (see ``holdQuiet(until:)``).
+    /// For the first attempt of a hedged call, which keeps the quiet of the whole call: the end
+    /// of the latest retry-after hint the call heard, from one of its attempts or from a call
+    /// nested in one, in nanoseconds on ``quietClock``'s clock, or `Int64.min` for none (see
+    /// ``holdQuiet(until:)``).
     private let quietEndNanoseconds = Atomic<Int64>(.min)
     /// What measures this signal's time: the limit's own clock, for a ``Timeout`` and a
     /// per-attempt limit, or the hedging strategy's, for an attempt of a hedged call; `nil`
@@ -185,6 +186,10 @@ final class TimeLimitSignal: Sendable {
     /// ``clock``; zero for every other signal. Read by a policy nested in the attempt before it
     /// tries again (see ``endAtPassedDeadline(from:unlessBefore:)``).
     let deadline: Duration
+    /// For an attempt of a hedged call after the first: the first attempt's signal, which keeps
+    /// the quiet of the whole call (``quietRecord``). The first attempt exists on every path, so
+    /// the call's shared record costs no allocation of its own.
+    private let firstOfCall: TimeLimitSignal?
     /// The stop of a ``RetryPolicy`` nested in the attempt at its own deadline, once the clock
     /// had passed it (a retained `NestedDeadlineStop`; 0 for none): see ``noteDeadlineStop(_:)``.
     /// Only a limit enclosing a policy that stopped so holds one.
@@ -197,11 +202,16 @@ final class TimeLimitSignal: Sendable {
     let host: Int
 
     /// A signal linked to `enclosing`, measured on `clock`, whose limit, if it has one, is due
-    /// at `deadline` on that clock.
-    init(enclosing: TimeLimitSignal? = nil, clock: TimeLimitClock? = nil, deadline: Duration = .zero) {
+    /// at `deadline` on that clock; for a later attempt of a hedged call, `firstOfCall` is the
+    /// signal of the call's first attempt.
+    init(
+        enclosing: TimeLimitSignal? = nil, clock: TimeLimitClock? = nil, deadline: Duration = .zero,
+        firstOfCall: TimeLimitSignal? = nil
+    ) {
         self.enclosing = enclosing
         self.clock = clock
         self.deadline = deadline
+        self.firstOfCall = firstOfCall
         self.host = NestedRetryLedger.currentTask
     }
 
@@ -622,27 +632,60 @@ final class TimeLimitSignal: Sendable {
         }
     }
 
-    /// For an attempt of a hedged call: records that the call heard a retry-after hint from
-    /// another of its attempts that ends at `end` on the strategy's clock, unless a later end
-    /// is recorded. Written by the call, read by the policies nested in the attempt before they
-    /// send again (``quietLeft(from:)``).
+    /// For an attempt of a hedged call: the signal that keeps the quiet of the call, the same for
+    /// all its attempts (its first attempt's).
+    private var quietRecord: TimeLimitSignal { self.firstOfCall ?? self }
+
+    /// For an attempt of a hedged call: records that the call heard a retry-after hint that ends
+    /// at `end` on the strategy's clock, unless a later end is recorded. Kept once for the whole
+    /// call (``quietRecord``): written by the call, for a hint from one of its attempts, and by
+    /// what is nested in an attempt (``hearQuiet(_:from:onlyOn:)``); read by the policies nested in any
+    /// of its attempts before they send again (``quietLeft(from:)``), and by the call before it
+    /// starts an attempt (``quietEnd``).
     func holdQuiet(until end: Duration) {
         let (seconds, attoseconds) = end.components
         var nanoseconds = Self.nanoseconds(of: end)
         // Rounded up, so the quiet never ends before the hint does.
         if seconds >= 0, attoseconds % 1_000_000_000 != 0, nanoseconds < .max { nanoseconds += 1 }
-        self.quietEndNanoseconds.max(nanoseconds, ordering: .releasing)
+        self.quietRecord.quietEndNanoseconds.max(nanoseconds, ordering: .releasing)
+    }
+
+    /// For an attempt of a hedged call: the end of the latest retry-after hint the call heard
+    /// (``holdQuiet(until:)``), on the strategy's clock, or `nil` for none.
+    var quietEnd: Duration? {
+        let end = self.quietRecord.quietEndNanoseconds.load(ordering: .acquiring)
+        return end == .min ? nil : .nanoseconds(end)
+    }
+
+    /// Tells every hedged call enclosing `innermost` that a call nested in one of its attempts
+    /// (a hedged call, a ``RetryPolicy``) heard a retry-after hint of `hint` from the dependency
+    /// just now: each holds quiet until it has passed on its own clock (``holdQuiet(until:)``),
+    /// so its other attempts, and the policies in them, do not send before then, and it starts
+    /// no attempt before then. On the failure path only.
+    ///
+    /// With `clock`, only the calls on the same clock hear it: a policy that waits out its own
+    /// hint on its clock and then reads what the calls around it heard (``quietLeft(from:)``)
+    /// must find the hint passed there too, which a call on another clock (a test's clock
+    /// beside the system's) cannot promise.
+    static func hearQuiet(_ hint: Duration, from innermost: TimeLimitSignal?, onlyOn clock: ElapsedClock? = nil) {
+        guard hint > .zero else { return }
+        var signal = innermost
+        while let current = signal {
+            if let hedging = current.quietClock, clock.map({ $0.identity == hedging.clockIdentity }) ?? true {
+                current.holdQuiet(until: hedging.now() + hint)
+            }
+            signal = current.enclosing
+        }
     }
 
     /// The longest time left of the retry-after hints the hedged calls enclosing `innermost`
-    /// heard from their other attempts (``holdQuiet(until:)``), or `nil` when none is left.
+    /// heard (``holdQuiet(until:)``), or `nil` when none is left.
     static func quietLeft(from innermost: TimeLimitSignal?) -> Duration? {
         var left: Duration?
         var signal = innermost
         while let current = signal {
-            let end = current.quietEndNanoseconds.load(ordering: .acquiring)
-            if end != .min, let clock = current.quietClock {
-                let remaining = Duration.nanoseconds(end) - clock.now()
+            if let clock = current.quietClock, let end = current.quietEnd {
+                let remaining = end - clock.now()
                 if remaining > .zero { left = Swift.max(left ?? .zero, remaining) }
             }
             signal = current.enclosing
