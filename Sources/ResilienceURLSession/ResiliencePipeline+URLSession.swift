@@ -32,13 +32,7 @@ extension ResiliencePipeline {
     ) async throws -> (data: Data, response: HTTPURLResponse) {
         let idempotency = Idempotency.http(request)
         return try await self.execute(idempotency: idempotency) { @Sendable in
-            let data: Data
-            let response: URLResponse
-            do {
-                (data, response) = try await session.data(for: request)
-            } catch let error as URLError {
-                throw RetryPolicy.annotated(error, idempotency: idempotency)
-            }
+            let (data, response) = try await session.helperData(for: request, idempotency: idempotency)
             return try HTTPResponseValidation.validate(
                 data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
                 receivedAt: Date())

@@ -113,13 +113,7 @@ extension RetryPolicy {
         ) { deadline in
             attempt += 1
             let sent = headers.applied(to: request, attempt: attempt, timeLeft: deadline.timeLeft())
-            let data: Data
-            let response: URLResponse
-            do {
-                (data, response) = try await session.data(for: sent)
-            } catch let error as URLError {
-                throw Self.annotated(error, idempotency: idempotency)
-            }
+            let (data, response) = try await session.helperData(for: sent, idempotency: idempotency)
             return try HTTPResponseValidation.validate(
                 data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
                 receivedAt: Date())

@@ -52,15 +52,9 @@ extension RetryPolicy {
     ) async throws -> (data: Data, response: HTTPURLResponse) {
         let idempotency = Self.idempotency(of: request, allowsNonIdempotentRetries: allowsNonIdempotentRetries)
         return try await self.execute(idempotency: idempotency) {
-            let data: Data
-            let response: URLResponse
-            do {
-                (data, response) = try await session.data(for: request)
-            } catch let error as URLError {
-                // The request's idempotency travels with its error, so a policy wrapped
-                // around this call does not re-send it either.
-                throw Self.annotated(error, idempotency: idempotency)
-            }
+            // The request's idempotency travels with its error, so a policy wrapped around
+            // this call does not re-send it either; so does a redirect followed before it.
+            let (data, response) = try await session.helperData(for: request, idempotency: idempotency)
             return try HTTPResponseValidation.validate(
                 data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
                 receivedAt: Date())
@@ -74,10 +68,13 @@ extension RetryPolicy {
         allowsNonIdempotentRetries && request.httpBodyStream == nil ? .idempotent : .http(request)
     }
 
-    /// `error` with `idempotency` recorded in its `userInfo`; still a `URLError` with the same code.
-    static func annotated(_ error: URLError, idempotency: Idempotency) -> URLError {
+    /// `error` with `idempotency` recorded in its `userInfo`, and, when the session followed a
+    /// redirect before the failure, that the request may have been sent; still a `URLError`
+    /// with the same code.
+    static func annotated(_ error: URLError, idempotency: Idempotency, redirected: Bool) -> URLError {
         var userInfo = error.userInfo
         userInfo[ErrorHints.requestIdempotencyKey] = idempotency
+        if redirected { userInfo[ErrorHints.requestDeliveryKey] = RequestDelivery.mayHaveBeenSent }
         return URLError(error.code, userInfo: userInfo)
     }
 }

@@ -34,6 +34,17 @@ public enum ErrorHints {
     /// The `userInfo` key under which the library records a failed request's ``Idempotency``.
     public static let requestIdempotencyKey = "ResilienceRequestIdempotency"
 
+    /// The `userInfo` key under which the library records how far a failed request got (a
+    /// ``RequestDelivery``) when the error's code alone would say less.
+    ///
+    /// The HTTP helpers of `ResilienceURLSession` record ``RequestDelivery/mayHaveBeenSent`` on a
+    /// `URLError` that follows a redirect: the server that redirected received the request, so
+    /// a later failure whose code says no connection was made (to the redirect's target) no
+    /// longer proves the request had no effect. ``FailureAnalysis`` reads the entry as it reads
+    /// a ``RequestDeliveryReporting`` error: of all the chain says, what takes the request
+    /// farthest wins, so this entry outweighs the code of the error that holds it.
+    public static let requestDeliveryKey = "ResilienceRequestDelivery"
+
     /// The `userInfo` key under which a library time limit's error, bridged to `NSError`, keeps
     /// the error its operation failed with after the limit fired (``TimeoutError/operationError``,
     /// ``AttemptTimeoutError/operationError``), as the value itself.
@@ -156,6 +167,14 @@ public enum ErrorHints {
         let userInfo = node.userInfo
         guard !userInfo.isEmpty else { return nil }
         return userInfo[self.requestIdempotencyKey] as? Idempotency
+    }
+
+    /// The delivery the node's error records in its `userInfo` (``requestDeliveryKey``), without looking below it.
+    static func ownRecordedDelivery(of node: ErrorChain.Node) -> RequestDelivery? {
+        // Empty for a `CancellationError`, which is not bridged.
+        let userInfo = node.userInfo
+        guard !userInfo.isEmpty else { return nil }
+        return userInfo[self.requestDeliveryKey] as? RequestDelivery
     }
 
     /// A non-negative, finite number of seconds from a `userInfo` value, as a duration.

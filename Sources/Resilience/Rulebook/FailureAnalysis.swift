@@ -360,6 +360,7 @@ public struct FailureAnalysis: Sendable, Hashable {
                 // The strictest report wins: one failure may speak for a `GET` and a `POST`.
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
+            if let recorded = ErrorHints.ownRecordedDelivery(of: node) { self.note(recorded) }
             if node.kinds.contains(.deliveryReporting), let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
                 self.noteRejection(by: Swift.type(of: reporting), of: error)

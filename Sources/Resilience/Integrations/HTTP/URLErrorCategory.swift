@@ -19,7 +19,10 @@ public import Foundation
 /// Linux's `URLSession` (FoundationNetworking, built on libcurl) reports a
 /// connection the server closed without answering as `badServerResponse`, where
 /// Apple platforms say `networkConnectionLost`; both are
-/// ``requestMayHaveBeenSent``.
+/// ``requestMayHaveBeenSent``. It reports a response cut short in its body (fewer
+/// bytes than its `Content-Length` promised) as `unknown`, which is
+/// ``requestMayHaveBeenSent`` too: the server answered, so the request reached it,
+/// and a failure nothing else explains leaves unknown whether it did.
 ///
 /// ```swift
 /// URLErrorCategory(code: .timedOut)             // .requestMayHaveBeenSent
@@ -87,9 +90,12 @@ public struct URLErrorCategory: Sendable, Hashable, CustomStringConvertible {
     ]
 
     /// Codes for transient failures after which the server may have received the request.
+    ///
+    /// `unknown` is among them: FoundationNetworking on Linux reports a response cut short
+    /// in its body with it (Swift 6.3), and it names no failure another attempt would repeat.
     public static let mayHaveBeenSentCodes: Set<URLError.Code> = [
         .timedOut, .networkConnectionLost, .badServerResponse, .cannotParseResponse, .zeroByteResource,
-        .backgroundSessionWasDisconnected,
+        .backgroundSessionWasDisconnected, .unknown,
     ]
 
     /// Codes that mean the user must provide credentials.

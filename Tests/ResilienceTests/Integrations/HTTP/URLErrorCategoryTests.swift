@@ -14,7 +14,9 @@ import Testing
 
     @Test(arguments: [
         URLError.Code.timedOut, .networkConnectionLost, .badServerResponse, .cannotParseResponse,
-        .zeroByteResource,
+        .zeroByteResource, .backgroundSessionWasDisconnected,
+        // FoundationNetworking's code for a response cut short in its body.
+        .unknown,
     ])
     func midFlightFailuresMeanTheRequestMayHaveBeenSent(code: URLError.Code) {
         #expect(URLErrorCategory(code: code) == .requestMayHaveBeenSent)
@@ -32,7 +34,7 @@ import Testing
         .serverCertificateHasBadDate, .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid,
         .clientCertificateRejected, .clientCertificateRequired, .secureConnectionFailed,
         .httpTooManyRedirects, .redirectToNonExistentLocation, .fileDoesNotExist,
-        .appTransportSecurityRequiresSecureConnection, .dataLengthExceedsMaximum, .unknown,
+        .appTransportSecurityRequiresSecureConnection, .dataLengthExceedsMaximum,
     ])
     func everythingElseIsPermanent(code: URLError.Code) {
         #expect(URLErrorCategory(code: code) == .permanent)
@@ -57,5 +59,23 @@ import Testing
         #expect(URLErrorCategory(Unrelated()) == nil)
         #expect(URLErrorCategory(CancellationError()) == nil)
         #expect(URLErrorCategory(NSError(domain: "Other", code: -1001)) == nil)
+    }
+
+    /// A `URLError` whose code says the request never left, but whose `userInfo` records that
+    /// it may have (as the HTTP helpers do after a redirect): the record wins, so a request
+    /// that is not idempotent is not sent again; one that is may be.
+    @Test(arguments: [URLError.Code.cannotConnectToHost, .cannotFindHost, .notConnectedToInternet])
+    func aRecordedDeliveryOutweighsANotSentCode(code: URLError.Code) {
+        let error = URLError(code, userInfo: [ErrorHints.requestDeliveryKey: RequestDelivery.mayHaveBeenSent])
+        let analysis = FailureAnalysis(error)
+        #expect(URLErrorCategory(error) == .requestNotSent)
+        #expect(analysis.delivery == .mayHaveBeenSent)
+        #expect(Rulebook.stopReason(for: analysis, idempotency: .notIdempotent) == .notIdempotent)
+        #expect(Rulebook.stopReason(for: analysis, idempotency: .idempotent) == nil)
+        #expect(Rulebook.stopReason(for: FailureAnalysis(URLError(code)), idempotency: .notIdempotent) == nil)
+        let bridged = NSError(
+            domain: NSURLErrorDomain, code: code.rawValue,
+            userInfo: [ErrorHints.requestDeliveryKey: RequestDelivery.mayHaveBeenSent])
+        #expect(FailureAnalysis(bridged).delivery == .mayHaveBeenSent)
     }
 }

@@ -18,6 +18,18 @@ Paths (GET, POST or PUT; KEY is any name the test picks, counted separately):
   /slow/KEY?times=N&delay=D
       the first N requests (default: all) wait D seconds (default 3) before
       answering 200 "slow"; later requests answer 200 "ok" at once.
+  /redirect/KEY?times=N&status=S&location=L
+      the first N requests (default: all) answer status S (default 302) with
+      "Location: L"; later requests answer 200 "ok".
+  /cut/KEY?times=N
+      the first N requests (default: all) get headers promising 100 bytes of
+      body and 5 of them, then the connection closes; later requests answer
+      200 "ok".
+  /reset/KEY?times=N
+      as /cut, but the connection is reset (TCP RST) after the 5 bytes.
+  /abort/KEY?times=N
+      the first N requests (default: all) are read and then the connection is
+      reset (TCP RST) with nothing sent; later requests answer 200 "ok".
   /token/KEY?fail=1
       a token endpoint, counted under "KEY.refresh": issues a new access token
       for KEY (the body, "token-N" for the N-th request) and makes it the only
@@ -42,6 +54,7 @@ import http.server
 import os
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -131,6 +144,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     pass
             else:
                 self.answer(200, "ok\n")
+        elif behaviour == "redirect":
+            if number <= times:
+                location = query.get("location", "/")
+                self.answer(int(query.get("status", "302")), "", [("Location", location)])
+            else:
+                self.answer(200, "ok\n")
+        elif behaviour in ("cut", "reset", "abort"):
+            if number <= times:
+                self.fail_midway(behaviour)
+            else:
+                self.answer(200, "ok\n")
         elif behaviour == "slow":
             if number <= times:
                 time.sleep(float(query.get("delay", "3")))
@@ -139,6 +163,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.answer(200, "ok\n")
         else:
             self.answer(404, "unknown behaviour\n")
+
+    def fail_midway(self, behaviour):
+        """Cuts the answer short (cut, reset) or resets the connection before answering (abort)."""
+        if behaviour != "abort":
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", "100")
+                self.end_headers()
+                self.wfile.write(b"12345")
+                self.wfile.flush()
+                time.sleep(0.2)
+            except OSError:
+                pass
+        self.close_connection = True
+        try:
+            if behaviour == "cut":
+                self.connection.shutdown(socket.SHUT_RDWR)
+            else:
+                # A zero linger time makes close() send a reset instead of a FIN.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+        except OSError:
+            pass
 
     def handle_credentials(self, behaviour, key, query):
         if behaviour == "token":
