@@ -1088,8 +1088,8 @@ public final actor RetryPolicy {
         // so a breaker inside tells this time limit from the caller giving up. The attempt
         // marks it completed as soon as it returns, and the caller's cancellation settles
         // it for the caller unless the limit had passed by then (see the handler below).
-        let (scope, signal) = CallScope.limited()
         let deadline = clock.now() + limit
+        let (scope, signal) = CallScope.limited(due: deadline, on: clock)
         return try await withThrowingTaskGroup(of: Value.self) { group in
             // Installed inside the group, so that it runs before the group's children are
             // cancelled (a task runs its cancellation records innermost first): whatever the

@@ -262,10 +262,11 @@ struct TimeLimit: Sendable {
     /// from now.
     @usableFromInline
     static func open(_ timeout: Timeout, declaring idempotency: Idempotency?) -> (CallScope, TimeLimit) {
-        var (scope, signal) = CallScope.limited()
-        if let idempotency { scope.declare(idempotency) }
         let watcher = timeout.watcher
-        return (scope, TimeLimit(watcher: watcher, deadline: watcher.now() + timeout.duration, signal: signal))
+        let deadline = watcher.now() + timeout.duration
+        var (scope, signal) = CallScope.limited(due: deadline, on: watcher.clock)
+        if let idempotency { scope.declare(idempotency) }
+        return (scope, TimeLimit(watcher: watcher, deadline: deadline, signal: signal))
     }
 
     /// The error a call through `timeout` that failed with `error` throws: `error` itself
@@ -308,7 +309,13 @@ struct TimeLimit: Sendable {
             operationError: late, operationErrorAge: late.flatMap { self.signal.takeLateErrorAge(of: $0) },
             earlierRequestMayHaveLeft: self.signal.sawARequestLeave,
             limitEnd: TimeLimitEnd(clock: self.watcher.clock, deadline: self.deadline))
-        timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
+        // A limit enclosing this one whose deadline came earlier had passed it: that limit came
+        // first and claims the call, reporting its own time-out, as it would have had the clock
+        // stepped (it would have cancelled the operation before this deadline came, and this
+        // limit would have reported nothing). One event for the call, from the limit that decided.
+        if !self.signal.enclosingLimitCameFirst(deadline: self.deadline, on: clock) {
+            timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
+        }
         return timeoutError
     }
 
