@@ -62,7 +62,9 @@ public struct Timeout: Sendable {
     /// - Parameters:
     ///   - duration: The time an operation is allowed; greater than zero and at most about 146 years.
     ///   - name: The name reported in errors and events.
-    ///   - observer: Receives a ``StrategyEvent/Kind/timedOut`` event each time the limit ends an operation.
+    ///   - observer: Receives a ``StrategyEvent/Kind/timedOut`` event each time the limit ends an
+    ///     operation and decides the call: none when a limit enclosing it on the same clock had an
+    ///     earlier deadline that had passed, which then reports the call's time-out (see <doc:Timeouts>).
     ///   - clock: The clock the limit is measured on.
     /// - Throws: ``ConfigurationError`` naming `duration` when it is zero, negative or huge.
     public init(
