@@ -44,7 +44,9 @@ public final class ConcurrencyLimiter: Sendable {
     ///   - limit: The most calls that run at once; in 1...1,000,000.
     ///   - queueLimit: The most callers that wait for a slot; in 0...1,000,000. Defaults to 0, no queue.
     ///   - queueTimeout: The longest a caller waits in the queue; greater than zero, or `nil` for no limit.
-    ///   - observer: Receives ``StrategyEvent/Kind/queued`` and ``StrategyEvent/Kind/rejected`` events.
+    ///   - observer: Receives a ``StrategyEvent/Kind/queued`` event for each caller that waits in the
+    ///     queue, and a ``StrategyEvent/Kind/rejected`` event for each refusal: a full queue, a queue
+    ///     timeout, and a wait an enclosing library time limit cut short.
     ///   - clock: The clock the queue timeout is measured on.
     /// - Throws: ``ConfigurationError`` naming the first invalid setting.
     public init(
@@ -161,8 +163,11 @@ public final class ConcurrencyLimiter: Sendable {
         } catch is CancellationError where LateOperationError.enclosingLimitFired() {
             // A library time limit, not the caller, ended the wait: say that the operation never
             // ran; the limit keeps this as its late error, so no breaker counts the time-out.
-            throw LimiterRejectionError(
+            // A refusal like any other: observed.
+            let rejection = LimiterRejectionError(
                 limiterName: self.name, reason: .waitCutShort, queued: self.storage.counts.queued)
+            self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
+            throw rejection
         }
     }
 }

@@ -10,13 +10,16 @@ public struct StrategyEvent: Sendable, CustomStringConvertible {
             self.rawValue = rawValue
         }
 
-        /// A ``Timeout`` ended an operation that outlived its limit.
+        /// A ``Timeout`` ended an operation that outlived its limit, and its limit decided the
+        /// call: a limit nested in another whose deadline came earlier and had passed reports none.
         public static let timedOut = Kind(rawValue: "timedOut")
-        /// A ``Fallback`` answered for a call that failed or was rejected.
+        /// A ``Fallback`` answered for a call that failed or was rejected; sent once its answer
+        /// has returned.
         public static let fallbackUsed = Kind(rawValue: "fallbackUsed")
         /// A limiter put a caller in its queue.
         public static let queued = Kind(rawValue: "queued")
-        /// A limiter refused a call without running it.
+        /// A limiter refused a call without running it, for whatever reason, also when an
+        /// enclosing library time limit cut its wait short.
         public static let rejected = Kind(rawValue: "rejected")
         /// ``Hedging`` started another attempt of a call that was still running.
         public static let hedged = Kind(rawValue: "hedged")

@@ -27,7 +27,8 @@ public struct Fallback<Value: Sendable>: Sendable {
     ///   - name: The name reported in events.
     ///   - handles: Whether to answer for a failure; by default, for every failure
     ///     except the caller's cancellation.
-    ///   - observer: Receives a ``StrategyEvent/Kind/fallbackUsed`` event each time it answers.
+    ///   - observer: Receives a ``StrategyEvent/Kind/fallbackUsed`` event each time it answers,
+    ///     once the answer has returned: an answer that throws sends none.
     ///   - answer: The second operation; it may throw, and its error is the call's.
     public init(
         name: String = "fallback",
@@ -106,7 +107,9 @@ public struct Fallback<Value: Sendable>: Sendable {
         if analysis.interruption == .caller || analysis.interruption == .superseded { throw error }
         let context = FallbackContext(error: error, analysis: analysis)
         guard self.handles(context) else { throw error }
+        // Reported once the answer is in: an answer that throws answered nothing, and its error goes on unreported.
+        let value = try await self.answer(context)
         self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .fallbackUsed, error: error))
-        return try await self.answer(context)
+        return value
     }
 }

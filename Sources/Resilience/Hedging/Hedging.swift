@@ -133,7 +133,9 @@ public final class Hedging: Sendable {
     ///   - observer: Receives a ``StrategyEvent/Kind/hedged`` event for each attempt started
     ///     while another of the call still runs. An attempt that replaces one that failed,
     ///     with none running, counts against `maximumHedges` and spends from `budget` as a
-    ///     retry of that failure would, but is not reported as a hedge.
+    ///     retry of that failure would, but is not reported as a hedge. An attempt that fails as the
+    ///     hedge delay passes is a tie, taken in the order the two reach the call: the delay first,
+    ///     the attempt it starts is reported as a hedge.
     ///   - clock: The clock delays and latencies are measured on.
     /// - Throws: ``ConfigurationError`` naming `maximumHedges` when out of range.
     public init(

@@ -72,7 +72,9 @@ public final class RateLimiter: Sendable {
     ///   - algorithm: How permits are counted.
     ///   - name: The name reported in errors and events.
     ///   - maximumWait: The longest a caller waits for a permit; zero (the default) refuses at once.
-    ///   - observer: Receives a ``StrategyEvent/Kind/rejected`` event for each refusal.
+    ///   - observer: Receives a ``StrategyEvent/Kind/rejected`` event for each refusal, with its
+    ///     retry hint: no permit within `maximumWait`, and a wait an enclosing library time limit
+    ///     cut short.
     ///   - clock: The clock permits are counted on.
     /// - Throws: ``ConfigurationError`` naming `maximumWait` when negative or huge.
     public convenience init(
@@ -185,7 +187,7 @@ public final class RateLimiter: Sendable {
     @usableFromInline
     nonisolated(nonsending) func acquireSlowly(retryAfter firstRetryAfter: Duration) async throws {
         // A refusal that no wait can cure is thrown at once, uncounted (always, with no wait allowed).
-        if firstRetryAfter > self.maximumWait { throw self.rejection(retryAfter: firstRetryAfter) }
+        if firstRetryAfter > self.maximumWait { throw self.rejection(.noPermit, retryAfter: firstRetryAfter) }
         self.storage.beginWaiting()
         defer { self.storage.endWaiting() }
         // The attempt that decides to wait, counted: the uncounted refusal before it decides nothing.
@@ -196,16 +198,16 @@ public final class RateLimiter: Sendable {
         var waited = Duration.zero
         var now = self.clock.now()
         while true {
-            if retryAfter > self.maximumWait - waited { throw self.rejection(retryAfter: retryAfter) }
+            if retryAfter > self.maximumWait - waited { throw self.rejection(.noPermit, retryAfter: retryAfter) }
             do {
                 try await self.clock.sleepUntil(now + retryAfter)
             } catch is CancellationError where LateOperationError.enclosingLimitFired() {
                 // A library time limit, not the caller, ended the wait: the operation never ran, and
                 // the limit keeps this as its late error, so no breaker counts the time-out. The
                 // permit it waited for frees when the wait would have ended: the caller, and a policy
-                // around the limit, learn how long that is from now.
+                // around the limit, learn how long that is from now. A refusal like any other: observed.
                 let left = Swift.max(.zero, now + retryAfter - self.clock.now())
-                throw LimiterRejectionError(limiterName: self.name, reason: .waitCutShort, retryAfter: left)
+                throw self.rejection(.waitCutShort, retryAfter: left)
             }
             guard let next = self.tryAcquire() else { return }
             retryAfter = next
@@ -215,9 +217,11 @@ public final class RateLimiter: Sendable {
         }
     }
 
-    /// The refusal of a caller that finds no permit within ``maximumWait``, observed.
-    private func rejection(retryAfter: Duration) -> LimiterRejectionError {
-        let rejection = LimiterRejectionError(limiterName: self.name, reason: .noPermit, retryAfter: retryAfter)
+    /// A refusal, observed: of a caller that finds no permit within ``maximumWait``
+    /// (``LimiterRejectionError/Reason/noPermit``), or whose wait an enclosing library time
+    /// limit ended (``LimiterRejectionError/Reason/waitCutShort``).
+    private func rejection(_ reason: LimiterRejectionError.Reason, retryAfter: Duration) -> LimiterRejectionError {
+        let rejection = LimiterRejectionError(limiterName: self.name, reason: reason, retryAfter: retryAfter)
         self.observer?.observe(
             StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection, retryAfter: retryAfter))
         return rejection

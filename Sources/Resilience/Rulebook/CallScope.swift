@@ -196,6 +196,16 @@ final class TimeLimitSignal: Sendable {
     private let deadlineStop = Atomic<UInt>(0)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
+    /// For a time limit (a ``Timeout``'s, a policy's `attemptTimeout`): its clock and its
+    /// deadline on it, so that a limit nested in it can tell whether this one came first (see
+    /// ``enclosingLimitCameFirst(deadline:on:)``); `nil` for a hedged attempt's signal.
+    var due: (clock: ElapsedClock, deadline: Duration)? {
+        switch self.clock {
+        case .watcher(let watcher): (watcher.clock, self.deadline)
+        case .policy(let policy): (policy.clock, self.deadline)
+        case .hedging, nil: nil
+        }
+    }
     /// The task that set the limit (or started the hedged call), from which the attempt's own
     /// task was started: the nested-retry ledger's address of a policy nested in the attempt
     /// names it (see `NestedRetryLedger.Address`).
@@ -610,6 +620,28 @@ final class TimeLimitSignal: Sendable {
     func nestedLimitCameFirst(_ error: any Error, deadline: Duration, on clock: ElapsedClock) -> Bool {
         TimeLimitEnd.decidedEarlier(error, than: deadline, on: clock)
             || self.nestedPolicyStopped(error, before: deadline, on: clock)
+    }
+
+    /// Whether a time limit enclosing this one, on the same clock, came first: its deadline came
+    /// earlier than `deadline`, this limit's on `clock`, and has passed, and its caller had not
+    /// given up before it (``isYieldedToCaller``). That limit claims the call, as it would have
+    /// had the clock moved in steps, when it would have cancelled the attempt before this limit's
+    /// deadline came (see ``cameFirst(before:deadline:on:)``): this limit, which a clock that
+    /// passed both deadlines in one move woke first, ended the attempt but does not report it.
+    /// Limits on different clocks cannot be ordered: `false` for those. On the failure path only.
+    func enclosingLimitCameFirst(deadline: Duration, on clock: ElapsedClock) -> Bool {
+        var signal = self.enclosing
+        while let current = signal {
+            if let due = current.due, due.clock.identity == clock.identity, !current.isYieldedToCaller {
+                // The two clocks read one time from different origins: move the enclosing
+                // limit's deadline onto this limit's clock.
+                let now = clock.now()
+                let theirs = due.deadline + (now - due.clock.now())
+                if theirs < deadline, theirs <= now { return true }
+            }
+            signal = current.enclosing
+        }
+        return false
     }
 
     /// Tells every limit from `innermost` outwards, fired or not, that a policy nested in it

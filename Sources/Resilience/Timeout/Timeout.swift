@@ -65,7 +65,9 @@ public struct Timeout: Sendable {
     /// - Parameters:
     ///   - duration: The time an operation is allowed; greater than zero and at most about 146 years.
     ///   - name: The name reported in errors and events.
-    ///   - observer: Receives a ``StrategyEvent/Kind/timedOut`` event each time the limit ends an operation.
+    ///   - observer: Receives a ``StrategyEvent/Kind/timedOut`` event each time the limit ends an
+    ///     operation and decides the call: none when a limit enclosing it on the same clock had an
+    ///     earlier deadline that had passed, which then reports the call's time-out (see <doc:Timeouts>).
     ///   - clock: The clock the limit is measured on.
     /// - Throws: ``ConfigurationError`` naming `duration` when it is zero, negative or huge.
     public init(
@@ -314,7 +316,13 @@ struct TimeLimit: Sendable {
             operationError: late, operationErrorAge: late.flatMap { self.signal.takeLateErrorAge(of: $0) },
             earlierRequestMayHaveLeft: self.signal.sawARequestLeave,
             limitEnd: TimeLimitEnd(clock: self.watcher.clock, deadline: self.deadline))
-        timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
+        // A limit enclosing this one whose deadline came earlier had passed it: that limit came
+        // first and claims the call, reporting its own time-out, as it would have had the clock
+        // stepped (it would have cancelled the operation before this deadline came, and this
+        // limit would have reported nothing). One event for the call, from the limit that decided.
+        if !self.signal.enclosingLimitCameFirst(deadline: self.deadline, on: clock) {
+            timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
+        }
         return timeoutError
     }
 
