@@ -127,7 +127,7 @@ struct DeinitTrackedStage: ResilienceStrategy {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(1)))
 struct ReentrancyTests {
     // MARK: Keys
 
