@@ -286,6 +286,21 @@ enum NestedRetryLedger {
             .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
     }
 
+    /// Leaves word for the policies around a library time limit or a hedged call whose attempt,
+    /// run under `signal`, failed with `error`, its own failure, after a call in it that may not
+    /// run twice had succeeded (`CallScope.noteSucceeded()`): the attempt's request reached the
+    /// dependency, so whatever `error` says, no policy around it may run the attempt again.
+    ///
+    /// A policy around the limit runs outside its scope, and a plain one binds none of its own
+    /// where the mark could reach it: the word travels with the error, as a declared call's does
+    /// (``recordFailure(_:ofCallDeclaring:)``). Nothing in a task the caller cancelled, which no
+    /// policy retries. Failure path only: one load, and a record when the mark is there.
+    static func recordFailure(_ error: any Error, ofAttemptUnder signal: TimeLimitSignal) {
+        guard signal.notIdempotentCallSucceeded(after: 0), !Task.isCancelled else { return }
+        self.record(
+            .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
+    }
+
     /// The word and writers of the record a policy nested in `taker` left for this very
     /// `error`, or `nil` for none; the record is then taken.
     ///
