@@ -26,9 +26,12 @@ public import Synchronization
 /// idempotent through ``Hedging/execute(idempotency:operation:)``,
 /// ``Timeout/execute(idempotency:operation:)`` or
 /// ``ResiliencePipeline/execute(idempotency:operation:)`` tells them the same when
-/// it fails in a way that does not prove its request never left. A policy that stopped
-/// for any other reason (its classifier said final, its budget or deadline ran
-/// out) leaves the layer above free to judge the failure itself.
+/// it fails in a way that does not prove its request never left. Such a call that
+/// succeeds stops them too when the attempt holding it fails afterwards, where their
+/// attempt runs in a scope that hears of it (see <doc:TheRulesNoClassifierCanChange>,
+/// "Which calls may be repeated"). A policy that stopped for any other reason (its
+/// classifier said final, its budget or deadline ran out) leaves the layer above
+/// free to judge the failure itself.
 ///
 /// ## What is detected, exactly
 ///

@@ -18,6 +18,9 @@ import Synchronization
 ///
 /// - a call with a ``RetryPolicy/deadline`` passes on the time it leaves, so the
 ///   attempts, time limits and waits of policies nested inside end by then.
+/// - a call declared not idempotent that succeeds marks the time limits, hedged
+///   attempts and retry calls enclosing it (``noteSucceeded()``), so that a later
+///   failure of their attempt does not run it, and the request, again.
 ///
 /// Nested code reads the scope on its failure path only.
 @usableFromInline
