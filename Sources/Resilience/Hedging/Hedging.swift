@@ -231,6 +231,11 @@ public final class Hedging: Sendable {
             for (index, loser) in attempts.enumerated() where index != winner { _ = await loser.task.result }
         }
         self.close(start.id)
+        if case .failure(let error) = outcome {
+            // An attempt in which a call that may not run twice succeeded tells the policies around.
+            call.first?.signal.recordFailure(error)
+            for hedge in call.hedges { hedge.signal.recordFailure(error) }
+        }
         return try outcome.get()
     }
 
@@ -873,6 +878,14 @@ struct HedgedAttemptSignal: Sendable {
     @usableFromInline
     var holdsNotIdempotentCall: Bool {
         self.signal.enclosesNotIdempotentCall
+    }
+
+    /// Leaves word for the policies around the hedged call, which ends with `error`, when a call
+    /// in this attempt that may not run twice succeeded: its request reached the dependency
+    /// (`NestedRetryLedger.recordFailure(_:ofAttemptUnder:)`). Failure path only.
+    @usableFromInline
+    func recordFailure(_ error: any Error) {
+        NestedRetryLedger.recordFailure(error, ofAttemptUnder: self.signal)
     }
 
     /// Records that the call heard a retry-after hint ending at `end` on the strategy's clock,

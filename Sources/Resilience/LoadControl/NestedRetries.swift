@@ -26,9 +26,12 @@ public import Synchronization
 /// idempotent through ``Hedging/execute(idempotency:operation:)``,
 /// ``Timeout/execute(idempotency:operation:)`` or
 /// ``ResiliencePipeline/execute(idempotency:operation:)`` tells them the same when
-/// it fails in a way that does not prove its request never left. A policy that stopped
-/// for any other reason (its classifier said final, its budget or deadline ran
-/// out) leaves the layer above free to judge the failure itself.
+/// it fails in a way that does not prove its request never left. Such a call that
+/// succeeds stops them too when the attempt holding it fails afterwards, where their
+/// attempt runs in a scope that hears of it (see <doc:TheRulesNoClassifierCanChange>,
+/// "Which calls may be repeated"). A policy that stopped for any other reason (its
+/// classifier said final, its budget or deadline ran out) leaves the layer above
+/// free to judge the failure itself.
 ///
 /// ## What is detected, exactly
 ///
@@ -282,6 +285,21 @@ enum NestedRetryLedger {
             Rulebook.stopReason(for: FailureAnalysis(error), idempotency: idempotency) == .notIdempotent
         else { return }
         // Word for the call around this one: the scope here is the enclosing call's.
+        self.record(
+            .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
+    }
+
+    /// Leaves word for the policies around a library time limit or a hedged call whose attempt,
+    /// run under `signal`, failed with `error`, its own failure, after a call in it that may not
+    /// run twice had succeeded (`CallScope.noteSucceeded()`): the attempt's request reached the
+    /// dependency, so whatever `error` says, no policy around it may run the attempt again.
+    ///
+    /// A policy around the limit runs outside its scope, and a plain one binds none of its own
+    /// where the mark could reach it: the word travels with the error, as a declared call's does
+    /// (``recordFailure(_:ofCallDeclaring:)``). Nothing in a task the caller cancelled, which no
+    /// policy retries. Failure path only: one load, and a record when the mark is there.
+    static func recordFailure(_ error: any Error, ofAttemptUnder signal: TimeLimitSignal) {
+        guard signal.notIdempotentCallSucceeded(after: 0), !Task.isCancelled else { return }
         self.record(
             .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
     }

@@ -10,6 +10,18 @@ extension RetryPolicy {
         guard self.handsDownScope || options.idempotency != nil else { return nil }
         let start = call.start
         var scope = CallScope.current
+        // Whether the call's own reading of its operation lets it run again (see `handedDownIdempotency`):
+        // its declaration, else an enclosing call's, else its classifier's "not idempotent"; when
+        // only an enclosing classifier's word is left, its own classifier may override it, and the
+        // call is taken as one that may run again (its classifier is not asked on this path).
+        let mayRunAgain: Bool
+        if let declared = options.idempotency {
+            mayRunAgain = declared.isIdempotent
+        } else if let inherited = scope.idempotency, !scope.idempotencyIsAClassifiers {
+            mayRunAgain = inherited.isIdempotent
+        } else {
+            mayRunAgain = self.classifierDeclarationToHandDown == nil
+        }
         var changed = false
         if let declared = options.idempotency {
             scope.declare(declared)
@@ -28,6 +40,13 @@ extension RetryPolicy {
             changed = true
         }
         guard changed else { return nil }
+        // The calls nested in this one that may not run twice note here that they succeeded: for
+        // a call that would otherwise run its attempt again after a failure that may have reached
+        // the dependency. One that may not run twice stops on such a failure anyway, and needs no
+        // allocation for it; the policies nested in it see the mark of the call around it, if any.
+        if mayRunAgain {
+            scope.succeededCalls = SucceededCallMark(enclosing: scope.succeededCalls)
+        }
         call.state.enclosingRetryCall = scope.retryCall
         scope.retryCall = NestedRetryLedger.newCall()
         call.state.retryCall = scope.retryCall
@@ -76,6 +95,21 @@ extension RetryPolicy {
             call.innerWriters = writers
             return .retriedByInnerPolicy
         }
+    }
+
+    /// ``RetryStopReason/notIdempotent`` when a call nested in this call's last attempt that may
+    /// not run twice (declared so through `execute(idempotency:)`, a ``Timeout``, ``Hedging`` or a
+    /// ``ResiliencePipeline``) succeeded before the attempt failed; `nil` otherwise.
+    ///
+    /// Its request reached the dependency, so the attempt is not run again, whatever its failure
+    /// says and whatever this call was told about its operation, as when that call itself fails
+    /// (``nestedStop(after:analysis:call:)``). Known through the innermost scope enclosing this
+    /// policy: this call's own, when it hands one down, else a time limit, a hedged attempt or an
+    /// enclosing call's (`CallScope.notIdempotentCallSucceeded(after:)`); a plain call with none
+    /// around it is told nothing, a limit around the nested call excepted, which leaves word with
+    /// the error (`NestedRetryLedger.recordFailure(_:ofAttemptUnder:)`). Failure path only.
+    nonisolated func stopAfterSucceededCall(_ call: CallState) -> RetryStopReason? {
+        CallScope.current.notIdempotentCallSucceeded(after: call.ledgerMark) ? .notIdempotent : nil
     }
 
     /// Leaves word for an enclosing policy when this call retried `error` to exhaustion, and

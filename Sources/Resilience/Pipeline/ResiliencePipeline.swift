@@ -72,6 +72,10 @@ extension ResiliencePipeline {
     ) async throws -> Value {
         var scope = CallScope.current
         scope.declare(idempotency)
+        // The policy stages inside, plain ones included, hear here of a call nested in their
+        // attempt that may not run twice and succeeded (see `SucceededCallMark`); declared not
+        // idempotent, they stop on any failure that may have reached the dependency anyway.
+        if idempotency.isIdempotent { scope.succeededCalls = SucceededCallMark(enclosing: scope.succeededCalls) }
         do {
             let value = try await CallScope.$current.withValue(scope) {
                 try await self.strategies.executeInPipeline(IsolatedOperation(operation))

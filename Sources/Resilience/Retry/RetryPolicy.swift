@@ -959,7 +959,9 @@ public final actor RetryPolicy {
         let ruled: RetryStopReason? =
             cancelled && !timedOutFirst ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
         let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
-        if var ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: &call) ?? reportedStop {
+        if var ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: &call)
+            ?? self.stopAfterSucceededCall(call) ?? reportedStop
+        {
             if ruled == .notIdempotent {
                 // Nothing is sent again; the classifier may still say that the person must sign in.
                 call.stoppedAsNotIdempotent = true
@@ -1158,7 +1160,11 @@ public final actor RetryPolicy {
                     do {
                         return try await group.next() ?? { throw CancellationError() }()
                     } catch {
-                        guard signal.cameFirst(before: error, deadline: deadline, on: clock) else { throw error }
+                        guard signal.cameFirst(before: error, deadline: deadline, on: clock) else {
+                            // A call in the attempt that may not run twice succeeded before it failed.
+                            NestedRetryLedger.recordFailure(error, ofAttemptUnder: signal)
+                            throw error
+                        }
                         late = LateOperationError.kept(error)
                     }
                 case .failure(let error) where !signal.hasFired:
@@ -1168,7 +1174,10 @@ public final actor RetryPolicy {
                     // first and claims the attempt, as its timer would have had the clock stepped.
                     // So does it when a policy nested in the attempt stopped at its own deadline,
                     // due later, after this one had passed.
-                    guard signal.cameFirst(before: error, deadline: deadline, on: clock) else { throw error }
+                    guard signal.cameFirst(before: error, deadline: deadline, on: clock) else {
+                        NestedRetryLedger.recordFailure(error, ofAttemptUnder: signal)
+                        throw error
+                    }
                     late = LateOperationError.kept(error)
                 case .failure(is LimitReached), .failure(is TimerStopped):
                     // The limit claimed the attempt: its timer, or the caller's cancellation once

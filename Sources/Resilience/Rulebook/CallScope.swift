@@ -18,6 +18,9 @@ import Synchronization
 ///
 /// - a call with a ``RetryPolicy/deadline`` passes on the time it leaves, so the
 ///   attempts, time limits and waits of policies nested inside end by then.
+/// - a call declared not idempotent that succeeds marks the time limits, hedged
+///   attempts and retry calls enclosing it (``noteSucceeded()``), so that a later
+///   failure of their attempt does not run it, and the request, again.
 ///
 /// Nested code reads the scope on its failure path only.
 @usableFromInline
@@ -40,6 +43,11 @@ struct CallScope: Sendable {
     /// for none: the nested-retry ledger addresses an inner policy's word to it (see
     /// `NestedRetryLedger.Address`).
     var retryCall: UInt64 = 0
+    /// Where a call nested in this scope that may not run twice notes that it succeeded, for the
+    /// ``RetryPolicy`` calls enclosing it, innermost first, linked as ``timeLimits`` are: set by a
+    /// policy's call that hands a scope down and by a declared ``ResiliencePipeline`` call (see
+    /// ``SucceededCallMark``).
+    var succeededCalls: SucceededCallMark?
 
     @TaskLocal static var current = CallScope()
 
@@ -97,10 +105,16 @@ struct CallScope: Sendable {
         TimeLimitSignal.markNotIdempotent(from: self.supersessions)
     }
 
-    /// Tells the library time limits enclosing this scope that a call in it that may not run
-    /// twice has succeeded: its request reached the dependency, so a time-out of their attempt
-    /// that comes after cannot read as one whose request never left (see
-    /// ``TimeLimitSignal/noteARequestMayHaveLeft(from:)``).
+    /// Tells the library time limits, hedged attempts and retry policies enclosing this scope
+    /// that a call in it that may not run twice has succeeded: its request reached the
+    /// dependency.
+    ///
+    /// A time-out of their attempt that comes after cannot read as one whose request never left
+    /// (see ``TimeLimitSignal/noteARequestMayHaveLeft(from:)``), and a later failure of their
+    /// attempt, whatever it says, must not run the attempt again: that would send the request a
+    /// second time. Each is marked with the moment, in the nested-retry ledger's count
+    /// (`NestedRetryLedger.written`), so that a policy tells a success in its current attempt
+    /// from one in an attempt before it (see ``SucceededCallMark``).
     ///
     /// For the call that declared this scope, as it returns its value; a call that may run
     /// twice tells nothing, since sending it again does no harm.
@@ -108,6 +122,27 @@ struct CallScope: Sendable {
     func noteSucceeded() {
         guard let idempotency = self.idempotency, !idempotency.isIdempotent else { return }
         TimeLimitSignal.noteARequestMayHaveLeft(from: self.timeLimits)
+        guard self.timeLimits != nil || self.supersessions != nil || self.succeededCalls != nil else { return }
+        let moment = NestedRetryLedger.written.wrappingAdd(1, ordering: .relaxed).newValue
+        TimeLimitSignal.noteNotIdempotentSuccess(at: moment, from: self.timeLimits)
+        TimeLimitSignal.noteNotIdempotentSuccess(at: moment, from: self.supersessions)
+        var mark = self.succeededCalls
+        while let current = mark {
+            current.note(moment)
+            mark = current.enclosing
+        }
+    }
+
+    /// Whether a call that may not run twice succeeded in this scope after `mark`, the nested-retry
+    /// ledger's count when a ``RetryPolicy``'s attempt began, as the innermost time limit, hedged
+    /// attempt and retry call enclosing the policy were told (``noteSucceeded()``): the attempt then
+    /// holds a request that reached the dependency, and is not run again.
+    ///
+    /// For a policy's failure path only.
+    func notIdempotentCallSucceeded(after mark: UInt64) -> Bool {
+        (self.succeededCalls?.succeeded(after: mark) ?? false)
+            || (self.timeLimits?.notIdempotentCallSucceeded(after: mark) ?? false)
+            || (self.supersessions?.notIdempotentCallSucceeded(after: mark) ?? false)
     }
 
     /// The current scope with a new time-limit signal added, for a limit due at `deadline` on
@@ -164,6 +199,9 @@ final class TimeLimitSignal: Sendable {
     /// Whether the library saw a request of this limit's attempt that may have left (see
     /// ``noteARequestMayHaveLeft(from:)``); set once, never cleared.
     private let requestMayHaveLeft = Atomic<Bool>(false)
+    /// When a call that may not run twice last succeeded in this limit's attempt, in the
+    /// nested-retry ledger's count, or 0 for never (see ``noteNotIdempotentSuccess(at:from:)``).
+    private let notIdempotentSuccess = Atomic<UInt64>(0)
     /// The error a ``RetryPolicy`` nested in the attempt ended with when this limit cut short
     /// its wait (the error's box, as `NestedRetryLedger` keys it, retained; 0 for none), and how
     /// long before that, in nanoseconds, the failure had come (see ``noteLateError(_:age:)``).
@@ -421,6 +459,24 @@ final class TimeLimitSignal: Sendable {
             current.requestMayHaveLeft.store(true, ordering: .releasing)
             signal = current.enclosing
         }
+    }
+
+    /// Records in `innermost` and every signal enclosing it that a call that may not run twice
+    /// succeeded in their attempts at `moment`, in the nested-retry ledger's count (see
+    /// `CallScope.noteSucceeded()`). Written by the attempt's task as the call returns, read on
+    /// a failure path only: by the limit once its attempt failed, by a policy nested in it.
+    static func noteNotIdempotentSuccess(at moment: UInt64, from innermost: TimeLimitSignal?) {
+        var signal = innermost
+        while let current = signal {
+            current.notIdempotentSuccess.max(moment, ordering: .releasing)
+            signal = current.enclosing
+        }
+    }
+
+    /// Whether a call that may not run twice succeeded in this limit's attempt after `mark`
+    /// (any, for 0), in the nested-retry ledger's count.
+    func notIdempotentCallSucceeded(after mark: UInt64) -> Bool {
+        self.notIdempotentSuccess.load(ordering: .acquiring) > mark
     }
 
     /// Whether a fired signal from `innermost` outwards saw a request of its attempt that may
@@ -796,6 +852,41 @@ enum TimeLimitClock: Sendable {
         case .policy(let policy): policy.clock
         case .hedging(let hedging): hedging.watcher.clock
         }
+    }
+}
+
+/// Where the calls nested in a ``RetryPolicy`` call that hands a scope down (or in a declared
+/// ``ResiliencePipeline`` call) note that a call among them that may not run twice succeeded.
+///
+/// The request of such a call reached the dependency: an attempt that holds it and fails
+/// afterwards, on the app's own check of the answer for instance, must not run again, or the
+/// request is sent twice. The call that declared it notes the moment in the nested-retry
+/// ledger's count (`CallScope.noteSucceeded()`), in every mark enclosing it; a policy, on its
+/// failure path, compares the innermost mark enclosing it with the count when its attempt began.
+/// A plain policy call binds no scope, so a mark reaches only the policies that have one, or that
+/// run inside one (the rules article's "Which calls may be repeated" says what that leaves out).
+///
+/// One allocation per call that hands a scope down and may run its attempt again after a failure
+/// that may have reached the dependency (a deadline's, a call declared idempotent); a call that
+/// may not run twice stops on such a failure anyway, and makes none.
+final class SucceededCallMark: Sendable {
+    /// The latest moment a call that may not run twice succeeded inside, or 0 for never.
+    private let moment = Atomic<UInt64>(0)
+    /// The mark of the call enclosing this one, if any.
+    let enclosing: SucceededCallMark?
+
+    init(enclosing: SucceededCallMark?) {
+        self.enclosing = enclosing
+    }
+
+    /// Records a success at `moment`.
+    func note(_ moment: UInt64) {
+        self.moment.max(moment, ordering: .releasing)
+    }
+
+    /// Whether a call that may not run twice succeeded inside after `mark`.
+    func succeeded(after mark: UInt64) -> Bool {
+        self.moment.load(ordering: .acquiring) > mark
     }
 }
 

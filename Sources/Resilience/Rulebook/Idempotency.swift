@@ -26,6 +26,13 @@
 /// `GET` (it may have placed an order before reading the receipt). When one
 /// failure reports several requests, the strictest report counts.
 ///
+/// A nested call declared not idempotent speaks for its request to the layers
+/// around it even when it succeeds: an attempt that holds it and fails afterwards
+/// (the app rejects the answer) is not run again, whatever the outer call declared.
+/// The policy hears of it through the scope its attempt runs in (a deadline, a
+/// declaration, a time limit); a plain policy with none around it cannot, and
+/// <doc:TheRulesNoClassifierCanChange> gives the workaround.
+///
 /// ```swift
 /// let receipt = try await policy.execute(idempotency: .notIdempotent) {
 ///     try await payments.charge(order)

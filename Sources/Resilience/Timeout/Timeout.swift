@@ -304,6 +304,8 @@ struct TimeLimit: Sendable {
             // A policy around a call declared here runs outside the declaration: it hears
             // of it here. The limit's own error below reports it, as its request's idempotency.
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+            // So does it of a call in the operation that may not run twice and succeeded before it failed.
+            NestedRetryLedger.recordFailure(error, ofAttemptUnder: self.signal)
             return error
         }
         // The operation's own error came after the limit fired: kept, so that the rules
