@@ -76,16 +76,24 @@ public enum HTTPResponseValidation {
             data, response, idempotency: nil, acceptableStatusCodes: acceptableStatusCodes, receivedAt: receivedAt)
     }
 
+    /// Validates the answer for a helper, or a public entry point.
+    ///
+    /// `followedRedirect`: the session followed a redirect before this answer, so an unacceptable
+    /// status is the redirect target's and the request may have been acted on by the server that
+    /// redirected; the error records `RequestDelivery.mayHaveBeenSent`.
     static func validate(
         _ data: Data,
         _ response: URLResponse,
         idempotency: Idempotency?,
         acceptableStatusCodes: Range<Int>,
-        receivedAt: Date
+        receivedAt: Date,
+        followedRedirect: Bool = false
     ) throws -> (data: Data, response: HTTPURLResponse) {
         guard let http = response as? HTTPURLResponse else {
-            throw URLError(
-                .badServerResponse, userInfo: idempotency.map { [ErrorHints.requestIdempotencyKey: $0] } ?? [:])
+            var userInfo: [String: Any] = [:]
+            if let idempotency { userInfo[ErrorHints.requestIdempotencyKey] = idempotency }
+            if followedRedirect { userInfo[ErrorHints.requestDeliveryKey] = RequestDelivery.mayHaveBeenSent }
+            throw URLError(.badServerResponse, userInfo: userInfo)
         }
         guard acceptableStatusCodes.contains(http.statusCode) else {
             throw HTTPResponseError(
@@ -94,7 +102,8 @@ public enum HTTPResponseValidation {
                 body: data,
                 url: http.url,
                 receivedAt: receivedAt,
-                requestIdempotency: idempotency
+                requestIdempotency: idempotency,
+                recordedDelivery: followedRedirect ? .mayHaveBeenSent : nil
             )
         }
         return (data, http)

@@ -32,10 +32,10 @@ extension ResiliencePipeline {
     ) async throws -> (data: Data, response: HTTPURLResponse) {
         let idempotency = Idempotency.http(request)
         return try await self.execute(idempotency: idempotency) { @Sendable in
-            let (data, response) = try await session.helperData(for: request, idempotency: idempotency)
+            let (data, response, redirected) = try await session.helperData(for: request, idempotency: idempotency)
             return try HTTPResponseValidation.validate(
                 data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
-                receivedAt: Date())
+                receivedAt: Date(), followedRedirect: redirected)
         }
     }
 }

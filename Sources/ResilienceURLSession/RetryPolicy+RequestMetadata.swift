@@ -113,10 +113,10 @@ extension RetryPolicy {
         ) { deadline in
             attempt += 1
             let sent = headers.applied(to: request, attempt: attempt, timeLeft: deadline.timeLeft())
-            let (data, response) = try await session.helperData(for: sent, idempotency: idempotency)
+            let (data, response, redirected) = try await session.helperData(for: sent, idempotency: idempotency)
             return try HTTPResponseValidation.validate(
                 data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
-                receivedAt: Date())
+                receivedAt: Date(), followedRedirect: redirected)
         }.get()
     }
 }

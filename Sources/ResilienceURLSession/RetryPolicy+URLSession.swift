@@ -54,10 +54,10 @@ extension RetryPolicy {
         return try await self.execute(idempotency: idempotency) {
             // The request's idempotency travels with its error, so a policy wrapped around
             // this call does not re-send it either; so does a redirect followed before it.
-            let (data, response) = try await session.helperData(for: request, idempotency: idempotency)
+            let (data, response, redirected) = try await session.helperData(for: request, idempotency: idempotency)
             return try HTTPResponseValidation.validate(
                 data, response, idempotency: idempotency, acceptableStatusCodes: acceptableStatusCodes,
-                receivedAt: Date())
+                receivedAt: Date(), followedRedirect: redirected)
         }
     }
 

@@ -18,15 +18,23 @@ extension URLSession {
     /// connection to the redirect's target), so a request that is not idempotent must not be
     /// sent again.
     ///
+    /// An answer after a redirect is the redirect target's, so it says nothing of the request
+    /// either: the load returns whether the session followed one (`followedRedirect`), and the
+    /// helper records `RequestDelivery.mayHaveBeenSent` in the `HTTPResponseError` it throws
+    /// for an unacceptable status (`HTTPResponseError.recordedDelivery`). So a `POST` whose
+    /// redirect's target answers 401 is not refreshed and sent again.
+    ///
     /// The task itself tells of the redirect: its `currentRequest` becomes the request it
     /// sent to the new location. The error cannot (on Linux its failing URL is still the
     /// original one), nor can a per-task delegate, whose redirect method FoundationNetworking
     /// does not call (Swift 6.3). The session's own delegate still decides whether a redirect
     /// is followed, as it does for `data(for:)`.
-    func helperData(for request: URLRequest, idempotency: Idempotency) async throws -> (Data, URLResponse) {
+    func helperData(
+        for request: URLRequest, idempotency: Idempotency
+    ) async throws -> (data: Data, response: URLResponse, followedRedirect: Bool) {
         let load = Lock(HelperLoad())
         do {
-            return try await withTaskCancellationHandler {
+            let loaded: (Data, URLResponse) = try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     let task = self.dataTask(with: request) { data, response, error in
                         if let error {
@@ -51,6 +59,8 @@ extension URLSession {
                 }
                 task?.cancel()
             }
+            let task = load.withLock { $0.task }
+            return (loaded.0, loaded.1, task.map(Self.followedARedirect) ?? false)
         } catch let error as URLError {
             let task = load.withLock { $0.task }
             let redirected = task.map(Self.followedARedirect) ?? false
@@ -63,7 +73,7 @@ extension URLSession {
     /// A redirect to the very same URL and method (a 307 to itself) is not seen; where the
     /// system rewrites the current request's URL without a redirect, the answer errs towards
     /// "may have been sent", which only keeps a request that is not idempotent from being
-    /// sent again after a refused connection.
+    /// sent again after a refused connection or refreshed and sent again after a 401.
     static func followedARedirect(_ task: URLSessionTask) -> Bool {
         guard let original = task.originalRequest, let current = task.currentRequest else { return false }
         return current.url != original.url || current.httpMethod != original.httpMethod

@@ -173,7 +173,11 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     ) -> RetryAdvice {
         if analysis.interruption == .caller { return RetryAdvice(reason: .cancelled, isRetryUseful: true) }
         if analysis.isOffline { return RetryAdvice(reason: .offline, isRetryUseful: true) }
-        if analysis.needsCredentials { return RetryAdvice(reason: .signInRequired, isRetryUseful: false) }
+        // A refusal of another request (a redirect's target) leaves a request that is not
+        // idempotent of unknown outcome, which the idempotency rule reads below.
+        if analysis.needsCredentials, !analysis.refusalAnsweredAnotherRequest {
+            return RetryAdvice(reason: .signInRequired, isRetryUseful: false)
+        }
         if analysis.isTooManyRequests { return .rateLimited(after: analysis.retryAfter) }
         let context = RetryContext(
             attempt: 1, idempotency: idempotency, analysis: analysis, idempotencyIsDeclared: isDeclared)

@@ -169,8 +169,14 @@ public enum ErrorHints {
         return userInfo[self.requestIdempotencyKey] as? Idempotency
     }
 
-    /// The delivery the node's error records in its `userInfo` (``requestDeliveryKey``), without looking below it.
+    /// The delivery the node's error records (an ``HTTPResponseError``'s ``HTTPResponseError/recordedDelivery``,
+    /// or an entry in its `userInfo` under ``requestDeliveryKey``), without looking below it.
     static func ownRecordedDelivery(of node: ErrorChain.Node) -> RequestDelivery? {
+        if node.kinds.contains(.httpResponseError), let response = node.error as? HTTPResponseError,
+            let recorded = response.recordedDelivery
+        {
+            return recorded
+        }
         // Empty for a `CancellationError`, which is not bridged.
         let userInfo = node.userInfo
         guard !userInfo.isEmpty else { return nil }

@@ -35,6 +35,8 @@ extension UUID: ErrorFreeValue {}
 extension Decimal: ErrorFreeValue {}
 // A request's idempotency: a flag and a method's name.
 extension Idempotency: ErrorFreeValue {}
+// How far a request got: a name, kept by `HTTPResponseError.recordedDelivery`.
+extension RequestDelivery: ErrorFreeValue {}
 // When a library time limit ended a call: a clock and two times, kept by the library's errors.
 extension TimeLimitEnd: ErrorFreeValue {}
 extension Optional: ErrorFreeValue where Wrapped: ErrorFreeValue {}

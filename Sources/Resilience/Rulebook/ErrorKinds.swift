@@ -35,6 +35,8 @@ struct ErrorKinds: OptionSet, Sendable {
     static let codingError = ErrorKinds(rawValue: 1 << 9)
     /// An `NSError` or a subclass of it.
     static let nsError = ErrorKinds(rawValue: 1 << 10)
+    /// ``HTTPResponseError``, which may record its request's delivery (``HTTPResponseError/recordedDelivery``).
+    static let httpResponseError = ErrorKinds(rawValue: 1 << 11)
 
     /// What an `NSError` is taken to be: anything, so that every cast is made.
     static let unknown = ErrorKinds(rawValue: .max)
@@ -71,6 +73,7 @@ struct ErrorKinds: OptionSet, Sendable {
         if LateOperationError.isTimeLimit(error) { kinds.insert(.timeLimit) }
         if error is URLError { kinds.insert(.urlError) }
         if error is DecodingError || error is EncodingError { kinds.insert(.codingError) }
+        if error is HTTPResponseError { kinds.insert(.httpResponseError) }
         return kinds
     }
 }

@@ -76,6 +76,13 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// authentication error, CloudKit's `notAuthenticated`, or an OAuth 2.0
     /// `invalid_grant` / `invalid_token` from a REST service.
     public let needsCredentials: Bool
+    /// Whether an error that asks for credentials also records that the call's own request may
+    /// have been sent (``ErrorHints/requestDeliveryKey``, ``HTTPResponseError/recordedDelivery``):
+    /// the refusal answered another request, such as a redirect's target after the server that
+    /// redirected received the call's. It leaves ``needsCredentials`` (an idempotent call is
+    /// refreshed and sent again) but not the report of a call the idempotency rule stopped,
+    /// which is then ``RetryStopReason/notIdempotent``, not a request to sign in.
+    let refusalAnsweredAnotherRequest: Bool
     /// Whether the failure says the device is offline: `URLError.notConnectedToInternet`
     /// and its kin, or CloudKit's `networkUnavailable`.
     public let isOffline: Bool
@@ -212,6 +219,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.retryAfter = reader.hint
         self.requestIdempotency = reader.idempotency
         self.needsCredentials = reader.needsCredentials
+        self.refusalAnsweredAnotherRequest = reader.sawRefusalOfAnotherRequest
         self.isOffline = reader.isOffline
         self.reportsServiceBusy = reader.sawServiceBusy
         if isCancelled && superseded {
@@ -274,6 +282,9 @@ public struct FailureAnalysis: Sendable, Hashable {
         var hint: Duration?
         var idempotency: Idempotency?
         var needsCredentials = false
+        /// Whether an error asks for credentials while recording that the call's request may
+        /// have been sent: the refusal answered another request (see ``refusalAnsweredAnotherRequest``).
+        var sawRefusalOfAnotherRequest = false
         var isOffline = false
         var sawTimeLimit = false
         var sawCancellation = false
@@ -360,7 +371,9 @@ public struct FailureAnalysis: Sendable, Hashable {
                 // The strictest report wins: one failure may speak for a `GET` and a `POST`.
                 self.idempotency = self.idempotency?.tightened(by: own) ?? own
             }
-            if let recorded = ErrorHints.ownRecordedDelivery(of: node) { self.note(recorded) }
+            let recorded = ErrorHints.ownRecordedDelivery(of: node)
+            if let recorded { self.note(recorded) }
+            var refusesForCredentials = status == 401 || status == 407
             if node.kinds.contains(.deliveryReporting), let reporting = error as? any RequestDeliveryReporting {
                 self.note(reporting.requestDelivery)
                 self.noteRejection(by: Swift.type(of: reporting), of: error)
@@ -405,10 +418,12 @@ public struct FailureAnalysis: Sendable, Hashable {
                     // it could not answer: the server refused the request before acting on it.
                     self.needsCredentials = true
                     self.sawRefused = true
+                    refusesForCredentials = true
                 default: self.sawMaybeSent = true
                 }
                 if URLErrorCategory.offlineCodes.contains(code) { self.isOffline = true }
             }
+            if refusesForCredentials, let recorded, !recorded.provesNotSent { self.sawRefusalOfAnotherRequest = true }
             // A zone the person's reset of their encrypted data deleted reads as missing, whatever the code.
             let cloudKitCode = CloudKitErrorCode(judging: node)
             if let code = cloudKitCode {

@@ -14,7 +14,9 @@
 ///    lets it be sent again. When the classifier would stop the call anyway to send
 ///    the person to sign in (``RetryDecision/doNotRetry(because:)`` with
 ///    ``RetryStopReason/authenticationRequired``), the call stops with that reason
-///    instead: nothing is sent again either way, and signing in is what helps. So it
+///    instead: nothing is sent again either way, and signing in is what helps (unless the
+///    refusal answered another request, such as a redirect's target: see
+///    ``HTTPResponseError/recordedDelivery``). So it
 ///    does with ``RetryStopReason/setupRequired`` for a CloudKit partial failure every
 ///    item of which failed for want of its zone: those items provably had no effect and
 ///    the others were saved, so no outcome is unknown, and creating the zone is what helps.
@@ -83,11 +85,13 @@ public enum Rulebook {
     /// which failed for want of its zone (the analysis's `everyItemNeedsSetup`): the items
     /// it names had no effect and the others were saved, so nothing about the batch is of
     /// unknown outcome. Any other decision, a retry included, leaves
-    /// ``RetryStopReason/notIdempotent``.
+    /// ``RetryStopReason/notIdempotent``, and so does a refusal that answered another request
+    /// than the call's (a redirect's target's 401, see ``HTTPResponseError/recordedDelivery``):
+    /// the call's own request may have been acted on, and signing in would not tell whether it was.
     static func reportedStop(forNotIdempotent decision: RetryDecision?, analysis: FailureAnalysis) -> RetryStopReason {
         guard let decision, !decision.isRetryable else { return .notIdempotent }
         switch decision.stopReason {
-        case .authenticationRequired?: return .authenticationRequired
+        case .authenticationRequired? where !analysis.refusalAnsweredAnotherRequest: return .authenticationRequired
         case .setupRequired? where analysis.everyItemNeedsSetup: return .setupRequired
         default: return .notIdempotent
         }

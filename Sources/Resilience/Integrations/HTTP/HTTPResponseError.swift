@@ -49,6 +49,18 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     /// It travels with the error, so a policy wrapped around the call that threw it
     /// does not re-send a `POST` either.
     public let requestIdempotency: Idempotency?
+    /// How far the request the caller sent got, when the response alone would say less;
+    /// `nil` when the response speaks for that request.
+    ///
+    /// The HTTP helpers of `ResilienceURLSession` record ``RequestDelivery/mayHaveBeenSent``
+    /// when the session followed a redirect before this answer. The response is then the
+    /// redirect target's, an answer to another request, and the redirect itself was an answer
+    /// to the caller's: that server received it and may have acted on it (Post/Redirect/Get).
+    /// A 401 from the target proves nothing of the first request, so a `POST` so answered is
+    /// not refreshed and sent again. ``FailureAnalysis`` reads the record as it reads
+    /// ``ErrorHints/requestDeliveryKey``: of all the chain says, what takes the request
+    /// farthest wins.
+    public let recordedDelivery: RequestDelivery?
     /// How many body bytes ``bodyExcerpt`` was decoded from: the excerpt's own UTF-8 length
     /// can differ, when the cut split a character and its bytes decoded to a replacement
     /// character.
@@ -70,6 +82,9 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
     ///     `receivedAt` otherwise.
     ///   - bodyExcerptLimit: The most body bytes to keep; negative counts as zero.
     ///   - requestIdempotency: The idempotency of the request, if known (see ``Idempotency``).
+    ///   - recordedDelivery: How far the request got when the response alone would say less,
+    ///     such as ``RequestDelivery/mayHaveBeenSent`` for the answer of a redirect's target;
+    ///     `nil` when the response speaks for the request (see ``recordedDelivery``).
     public init(
         statusCode: Int,
         headers: [String: String] = [:],
@@ -77,9 +92,11 @@ public struct HTTPResponseError: Error, HTTPStatusReporting, RetryAfterProviding
         url: URL? = nil,
         receivedAt: Date = Date(),
         bodyExcerptLimit: Int = HTTPResponseError.defaultBodyExcerptLimit,
-        requestIdempotency: Idempotency? = nil
+        requestIdempotency: Idempotency? = nil,
+        recordedDelivery: RequestDelivery? = nil
     ) {
         self.statusCode = statusCode
+        self.recordedDelivery = recordedDelivery
         self.headers = headers
         self.url = url
         self.requestIdempotency = requestIdempotency

@@ -78,6 +78,96 @@ struct RedirectedRequestLiveTests {
         #expect(try await server.requestCount(for: "target") == 1)
     }
 
+    /// Post/Redirect/Get whose redirect's target refuses the request for its credential (401):
+    /// the refusal answers the request sent to the target, not the `POST`, which the server
+    /// that redirected received. The error the helper throws says the `POST` may have been
+    /// sent, so nothing reads the 401 as proof that it had no effect.
+    @Test(
+        .enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"),
+        arguments: [302, 303, 307], HTTPHelperEntry.allCases)
+    func aPOSTWhoseRedirectTargetAnswers401IsSentOnceAndMayHaveBeenSent(
+        status: Int, entry: HTTPHelperEntry
+    ) async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let url = Self.redirect(on: server, key: "orders", status: status, to: "/protected/orders")
+        let post = LiveServerSupport.request(url, method: "POST")
+        let error = await HTTPHelperEntry.error { try await entry.send(post, session: session) }
+        let refusal = try #require(error as? HTTPResponseError, "\(String(describing: error))")
+        #expect(refusal.statusCode == 401)
+        #expect(refusal.recordedDelivery == .mayHaveBeenSent)
+        #expect(FailureAnalysis(refusal).delivery == .mayHaveBeenSent)
+        #expect(RetryAdvice(for: refusal).reason == .outcomeUnknown)
+        #expect(try await server.requestCount(for: "orders") == 1)
+        #expect(try await server.requestCount(for: "orders.refused") == 1)
+    }
+
+    /// The credential-refresh flow around the helper: a `POST` whose redirect's target answers
+    /// 401 is not refreshed and sent again (the server that redirected may have acted on it);
+    /// the call stops as not idempotent.
+    @Test(
+        .enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"),
+        arguments: [302, 303, 307], HTTPHelperEntry.allCases)
+    func aPOSTWhoseRedirectTargetAnswers401IsNotRefreshedAndSentAgain(
+        status: Int, entry: HTTPHelperEntry
+    ) async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let url = Self.redirect(on: server, key: "orders", status: status, to: "/protected/orders")
+        let outcome = try await Self.sendRecovering(
+            LiveServerSupport.request(url, method: "POST"), through: entry, server: server, key: "orders",
+            session: session)
+        #expect(outcome.stopReason == .notIdempotent)
+        #expect(try await server.requestCount(for: "orders") == 1)
+        #expect(try await server.requestCount(for: "orders.refresh") == 0)
+        #expect(try await server.requestCount(for: "orders.accepted") == 0)
+    }
+
+    /// The same flow for a `GET` follows the usual rules: refreshed, and sent again with the new token.
+    @Test(
+        .enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"),
+        arguments: [302, 307], HTTPHelperEntry.allCases)
+    func aGETWhoseRedirectTargetAnswers401IsRefreshedAndSentAgain(status: Int, entry: HTTPHelperEntry) async throws {
+        let server = try await ScriptedHTTPServer.start()
+        defer { server.stop() }
+        let session = LiveServerSupport.makeSession()
+        defer { session.invalidateAndCancel() }
+        let url = Self.redirect(on: server, key: "summary", status: status, to: "/protected/summary")
+        let outcome = try await Self.sendRecovering(
+            LiveServerSupport.request(url), through: entry, server: server, key: "summary", session: session)
+        #expect(outcome.stopReason == .succeeded)
+        #expect((try? outcome.get()) == "ok token-1\n")
+        #expect(try await server.requestCount(for: "summary") == 2)
+        #expect(try await server.requestCount(for: "summary.refresh") == 1)
+        #expect(try await server.requestCount(for: "summary.refused") == 1)
+        #expect(try await server.requestCount(for: "summary.accepted") == 1)
+    }
+
+    /// Sends `request` with the recovery's token through `entry`, inside a policy that refreshes
+    /// the token from the server's token endpoint for `key` after a 401.
+    private static func sendRecovering(
+        _ request: URLRequest, through entry: HTTPHelperEntry, server: ScriptedHTTPServer, key: String,
+        session: URLSession
+    ) async throws -> RetryOutcome<String> {
+        let tokenURL = server.url("/token/\(key)")
+        let recovery = CredentialRecovery(credential: "expired") { _ in
+            let refresh = LiveServerSupport.request(tokenURL, method: "POST")
+            let (data, response) = try await session.data(for: refresh)
+            return String(
+                decoding: try HTTPResponseValidation.validate(data, response, for: refresh).data, as: UTF8.self)
+        }
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
+        return await policy.outcome(recovering: recovery) { token in
+            var sent = request
+            sent.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            return String(decoding: try await entry.send(sent, session: session), as: UTF8.self)
+        }
+    }
+
     /// The session's delegate still decides whether a redirect is followed: one that refuses
     /// them leaves the helper with the 303 itself, an answer, so the `POST` is sent once.
     @Test(.enabled(if: ScriptedHTTPServer.canRun, "python3 is not installed"))
