@@ -217,6 +217,75 @@ enum NestedRetryLedger {
         self.calls.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
+    /// When a call that may not run twice last succeeded inside each call that hears of it
+    /// (`CallScope.succeededCall`), in ``written``'s count, by the call's number.
+    ///
+    /// The request of such a call reached the dependency: an attempt that holds it and fails
+    /// afterwards, on the app's own check of the answer for instance, must not run again, or the
+    /// request is sent twice. The succeeding call notes the moment under the number of the nearest
+    /// call around it that hears of it (``noteSuccess(at:in:)``); a policy, on its failure path,
+    /// compares the moment under the number it sees with the count when its attempt began
+    /// (``latestSuccess(in:)``). Each call that hears of successes removes its own entry when it
+    /// ends, whatever the outcome, and passes the moment on to the call around it
+    /// (``endSuccesses(of:passingTo:)``), which learns of it in turn; so an entry lives no
+    /// longer than its call, and nothing is dropped for lack of room.
+    ///
+    /// A table rather than an object per call: the success path of a call that hands a scope down
+    /// allocates nothing for it, and pays one relaxed load of ``successCount`` as it ends. A plain
+    /// policy call binds no scope, so a success reaches only the policies that have one, or that
+    /// run inside one (the rules article's "Which calls may be repeated" says what that leaves out).
+    /// Only a task that outlives the call whose scope it inherited (an unstructured `Task`) and
+    /// notes a success after that call ended leaves an entry no call removes.
+    private static let successes = Lock([UInt64: UInt64]())
+    /// How many entries ``successes`` holds; changed under its lock, read alone by a call that
+    /// ends, so that it takes the lock only when some call noted a success.
+    private static let successCount = Atomic<Int>(0)
+
+    /// Notes that a call that may not run twice succeeded at `moment`, in ``written``'s count,
+    /// inside the call numbered `call`.
+    static func noteSuccess(at moment: UInt64, in call: UInt64) {
+        self.successes.withLock { table in
+            if let earlier = table[call] {
+                table[call] = Swift.max(earlier, moment)
+            } else {
+                table[call] = moment
+                self.successCount.wrappingAdd(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// The latest moment a call that may not run twice succeeded inside the call numbered `call`,
+    /// as noted so far, or 0 for none. Failure path only.
+    static func latestSuccess(in call: UInt64) -> UInt64 {
+        guard self.successCount.load(ordering: .relaxed) != 0 else { return 0 }
+        return self.successes.withLock { $0[call] ?? 0 }
+    }
+
+    /// Ends the entry of the call numbered `call`, which heard of successes inside it, as the call
+    /// ends: removes it, and passes its moment on to the call around it, numbered `enclosing`
+    /// (0 for none), so that a later failure of that call's attempt is not run again either.
+    ///
+    /// On every path the call ends by. One relaxed load when no call noted a success.
+    static func endSuccesses(of call: UInt64, passingTo enclosing: UInt64) {
+        guard self.successCount.load(ordering: .relaxed) != 0 else { return }
+        self.successes.withLock { table in
+            guard let moment = table.removeValue(forKey: call) else { return }
+            if enclosing == 0 {
+                self.successCount.wrappingSubtract(1, ordering: .relaxed)
+            } else if let earlier = table[enclosing] {
+                table[enclosing] = Swift.max(earlier, moment)
+                self.successCount.wrappingSubtract(1, ordering: .relaxed)
+            } else {
+                table[enclosing] = moment
+            }
+        }
+    }
+
+    /// How many calls' successes are kept now; for tests.
+    static var successEntries: Int {
+        self.successes.withLock { $0.count }
+    }
+
     /// A key for the current task, 0 outside any: the same for one task, different for two
     /// tasks alive at the same time.
     ///

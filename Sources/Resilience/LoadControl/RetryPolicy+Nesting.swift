@@ -40,17 +40,28 @@ extension RetryPolicy {
             changed = true
         }
         guard changed else { return nil }
-        // The calls nested in this one that may not run twice note here that they succeeded: for
-        // a call that would otherwise run its attempt again after a failure that may have reached
-        // the dependency. One that may not run twice stops on such a failure anyway, and needs no
-        // allocation for it; the policies nested in it see the mark of the call around it, if any.
-        if mayRunAgain {
-            scope.succeededCalls = SucceededCallMark(enclosing: scope.succeededCalls)
-        }
         call.state.enclosingRetryCall = scope.retryCall
         scope.retryCall = NestedRetryLedger.newCall()
         call.state.retryCall = scope.retryCall
+        // The calls nested in this one that may not run twice note under its number that they
+        // succeeded: for a call that would otherwise run its attempt again after a failure that
+        // may have reached the dependency. One that may not run twice stops on such a failure
+        // anyway; the policies nested in it hear of it through the call around it, if any.
+        if mayRunAgain {
+            call.state.enclosingSucceededCall = scope.succeededCall
+            scope.succeededCall = scope.retryCall
+            call.state.succeededCall = scope.retryCall
+        }
         return scope
+    }
+
+    /// Ends what this call heard of the calls nested in it that may not run twice and succeeded,
+    /// passing it on to the call around it (see `NestedRetryLedger.endSuccesses(of:passingTo:)`);
+    /// for a call that handed a scope down, as it ends, on every path.
+    @usableFromInline
+    nonisolated func endSucceededCalls(_ call: inout Call) {
+        guard call.state.succeededCall != 0 else { return }
+        NestedRetryLedger.endSuccesses(of: call.state.succeededCall, passingTo: call.state.enclosingSucceededCall)
     }
 
     /// The time left before this call's deadline or an enclosing call's, whichever is sooner; `nil` for none.

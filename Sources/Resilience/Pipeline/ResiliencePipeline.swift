@@ -72,10 +72,18 @@ extension ResiliencePipeline {
     ) async throws -> Value {
         var scope = CallScope.current
         scope.declare(idempotency)
-        // The policy stages inside, plain ones included, hear here of a call nested in their
-        // attempt that may not run twice and succeeded (see `SucceededCallMark`); declared not
-        // idempotent, they stop on any failure that may have reached the dependency anyway.
-        if idempotency.isIdempotent { scope.succeededCalls = SucceededCallMark(enclosing: scope.succeededCalls) }
+        // The policy stages inside, plain ones included, hear under this call's number of a call
+        // nested in their attempt that may not run twice and succeeded (see
+        // `NestedRetryLedger.noteSuccess(at:in:)`); declared not idempotent, they stop on any
+        // failure that may have reached the dependency anyway. The number's entry ends with the
+        // call, whatever its outcome, and what it heard passes on to the call around it.
+        let enclosingSucceededCall = scope.succeededCall
+        if idempotency.isIdempotent { scope.succeededCall = NestedRetryLedger.newCall() }
+        defer {
+            if idempotency.isIdempotent {
+                NestedRetryLedger.endSuccesses(of: scope.succeededCall, passingTo: enclosingSucceededCall)
+            }
+        }
         do {
             let value = try await CallScope.$current.withValue(scope) {
                 try await self.strategies.executeInPipeline(IsolatedOperation(operation))

@@ -559,6 +559,8 @@ public final actor RetryPolicy {
         var call = self.begin(firstFailure: firstFailure, options: options)
         // A declaration and a deadline are handed down to nested calls; a plain call installs nothing.
         if let scope = self.scopeToHandDown(options, call: &call) {
+            // After the success below is noted: it passes on to the call around this one.
+            defer { self.endSucceededCalls(&call) }
             let outcome = await CallScope.handedDown.withValue(
                 scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
                 isolation: isolation)
@@ -855,6 +857,13 @@ public final actor RetryPolicy {
         /// The number of the nearest enclosing call that hands a scope down, when this call
         /// numbers itself: the call its own word is for.
         var enclosingRetryCall: UInt64 = 0
+        /// This call's number for the calls nested in it that may not run twice and succeed
+        /// (`CallScope.succeededCall`), or 0 when it hears of none: its ``retryCall``, when it may
+        /// run its attempt again after a failure that may have reached the dependency.
+        var succeededCall: UInt64 = 0
+        /// The number of the nearest enclosing call that hears of such successes, when this call
+        /// does: the call it passes them on to as it ends.
+        var enclosingSucceededCall: UInt64 = 0
 
         /// The attempts that count against ``maximumAttempts``: the operation's, less those that
         /// do not count, plus the refresh retries.

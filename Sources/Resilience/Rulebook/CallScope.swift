@@ -43,11 +43,12 @@ struct CallScope: Sendable {
     /// for none: the nested-retry ledger addresses an inner policy's word to it (see
     /// `NestedRetryLedger.Address`).
     var retryCall: UInt64 = 0
-    /// Where a call nested in this scope that may not run twice notes that it succeeded, for the
-    /// ``RetryPolicy`` calls enclosing it, innermost first, linked as ``timeLimits`` are: set by a
-    /// policy's call that hands a scope down and by a declared ``ResiliencePipeline`` call (see
-    /// ``SucceededCallMark``).
-    var succeededCalls: SucceededCallMark?
+    /// The number of the nearest enclosing call that hears of a call nested in it that may not run
+    /// twice and succeeded, or 0 for none: a ``RetryPolicy`` call that hands a scope down (its
+    /// ``retryCall``) and a declared ``ResiliencePipeline`` call. The success is noted in the
+    /// nested-retry ledger under this number (see `NestedRetryLedger.noteSuccess(at:in:)`), so
+    /// that handing it down allocates nothing.
+    var succeededCall: UInt64 = 0
 
     @TaskLocal static var current = CallScope()
 
@@ -114,7 +115,7 @@ struct CallScope: Sendable {
     /// attempt, whatever it says, must not run the attempt again: that would send the request a
     /// second time. Each is marked with the moment, in the nested-retry ledger's count
     /// (`NestedRetryLedger.written`), so that a policy tells a success in its current attempt
-    /// from one in an attempt before it (see ``SucceededCallMark``).
+    /// from one in an attempt before it (see `NestedRetryLedger.noteSuccess(at:in:)`).
     ///
     /// For the call that declared this scope, as it returns its value; a call that may run
     /// twice tells nothing, since sending it again does no harm.
@@ -122,15 +123,12 @@ struct CallScope: Sendable {
     func noteSucceeded() {
         guard let idempotency = self.idempotency, !idempotency.isIdempotent else { return }
         TimeLimitSignal.noteARequestMayHaveLeft(from: self.timeLimits)
-        guard self.timeLimits != nil || self.supersessions != nil || self.succeededCalls != nil else { return }
+        guard self.timeLimits != nil || self.supersessions != nil || self.succeededCall != 0 else { return }
         let moment = NestedRetryLedger.written.wrappingAdd(1, ordering: .relaxed).newValue
         TimeLimitSignal.noteNotIdempotentSuccess(at: moment, from: self.timeLimits)
         TimeLimitSignal.noteNotIdempotentSuccess(at: moment, from: self.supersessions)
-        var mark = self.succeededCalls
-        while let current = mark {
-            current.note(moment)
-            mark = current.enclosing
-        }
+        // The nearest call that hears of it; it passes the moment on to the one around it as it ends.
+        if self.succeededCall != 0 { NestedRetryLedger.noteSuccess(at: moment, in: self.succeededCall) }
     }
 
     /// Whether a call that may not run twice succeeded in this scope after `mark`, the nested-retry
@@ -140,7 +138,7 @@ struct CallScope: Sendable {
     ///
     /// For a policy's failure path only.
     func notIdempotentCallSucceeded(after mark: UInt64) -> Bool {
-        (self.succeededCalls?.succeeded(after: mark) ?? false)
+        (self.succeededCall != 0 && NestedRetryLedger.latestSuccess(in: self.succeededCall) > mark)
             || (self.timeLimits?.notIdempotentCallSucceeded(after: mark) ?? false)
             || (self.supersessions?.notIdempotentCallSucceeded(after: mark) ?? false)
     }
@@ -852,41 +850,6 @@ enum TimeLimitClock: Sendable {
         case .policy(let policy): policy.clock
         case .hedging(let hedging): hedging.watcher.clock
         }
-    }
-}
-
-/// Where the calls nested in a ``RetryPolicy`` call that hands a scope down (or in a declared
-/// ``ResiliencePipeline`` call) note that a call among them that may not run twice succeeded.
-///
-/// The request of such a call reached the dependency: an attempt that holds it and fails
-/// afterwards, on the app's own check of the answer for instance, must not run again, or the
-/// request is sent twice. The call that declared it notes the moment in the nested-retry
-/// ledger's count (`CallScope.noteSucceeded()`), in every mark enclosing it; a policy, on its
-/// failure path, compares the innermost mark enclosing it with the count when its attempt began.
-/// A plain policy call binds no scope, so a mark reaches only the policies that have one, or that
-/// run inside one (the rules article's "Which calls may be repeated" says what that leaves out).
-///
-/// One allocation per call that hands a scope down and may run its attempt again after a failure
-/// that may have reached the dependency (a deadline's, a call declared idempotent); a call that
-/// may not run twice stops on such a failure anyway, and makes none.
-final class SucceededCallMark: Sendable {
-    /// The latest moment a call that may not run twice succeeded inside, or 0 for never.
-    private let moment = Atomic<UInt64>(0)
-    /// The mark of the call enclosing this one, if any.
-    let enclosing: SucceededCallMark?
-
-    init(enclosing: SucceededCallMark?) {
-        self.enclosing = enclosing
-    }
-
-    /// Records a success at `moment`.
-    func note(_ moment: UInt64) {
-        self.moment.max(moment, ordering: .releasing)
-    }
-
-    /// Whether a call that may not run twice succeeded inside after `mark`.
-    func succeeded(after mark: UInt64) -> Bool {
-        self.moment.load(ordering: .acquiring) > mark
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import ResilienceTesting
 import ResilienceURLSession
+import Synchronization
 import Testing
 
 @testable import Resilience
@@ -427,6 +428,40 @@ struct NestedRetriesTests {
         // Every error above is gone; only the records of errors other tests still hold may remain,
         // with at most as many dead ones again before the next sweep.
         #expect(NestedRetryLedger.count < 1_000)
+    }
+
+    /// The numbers two nested calls see for the successes noted inside them.
+    private final class SuccessNumbers: Sendable {
+        let outer = Atomic<UInt64>(0)
+        let inner = Atomic<UInt64>(0)
+    }
+
+    /// A success noted inside a call with a deadline lives in the ledger no longer than that
+    /// call: as the call ends, succeeded or failed, its entry goes, passed on to the call around
+    /// it, and the outermost call's goes with it.
+    @Test(arguments: [false, true])
+    func aSucceededCallsEntryEndsWithTheCallAroundIt(attemptFails: Bool) async throws {
+        let clock = TestClock()
+        let outer = try self.policy(attempts: 1, deadline: .seconds(3_600), clock: clock)
+        let inner = try self.policy(attempts: 1, deadline: .seconds(1_800), clock: clock)
+        let declared = try self.policy(attempts: 1, clock: clock)
+        let numbers = SuccessNumbers()
+        _ = await outer.outcome {
+            numbers.outer.store(CallScope.current.succeededCall, ordering: .relaxed)
+            do {
+                try await inner.execute {
+                    numbers.inner.store(CallScope.current.succeededCall, ordering: .relaxed)
+                    _ = try await declared.execute(idempotency: .notIdempotent) { 200 }
+                    #expect(NestedRetryLedger.latestSuccess(in: numbers.inner.load(ordering: .relaxed)) > 0)
+                    if attemptFails { throw ServerDown(test: #function) }
+                }
+            } catch {}
+            #expect(NestedRetryLedger.latestSuccess(in: numbers.inner.load(ordering: .relaxed)) == 0)
+            #expect(NestedRetryLedger.latestSuccess(in: numbers.outer.load(ordering: .relaxed)) > 0)
+        }
+        #expect(numbers.outer.load(ordering: .relaxed) != 0)
+        #expect(numbers.inner.load(ordering: .relaxed) != numbers.outer.load(ordering: .relaxed))
+        #expect(NestedRetryLedger.latestSuccess(in: numbers.outer.load(ordering: .relaxed)) == 0)
     }
 
     @Test func outerDeadlineStopsAnInnerPolicysWaits() async throws {

@@ -184,6 +184,43 @@ struct SucceededNotIdempotentCallTests {
         #expect(try outcome.get() == 7)
     }
 
+    /// Which of three nested policies with deadlines has the attempt that fails after the
+    /// declared call, inside the innermost one's attempt, succeeded.
+    enum FailingLevel: String, CaseIterable, Sendable {
+        case innermost, middle, outermost
+    }
+
+    /// Three policies with deadlines, each in the attempt of the one around it, the declared call
+    /// in the innermost one's attempt: whichever level's attempt then fails, after the calls nested
+    /// in it returned, hears of the success, stops with `notIdempotent`, and the request is sent once.
+    @Test(arguments: FailingLevel.allCases)
+    func threeNestedPoliciesWithDeadlinesSendTheRequestOnce(failing: FailingLevel) async throws {
+        let clock = TestClock()
+        let sends = Counter()
+        let outermost = try Self.retryEverything(deadline: .seconds(3_600), clock: clock)
+        let middle = try Self.retryEverything(deadline: .seconds(1_800), clock: clock)
+        let innermost = try Self.retryEverything(deadline: .seconds(900), clock: clock)
+        let outcome = await outermost.outcome {
+            _ = try await middle.execute {
+                _ = try await innermost.execute {
+                    _ = try await Self.declaredCall(.policy, clock: clock) {
+                        sends.increment()
+                        return 200
+                    }
+                    if failing == .innermost { throw Rejected() }
+                    return 1
+                }
+                if failing == .middle { throw Rejected() }
+                return 2
+            }
+            if failing == .outermost { throw Rejected() }
+            return 3
+        }
+        #expect(sends.value == 1, "\(failing): sent \(sends.value) times")
+        #expect(outcome.error is Rejected)
+        #expect(outcome.stopReason == .notIdempotent)
+    }
+
     // MARK: - What a plain policy cannot know, and the workarounds the rules article gives
 
     /// A plain policy, with no scope around it, binds nothing on its first attempt's success path
