@@ -137,15 +137,24 @@ extension RetryPolicy {
                     // no refresh retried past the deadline, so the observer hears of none.
                     return Self.deadlineStop(after: lastFailure)
                 case .recovered:
+                    // A cancelled call, or one whose enclosing limit's deadline passed while it
+                    // waited, stops with no retry scheduled, as below.
+                    if let stop = self.stopOnCancellation(
+                        after: lastFailure ?? error, receivedAt: lastFailureAt, start: start)
+                    {
+                        return stop
+                    }
                     call.hasRecovered = true
                     return self.retryAfterRecovery(
                         after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
                 case .failed(let failure, let hintLeft):
-                    if Task.isCancelled {
-                        // The caller, or a library time limit around the call, which keeps the
-                        // error the call ends with: the one the deadline would have ended it with.
-                        let ending = self.endingOnCancellation(after: lastFailure ?? error, receivedAt: lastFailureAt)
-                        return .stopWithError(.cancelled, ending)
+                    // The caller, or a library time limit around the call (also one whose deadline
+                    // passed before its timer woke), which keeps the error the call ends with: the
+                    // one the deadline would have ended it with. No refresh retry is scheduled.
+                    if let stop = self.stopOnCancellation(
+                        after: lastFailure ?? error, receivedAt: lastFailureAt, start: start)
+                    {
+                        return stop
                     }
                     // The refresh's own failure, read by the same analysis: only one that refused
                     // the session sends the person to sign in.
@@ -180,6 +189,10 @@ extension RetryPolicy {
             call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
             case .connected:
+                if let stop = self.stopOnCancellation(after: error, receivedAt: call.lastErrorReceivedAt, start: start)
+                {
+                    return stop
+                }
                 return self.retryAfterRecovery(
                     after: error, hint: analysis.retryAfter, failedAt: failedAt, call: &call, start: start)
             case .stop(let reason):
@@ -318,7 +331,10 @@ extension RetryPolicy {
             let failedAt = self.clock.now()
             call.networkWaits += 1
             switch await self.waitForNetwork(connectivity, start: start) {
-            case .connected: break
+            case .connected:
+                if let stop = self.stopOnCancellation(after: failure, receivedAt: receivedAt, start: start) {
+                    return stop
+                }
             case .stop(let reason): return .stopWithError(reason, failure)
             case .cancelled:
                 return .stopWithError(.cancelled, self.endingOnCancellation(after: failure, receivedAt: receivedAt))
@@ -377,6 +393,17 @@ extension RetryPolicy {
         case .cancelledPastDeadline:
             return .stopWithError(.deadlineExceeded, failure)
         }
+    }
+
+    /// How a call ends whose wait for a refresh or for the network has answered in a task that
+    /// is cancelled, or under a library time limit whose deadline has passed, its timer perhaps
+    /// not woken yet (see `enclosingLimitEnds(start:)`): as when that limit cancelled it, with
+    /// `error`, received at `receivedAt`, kept for the limit, and before any retry is scheduled,
+    /// so the observer and the statistics hear of none. `nil` when the call goes on.
+    private nonisolated func stopOnCancellation(after error: any Error, receivedAt: Duration?, start: Duration) -> Plan?
+    {
+        guard Task.isCancelled || self.enclosingLimitEnds(start: start) else { return nil }
+        return .stopWithError(.cancelled, self.endingOnCancellation(after: error, receivedAt: receivedAt))
     }
 
     /// How a call that waited for a refresh ends at the deadline: with the refresh's error once

@@ -246,4 +246,74 @@ struct RefreshWaitEndingTests {
         #expect(statistics.failedAttempts == 1)
         #expect(statistics.stopReasons == [.deadlineExceeded: 1])
     }
+
+    /// A refresh that answers, succeeding or failing for now, after the clock jumped past the
+    /// deadline of a `Timeout` around the call, the limit's timer asleep: the call stops as when
+    /// the limit cancelled it, with no retry scheduled; the observer hears of none and the
+    /// statistics count none.
+    @Test(arguments: [true, false])
+    func aRefreshAnsweredAfterAJumpPastAnEnclosingLimitsDeadlineSchedulesNoRetry(refreshFails: Bool) async throws {
+        let clock = TestClock()
+        let gate = Gate()
+        let refreshes = Counter()
+        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ -> String in
+            refreshes.increment()
+            await gate.wait()
+            if refreshFails { throw HTTPResponseError(statusCode: 503) }
+            return "new"
+        }
+        let log = RetryEventLog()
+        let policy = try Self.policy(clock, observer: log)
+        let timeout = try Timeout(.seconds(10), name: "limit", clock: LateWakingClock(clock: clock))
+        let sends = Counter()
+        let call = Task {
+            try await timeout.execute {
+                await policy.outcome(recovering: recovery) { (token: String) async throws -> String in
+                    sends.increment()
+                    guard token == "new" else { throw HTTPResponseError(statusCode: 401) }
+                    return "profile"
+                }
+            }
+        }
+        await recovery.waitForWaitingCalls(count: 1)
+        await clock.waitForSleepers(count: 1)  // the limit's timer
+        clock.advance(by: .seconds(60))  // past the limit's deadline; its timer sleeps on
+        gate.open()
+        let result = await call.result
+        let context = "\(result) \(log.lines.values)"
+        #expect(sends.value == 1, "\(context)")
+        #expect(refreshes.value == 1, "\(context)")
+        #expect(log.lines.values == ["p failed 1", "p cancelled after 1"], "\(context)")
+        let statistics = await policy.statistics
+        #expect(statistics.retries == 0, "\(context)")
+    }
+
+    /// The network back after a jump past the deadline of a `Timeout` around the call, the
+    /// limit's timer asleep: the call stops as when the limit cancelled it, with no retry
+    /// scheduled.
+    @Test func theNetworkBackAfterAJumpPastAnEnclosingLimitsDeadlineSchedulesNoRetry() async throws {
+        let clock = TestClock()
+        let network = TestConnectivityMonitor(.offline)
+        let sent = Counter()
+        let log = RetryEventLog()
+        let policy = try Self.policy(clock, observer: log)
+        let timeout = try Timeout(.seconds(10), name: "limit", clock: LateWakingClock(clock: clock))
+        let wait = ConnectivityWait(monitor: network, limit: .seconds(600))
+        let operation = WaitDeadlineCancellationTests.offlineOperation(network, sent: sent)
+        let call = Task {
+            try await timeout.execute {
+                await policy.outcome(waitingFor: wait) { try operation() }
+            }
+        }
+        await network.waitForObservers(count: 1)
+        await clock.waitForSleepers(count: 2)  // the limit's timer and the wait's
+        clock.advance(by: .seconds(60))  // past the limit's deadline; its timer sleeps on
+        network.set(.online)
+        let result = await call.result
+        let context = "\(result) \(log.lines.values)"
+        #expect(sent.value == 1, "\(context)")
+        #expect(log.lines.values == ["p failed 1", "p cancelled after 1"], "\(context)")
+        let statistics = await policy.statistics
+        #expect(statistics.retries == 0, "\(context)")
+    }
 }
