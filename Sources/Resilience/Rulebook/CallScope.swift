@@ -181,6 +181,11 @@ final class TimeLimitSignal: Sendable {
     /// its outcome over at its start (``handOverAtStart()``) or the caller stopped waiting
     /// for that (``closeStart()``).
     private let start = Atomic<UInt8>(TimeLimitSignal.pending)
+    /// Whether the attempt's operation returned after the limit fired or the caller's
+    /// cancellation settled the signal (``complete()`` lost the race): the limit is over then,
+    /// though its state still says who ended it. An attempt that completes first leaves it
+    /// `false`, its state saying so (``isCompleted``).
+    private let returnedAfterSettled = Atomic<Bool>(false)
     /// For a ``Timeout``: the registration of the running attempt's deadline, which holds
     /// the attempt's task; ``Self/pending`` before the attempt started, ``Self/cancelledEarly``
     /// once the caller was cancelled before that.
@@ -304,10 +309,14 @@ final class TimeLimitSignal: Sendable {
     /// Marks the attempt as completed by its own task; a later ``claim()`` fails.
     ///
     /// Called by the attempt's task when the operation returns, before its result is published.
+    /// When the limit or the caller settled the signal first, records that the operation has
+    /// returned all the same; the attempt that completes first stores nothing more.
     func complete() {
-        _ = self.state.compareExchange(
+        let settled = !self.state.compareExchange(
             expected: Self.pending, desired: Self.completed, successOrdering: .acquiringAndReleasing,
-            failureOrdering: .acquiring)
+            failureOrdering: .acquiring
+        ).exchanged
+        if settled { self.returnedAfterSettled.store(true, ordering: .releasing) }
     }
 
     /// Claims the right to hand the attempt's outcome to the caller as it starts the
@@ -546,8 +555,9 @@ final class TimeLimitSignal: Sendable {
     ///
     /// For those two nothing else is taken for it: another failure of the same domain and code is
     /// another failure. A Swift value bridges (on Linux) to its domain and code alone;
-    /// `orSameDomainAndCode` then takes an error of the chain with the same domain and code for
-    /// it, since nothing better survives.
+    /// `orSameDomainAndCode` then takes for it an `NSError` instance of the chain, or the error one
+    /// keeps under `NSUnderlyingErrorKey`, with the same domain and code, since nothing better
+    /// survives; a Swift value elsewhere in the chain was never bridged, and is another failure.
     private static func holds(_ noted: any Error, box: UInt, in error: any Error, orSameDomainAndCode: Bool) -> Bool {
         var found = false
         ErrorChain.walk(error) { node in
@@ -572,9 +582,16 @@ final class TimeLimitSignal: Sendable {
         }
         guard orSameDomainAndCode else { return false }
         let bridged = noted as NSError
+        let same = { (form: NSError) in form.code == bridged.code && form.domain == bridged.domain }
         ErrorChain.walk(error) { node in
+            // Only what bridging made or kept: an `NSError` instance, and the error it keeps under
+            // `NSUnderlyingErrorKey`, read back as a new value on Linux. A Swift value elsewhere in
+            // the chain, never bridged, is another failure, whatever it would bridge to (`as
+            // NSError` bridges any Swift error on Linux: the opened value's own type tells).
+            guard type(of: node as Any) is NSError.Type else { return true }
             let form = node as NSError
-            found = form.code == bridged.code && form.domain == bridged.domain
+            found =
+                same(form) || (form.userInfo[NSUnderlyingErrorKey] as? any Error).map { same($0 as NSError) } ?? false
             return !found
         }
         return found
@@ -795,8 +812,9 @@ final class TimeLimitSignal: Sendable {
     ///
     /// `inherited`, the deadline enclosing policies hand down, when it has passed too and came
     /// no later on the same clock, leaves the limits alone: the policy stops at that deadline, as
-    /// it would have had the clock stepped. A limit whose attempt has completed (a policy in an
-    /// unstructured task the attempt started, which took its scope) is over, and ends nothing.
+    /// it would have had the clock stepped. A limit whose attempt's operation has returned (a
+    /// policy in an unstructured task the attempt started, which took its scope) is over, and
+    /// ends nothing, whether it had completed, fired or yielded to the caller.
     ///
     /// Failure path only: a limit's clock is read for each pending signal, innermost first.
     static func endAtPassedDeadline(from innermost: TimeLimitSignal?, unlessBefore inherited: InheritedDeadline?)
@@ -806,8 +824,10 @@ final class TimeLimitSignal: Sendable {
         while let current = signal {
             switch current.state.load(ordering: .acquiring) {
             case Self.fired, Self.callerCancelled:
-                // The limit's timer, or the caller, is cancelling the attempt.
-                return true
+                // The limit's timer, or the caller, is cancelling the attempt, unless the
+                // attempt's operation has returned: the policy asking then runs in a task that
+                // outlived it, which nothing cancelled.
+                if !current.returnedAfterSettled.load(ordering: .acquiring) { return true }
             case Self.pending:
                 guard let clock = current.clock?.elapsedClock, clock.now() >= current.deadline else { break }
                 if let inherited, inherited.passed(noLaterThan: current.deadline, on: clock) { return false }

@@ -119,4 +119,48 @@ struct NestedFailureBridgingTests {
             #expect(kept == nil || kept == .seconds(8))
         }
     }
+
+    /// A `URLError` keeps an `NSError` instance inside, yet as a Swift value it is not one: another
+    /// `URLError` of the same code, for another URL, is another failure, not the policy's stop.
+    @Test func anotherURLErrorOfTheSameCodeIsNotThePolicysStop() {
+        let signal = TimeLimitSignal()
+        let stopped = URLError(
+            .timedOut, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: "https://a.example/x")!])
+        signal.noteDeadlineStop(NestedDeadlineStop(error: stopped, end: Self.end))
+        let other = URLError(
+            .timedOut, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: "https://b.example/y")!])
+        #expect(signal.takeDeadlineStop(of: other) == nil)
+    }
+
+    struct Upstream: Error { let host: String }
+
+    /// End to end: a policy stops at its own deadline (2 s) with `Upstream("a")`; the code in
+    /// between then throws another failure in its place, a fresh Swift value never bridged, while
+    /// the Timeout (5 s) fired in the same move. That failure is not the policy's stop, even of the
+    /// same type (the same bridged domain and code): the limit reports its time-out.
+    @Test(arguments: [true, false])
+    func anUnbridgedSwiftErrorOfTheSameTypeIsNotThePolicysStop(sameType: Bool) async throws {
+        let failure: @Sendable (String) -> any Error = { sameType ? Upstream(host: $0) : OwnError() }
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(5), name: "limit", clock: clock)
+        let policy = try RetryPolicy(
+            maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, deadline: .seconds(2),
+            clock: clock, generator: SeededRandomNumberGenerator(seed: 1))
+        let call = Task {
+            try await timeout.execute { () async throws -> Int in
+                do {
+                    return try await policy.execute { () async throws -> Int in throw Upstream(host: "a") }
+                } catch {
+                    // The limit's watcher, woken by the same move, fires and cancels this task first.
+                    for _ in 0..<10_000 where !Task.isCancelled { await Task.yield() }
+                    #expect(Task.isCancelled, "the limit fired")
+                    throw failure("b")
+                }
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the limit's timer and the policy's backoff
+        clock.advance(by: .seconds(10))
+        let result = await call.result
+        #expect(result.failureValue is TimeoutError, "\(result)")
+    }
 }
