@@ -244,13 +244,17 @@ enum NestedRetryLedger {
     /// Notes that a call that may not run twice succeeded at `moment`, in ``written``'s count,
     /// inside the call numbered `call`.
     static func noteSuccess(at moment: UInt64, in call: UInt64) {
-        self.successes.withLock { table in
-            if let earlier = table[call] {
-                table[call] = Swift.max(earlier, moment)
-            } else {
-                table[call] = moment
-                self.successCount.wrappingAdd(1, ordering: .relaxed)
-            }
+        self.successes.withLock { self.keep(moment, under: call, in: &$0) }
+    }
+
+    /// Keeps `moment` under `call` in `table`, the later of it and the one kept there, counting
+    /// a new entry (``successCount``). Under the lock.
+    private static func keep(_ moment: UInt64, under call: UInt64, in table: inout [UInt64: UInt64]) {
+        if let earlier = table[call] {
+            table[call] = Swift.max(earlier, moment)
+        } else {
+            table[call] = moment
+            self.successCount.wrappingAdd(1, ordering: .relaxed)
         }
     }
 
@@ -270,14 +274,8 @@ enum NestedRetryLedger {
         guard self.successCount.load(ordering: .relaxed) != 0 else { return }
         self.successes.withLock { table in
             guard let moment = table.removeValue(forKey: call) else { return }
-            if enclosing == 0 {
-                self.successCount.wrappingSubtract(1, ordering: .relaxed)
-            } else if let earlier = table[enclosing] {
-                table[enclosing] = Swift.max(earlier, moment)
-                self.successCount.wrappingSubtract(1, ordering: .relaxed)
-            } else {
-                table[enclosing] = moment
-            }
+            self.successCount.wrappingSubtract(1, ordering: .relaxed)
+            if enclosing != 0 { self.keep(moment, under: enclosing, in: &table) }
         }
     }
 

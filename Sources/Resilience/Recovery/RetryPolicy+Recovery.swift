@@ -402,7 +402,7 @@ extension RetryPolicy {
     /// so the observer and the statistics hear of none. `nil` when the call goes on.
     private nonisolated func stopOnCancellation(after error: any Error, receivedAt: Duration?, start: Duration) -> Plan?
     {
-        guard Task.isCancelled || self.enclosingLimitEnds(start: start) else { return nil }
+        guard self.isCancelledOrEndedByALimit(start: start) else { return nil }
         return .stopWithError(.cancelled, self.endingOnCancellation(after: error, receivedAt: receivedAt))
     }
 

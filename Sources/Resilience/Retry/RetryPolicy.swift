@@ -632,7 +632,7 @@ public final actor RetryPolicy {
         if call.state.attempts > 0 {
             // An enclosing time limit whose deadline has passed ends the call as its cancellation
             // would, also before its timer has woken (see `enclosingLimitEnds(start:)`).
-            if Task.isCancelled || self.enclosingLimitEnds(start: call.start) {
+            if self.isCancelledOrEndedByALimit(start: call.start) {
                 let ending = self.endingOnCancellation(
                     after: call.state.lastError, receivedAt: call.state.lastErrorReceivedAt)
                 // A deadline the clock passed before the caller was cancelled stops the call, with
@@ -929,7 +929,7 @@ public final actor RetryPolicy {
         // A library time limit around the call whose deadline has passed ends the attempt, as
         // its timer would have had it woken before the attempt failed: the failure is read as
         // one in a task that limit cancelled (see `enclosingLimitEnds(start:)`).
-        let cancelled = Task.isCancelled || self.enclosingLimitEnds(start: start)
+        let cancelled = self.isCancelledOrEndedByALimit(start: start)
         // A request that may have left: the library time limits around the call hear of it, so
         // that a later try that never left (offline, at a gate) does not speak for their attempt.
         // A failure in a cancelled task is not one: a limit that ended the attempt reads it itself.
@@ -1155,6 +1155,17 @@ public final actor RetryPolicy {
                     throw LimitReached()
                 }
                 defer { group.cancelAll() }
+                // The attempt's own failure, before the limit fired: returned when this limit came
+                // first all the same (see `TimeLimitSignal.cameFirst(before:deadline:on:)`), else
+                // thrown on, with word for the policies around when a call in the attempt that may
+                // not run twice succeeded before it failed.
+                func claimed(_ error: any Error) throws -> any Error {
+                    guard signal.cameFirst(before: error, deadline: deadline, on: clock) else {
+                        NestedRetryLedger.recordFailure(error, ofAttemptUnder: signal)
+                        throw error
+                    }
+                    return error
+                }
                 guard let first = await group.nextResult() else { throw CancellationError() }
                 let late: (any Error)?
                 switch first {
@@ -1169,12 +1180,7 @@ public final actor RetryPolicy {
                     do {
                         return try await group.next() ?? { throw CancellationError() }()
                     } catch {
-                        guard signal.cameFirst(before: error, deadline: deadline, on: clock) else {
-                            // A call in the attempt that may not run twice succeeded before it failed.
-                            NestedRetryLedger.recordFailure(error, ofAttemptUnder: signal)
-                            throw error
-                        }
-                        late = LateOperationError.kept(error)
+                        late = LateOperationError.kept(try claimed(error))
                     }
                 case .failure(let error) where !signal.hasFired:
                     // The attempt's own failure, before the limit fired. When it is the end of a
@@ -1183,11 +1189,7 @@ public final actor RetryPolicy {
                     // first and claims the attempt, as its timer would have had the clock stepped.
                     // So does it when a policy nested in the attempt stopped at its own deadline,
                     // due later, after this one had passed.
-                    guard signal.cameFirst(before: error, deadline: deadline, on: clock) else {
-                        NestedRetryLedger.recordFailure(error, ofAttemptUnder: signal)
-                        throw error
-                    }
-                    late = LateOperationError.kept(error)
+                    late = LateOperationError.kept(try claimed(error))
                 case .failure(is LimitReached), .failure(is TimerStopped):
                     // The limit claimed the attempt: its timer, or the caller's cancellation once
                     // the limit had passed. The group waits for the cancelled attempt anyway; its

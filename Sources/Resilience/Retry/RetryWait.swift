@@ -130,6 +130,12 @@ extension RetryPolicy {
         return TimeLimitSignal.endAtPassedDeadline(from: limits, unlessBefore: scope.deadline)
     }
 
+    /// Whether the call that began at `start` stops as a cancelled one: its task is cancelled, or
+    /// a library time limit around it ends it (``enclosingLimitEnds(start:)``). Failure path only.
+    nonisolated func isCancelledOrEndedByALimit(start: Duration) -> Bool {
+        Task.isCancelled || self.enclosingLimitEnds(start: start)
+    }
+
     /// Whether the deadline of the call that began at `start`, or `inherited`, has passed.
     ///
     /// Reads no task-local: a cancellation handler calls it from the canceller's task.

@@ -241,11 +241,8 @@ final class TimeLimitSignal: Sendable {
     /// deadline on it, so that a limit nested in it can tell whether this one came first (see
     /// ``enclosingLimitCameFirst(deadline:on:)``); `nil` for a hedged attempt's signal.
     var due: (clock: ElapsedClock, deadline: Duration)? {
-        switch self.clock {
-        case .watcher(let watcher): (watcher.clock, self.deadline)
-        case .policy(let policy): (policy.clock, self.deadline)
-        case .hedging, nil: nil
-        }
+        guard let clock = self.clock, self.quietClock == nil else { return nil }
+        return (clock.elapsedClock, self.deadline)
     }
     /// The task that set the limit (or started the hedged call), from which the attempt's own
     /// task was started: the nested-retry ledger's address of a policy nested in the attempt

@@ -10,19 +10,14 @@ import Testing
 // A scenario runs on a thread of its own, so that a deadlock blocks that thread only and is
 // reported as a failure after a few seconds instead of hanging the suite.
 
-/// Runs `body` on a fresh thread; false when it did not finish within `seconds`. The test
-/// awaits the answer from another thread, so a deadlock blocks no thread of the shared pool.
+/// Runs `body` on a fresh thread; false when it did not finish within `seconds`.
 private func finishes(within seconds: Double = 5, _ body: @escaping @Sendable () -> Void) async -> Bool {
     let done = DispatchSemaphore(value: 0)
     Thread {
         body()
         done.signal()
     }.start()
-    return await withCheckedContinuation { continuation in
-        Thread {
-            continuation.resume(returning: done.wait(timeout: .now() + seconds) == .success)
-        }.start()
-    }
+    return await signalled(done, within: seconds)
 }
 
 /// Runs async `body` on an actor whose executor is a thread of its own; false when it did not
@@ -36,7 +31,13 @@ private func finishesAsync(
         await actor.run(body)
         done.signal()
     }
-    return await withCheckedContinuation { continuation in
+    return await signalled(done, within: seconds)
+}
+
+/// Whether `done` is signalled within `seconds`. Another thread waits for it, so a deadlock
+/// blocks no thread of the shared pool.
+private func signalled(_ done: DispatchSemaphore, within seconds: Double) async -> Bool {
+    await withCheckedContinuation { continuation in
         Thread {
             continuation.resume(returning: done.wait(timeout: .now() + seconds) == .success)
         }.start()

@@ -45,14 +45,7 @@ struct StrategyEventTests {
         }
         await clock.waitForSleepers(count: 3)
         let jumpInOne = Bool.random(using: &random)
-        if jumpInOne {
-            clock.advance(by: .seconds(10))
-        } else {
-            for _ in 0..<10 {
-                clock.advance(by: .seconds(1))
-                for _ in 0..<20 { await Task.yield() }
-            }
-        }
+        await Self.passTenSeconds(on: clock, inOneMove: jumpInOne)
         let result = await call.result
         let expected = innerSeconds < outerSeconds ? "inner" : "outer"
         guard case .failure(let error) = result, let timeout = error as? TimeoutError else {
@@ -87,14 +80,7 @@ struct StrategyEventTests {
             }
         }
         await clock.waitForSleepers(count: 3)
-        if jumpInOne {
-            clock.advance(by: .seconds(10))
-        } else {
-            for _ in 0..<10 {
-                clock.advance(by: .seconds(1))
-                for _ in 0..<20 { await Task.yield() }
-            }
-        }
+        await Self.passTenSeconds(on: clock, inOneMove: jumpInOne)
         let result = await call.result
         guard case .failure(let error) = result else {
             Issue.record("seed \(seed): \(result)")
@@ -151,5 +137,15 @@ struct StrategyEventTests {
         #expect(
             stories[0] == stories[1],
             "seed \(seed) outer \(outerSeconds) queue \(queueSeconds): steps \(stories[0]) vs jump \(stories[1])")
+    }
+
+    /// Moves `clock` ten seconds on, in one move or a second at a time with the tasks given a
+    /// moment between steps.
+    private static func passTenSeconds(on clock: TestClock, inOneMove: Bool) async {
+        guard !inOneMove else { return clock.advance(by: .seconds(10)) }
+        for _ in 0..<10 {
+            clock.advance(by: .seconds(1))
+            for _ in 0..<20 { await Task.yield() }
+        }
     }
 }
