@@ -85,6 +85,17 @@ enum LiveServerSupport {
         return try await body(socket.boundPort)
     }
 
+    /// Waits for `process` to exit on a thread of its own, then runs `cleanup`, and returns at
+    /// once. A test's thread must not wait for it: on Linux `Process` learns of the exit through
+    /// a handler that runs on the same shared pool, so two tests waiting on two cores blocked
+    /// every thread that could run it, and the whole test run hung.
+    static func reapInBackground(_ process: Process, then cleanup: (@Sendable () -> Void)? = nil) {
+        Thread {
+            process.waitUntilExit()
+            cleanup?()
+        }.start()
+    }
+
     /// Reads one line from `handle` without blocking a task's thread.
     static func readLine(from handle: FileHandle) async -> String {
         await withCheckedContinuation { continuation in

@@ -129,12 +129,13 @@ final class NginxServer {
         try await self.loggedRequests().filter { $0.split(separator: " ").dropFirst().first == Substring(path) }
     }
 
-    /// Stops nginx, waits for it to exit, and removes its files.
+    /// Stops nginx, and removes its files once it has exited (on a thread of its own: see
+    /// `LiveServerSupport.reapInBackground(_:then:)`).
     func stop() {
         self.session.invalidateAndCancel()
         try? self.input.fileHandleForWriting.close()
-        self.process.waitUntilExit()
-        try? FileManager.default.removeItem(at: self.prefix)
+        let prefix = self.prefix
+        LiveServerSupport.reapInBackground(self.process) { try? FileManager.default.removeItem(at: prefix) }
     }
 
     private static func configuration(prefix: String, port: Int) -> String {

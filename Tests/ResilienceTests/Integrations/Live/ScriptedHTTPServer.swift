@@ -46,7 +46,7 @@ final class ScriptedHTTPServer {
         let line = await LiveServerSupport.readLine(from: output.fileHandleForReading)
         guard let port = Int(line) else {
             try? input.fileHandleForWriting.close()
-            process.waitUntilExit()
+            LiveServerSupport.reapInBackground(process)
             throw LiveServerError.failedToStart("scripted_server.py printed \(line.debugDescription)")
         }
         return ScriptedHTTPServer(port: port, process: process, input: input)
@@ -73,10 +73,11 @@ final class ScriptedHTTPServer {
             .dropLast().map(String.init)
     }
 
-    /// Stops the server (it exits when its standard input closes) and waits for it to exit.
+    /// Stops the server: it exits when its standard input closes (see
+    /// `LiveServerSupport.reapInBackground(_:then:)` for why nothing waits for that here).
     func stop() {
         self.session.invalidateAndCancel()
         try? self.input.fileHandleForWriting.close()
-        self.process.waitUntilExit()
+        LiveServerSupport.reapInBackground(self.process)
     }
 }
