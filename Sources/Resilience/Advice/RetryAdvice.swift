@@ -22,7 +22,7 @@
 /// | ``Reason/signInRequired`` | the credential was refused | not before signing in |
 /// | ``Reason/rateLimited`` | HTTP 429 | after the server's hint, or ``defaultRateLimitWait`` without one; never at once |
 /// | ``Reason/serverBusy`` | a failure that usually passes: 5xx, timeouts, an open breaker, an empty retry budget | after the hint, if any |
-/// | ``Reason/outcomeUnknown`` | a request that is not idempotent may have reached the server | not before checking |
+/// | ``Reason/outcomeUnknown`` | a request that is not idempotent may have reached the server, or one whose response was lost that nothing declared safe to repeat (CloudKit's `serverResponseLost`) | not before checking |
 /// | ``Reason/setupRequired`` | something the request relies on is missing until the app sets it up again (a deleted CloudKit zone) | not before the app has |
 /// | ``Reason/permanent`` | the same request will fail the same way | no |
 /// | ``Reason/cancelled`` | the caller gave up | at once |
@@ -51,6 +51,11 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
         public static let serverBusy = Reason(rawValue: "serverBusy")
         /// A request that is not idempotent may have reached the server: retrying blindly could
         /// repeat its effect (a second payment), so check its result first.
+        ///
+        /// So it is for a request whose response was lost when nothing said a second send is
+        /// harmless (CloudKit's `serverResponseLost`, which a classifier stops with
+        /// ``RetryStopReason/notIdempotent``): the request may have been applied, as an item of a
+        /// batch held back for the same reason may have been.
         public static let outcomeUnknown = Reason(rawValue: "outcomeUnknown")
         /// Something the request relies on is missing, and the app must set it up again before a
         /// retry can succeed: a CloudKit record zone the person deleted in Settings
@@ -114,9 +119,11 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
     /// The advice for a call that a ``RetryPolicy`` ended, or `nil` when it succeeded.
     ///
     /// The stop reason sharpens the advice: a call that ran out of attempts, time or
-    /// budget on a failure that usually passes is ``Reason/serverBusy``, and one stopped
-    /// by the idempotency rule is ``Reason/outcomeUnknown`` (unless the classifier stopped
-    /// it for sign-in, which the policy then reports: ``Reason/signInRequired``).
+    /// budget on a failure that usually passes is ``Reason/serverBusy`` (the policy sent it
+    /// again, so it was safe to), and one stopped because its request may have been applied
+    /// (``RetryStopReason/notIdempotent``: the idempotency rule, or a classifier's word for a lost
+    /// response) is ``Reason/outcomeUnknown`` (unless the classifier stopped it for sign-in,
+    /// which the policy then reports: ``Reason/signInRequired``).
     ///
     /// - Parameters:
     ///   - outcome: The call's outcome, from one of the policy's `outcome` methods.
@@ -144,8 +151,9 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
             self.init(reason: .serverBusy, isRetryUseful: true, retryAfter: hint)
         case .budgetExhausted, .deadlineExceeded, .exhausted:
             let advice = RetryAdvice(for: error, classifier: classifier)
-            if advice.reason == .permanent {
-                // The policy retried it, so a classifier judged it transient.
+            if advice.reason == .permanent || advice.reason == .outcomeUnknown {
+                // The policy retried it, so a classifier judged it transient and the call's
+                // declaration, which the outcome does not carry, safe to send again.
                 self.init(reason: .serverBusy, isRetryUseful: true, retryAfter: hint)
             } else {
                 self = advice
@@ -196,6 +204,9 @@ public struct RetryAdvice: Sendable, Hashable, CustomStringConvertible {
             return RetryAdvice(reason: .signInRequired, isRetryUseful: false)
         }
         if decision.stopReason == .setupRequired { return RetryAdvice(reason: .setupRequired, isRetryUseful: false) }
+        // A classifier that stops a request because it may have been applied (CloudKit's lost
+        // response, with no word that a second send is harmless) says its outcome is unknown.
+        if decision.stopReason == .notIdempotent { return RetryAdvice(reason: .outcomeUnknown, isRetryUseful: false) }
         guard decision.isRetryable else { return RetryAdvice(reason: .permanent, isRetryUseful: false) }
         let hints = [analysis.retryAfter, decision.retryAfter].compactMap { $0 }
         return RetryAdvice(reason: .serverBusy, isRetryUseful: true, retryAfter: hints.max())

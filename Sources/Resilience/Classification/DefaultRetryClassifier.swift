@@ -13,7 +13,8 @@
 ///    its own codes or status decide; otherwise the errors it wraps do.
 /// 4. A CloudKit error (`CKErrorDomain`): by ``CloudKitRetryClassifier``'s rules,
 ///    retrying a lost response only for a call declared idempotent (its own declaration
-///    or an enclosing call's, ``RetryContext/idempotencyIsDeclared``), and never retrying
+///    or an enclosing call's, ``RetryContext/idempotencyIsDeclared``) and otherwise stopping it
+///    with ``RetryStopReason/notIdempotent``, and never retrying
 ///    a whole batch after a partial failure.
 /// 5. An HTTP status or a URL loading error (`URLError`): by ``HTTPRetryClassifier``'s
 ///    rules, reading the outermost status in the chain (see ``ErrorHints/httpStatus(of:)``).
@@ -36,7 +37,8 @@
 /// ```swift
 /// enum SyncError: Error { case cloudKit(any Error) }
 /// let lost = NSError(domain: CloudKitErrorCode.domain, code: CloudKitErrorCode.serverResponseLost.rawValue)
-/// DefaultRetryClassifier().decision(for: SyncError.cloudKit(lost), context: RetryContext(attempt: 1))  // doNotRetry
+/// DefaultRetryClassifier().decision(for: SyncError.cloudKit(lost), context: RetryContext(attempt: 1))
+/// // doNotRetry(because: notIdempotent): it may have been applied
 /// let declared = RetryContext(attempt: 1, idempotency: .idempotent, idempotencyIsDeclared: true)
 /// DefaultRetryClassifier().decision(for: SyncError.cloudKit(lost), context: declared)  // retry
 /// ```

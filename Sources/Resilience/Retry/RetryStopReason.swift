@@ -58,9 +58,13 @@ public struct RetryStopReason: Sendable, Hashable, CustomStringConvertible {
     /// CloudKit batch (``CloudKitBatchResult/failureReasons``): the item may have been applied,
     /// so it was held back while the items that provably had no effect were sent again; a batch
     /// that held items back and had nothing else left to send stops with this reason too
-    /// (``CloudKitBatchResult/stopReason``). A CloudKit partial failure every item of which
-    /// failed for want of its zone stops a call declared not idempotent with ``setupRequired``:
-    /// no item's outcome is unknown.
+    /// (``CloudKitBatchResult/stopReason``). A whole call that fails with CloudKit's
+    /// `serverResponseLost` stops with this reason too when nothing said a second send is
+    /// harmless (no declaration `.idempotent`, no `CloudKitRetryClassifier(operationIsIdempotent:
+    /// true)`): the classifier stops it, since the request may have been applied, and a policy
+    /// around the call does not send it again either. A CloudKit partial failure every item of
+    /// which failed for want of its zone stops a call declared not idempotent with
+    /// ``setupRequired``: no item's outcome is unknown.
     public static let notIdempotent = RetryStopReason(rawValue: "notIdempotent")
     /// Some items of a batch failed; the whole batch is not re-sent, only the failed items
     /// (see ``CloudKitPartialFailure``). When every item failed for want of its zone, the call

@@ -47,6 +47,10 @@ public struct CloudKitErrorCode: RawRepresentable, Sendable, Hashable, CustomStr
     /// whole request or on an item of a partial failure.
     static let serviceBusyCodes: Set<CloudKitErrorCode> = [.serviceUnavailable, .zoneBusy, .requestRateLimited]
 
+    /// A bare `serverResponseLost` error: the batch helper asks the policy's classifier about it
+    /// to learn whether a batch that may have been partly saved may be sent again whole.
+    static let lostResponseError: any Error = NSError(domain: Self.domain, code: Self.serverResponseLost.rawValue)
+
     /// The raw code.
     public let rawValue: Int
 

@@ -49,6 +49,8 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     /// The longest retry-after advice of the partial failure itself (`CKErrorRetryAfterKey` on the
     /// `partialFailure` error) and of the errors that wrap it, without its items'.
     let ownRetryAfter: Duration?
+    /// The decision each item's error was split by, by item ID.
+    let itemDecisions: [AnyHashable: RetryDecision]
 
     /// Splits the per-item errors of the partial failure in `error`'s chain, or returns `nil`
     /// when there is none.
@@ -61,16 +63,25 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
     ///   - error: The operation's error.
     ///   - classifier: Decides which item errors are retryable.
     public init?(_ error: any Error, classifier: CloudKitRetryClassifier = CloudKitRetryClassifier()) {
+        self.init(error, judgingItemsBy: classifier.itemDecision(for:))
+    }
+
+    /// Splits the per-item errors of the partial failure in `error`'s chain by the decision
+    /// `judge` makes for each item's error, or returns `nil` when there is none.
+    init?(_ error: any Error, judgingItemsBy judge: (any Error) -> RetryDecision) {
         guard let found = Self.partialFailureAndWrapperHint(in: error) else { return nil }
         let nsError = found.partialFailure
         var retryable: [AnyHashable: any Error] = [:]
         var failed: [AnyHashable: any Error] = [:]
+        var decisions: [AnyHashable: RetryDecision] = [:]
         let ownHint = Self.longer(ErrorHints.ownRetryAfter(of: nsError), found.wrapperHint)
         var hint = ownHint
         let items = nsError.userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any] ?? [:]
         for (id, value) in items {
             guard let itemError = value as? any Error else { continue }
-            if classifier.isRetryable(itemError: itemError) {
+            let decision = judge(itemError)
+            decisions[id] = decision
+            if decision.isRetryable {
                 retryable[id] = itemError
                 hint = Self.longer(hint, ErrorHints.retryAfter(of: itemError))
             } else {
@@ -81,6 +92,7 @@ public struct CloudKitPartialFailure: CustomStringConvertible {
         self.failedItems = failed
         self.retryAfter = hint
         self.ownRetryAfter = ownHint
+        self.itemDecisions = decisions
     }
 
     /// The outermost CloudKit error in `error`'s chain, when it is a partial failure, with the

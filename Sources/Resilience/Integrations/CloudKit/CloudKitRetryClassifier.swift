@@ -5,7 +5,7 @@
 /// |---|---|
 /// | `networkUnavailable`, `networkFailure`, `serviceUnavailable`, `requestRateLimited`, `zoneBusy` | retry, waiting at least `CKRetryAfter` when present |
 /// | `batchRequestFailed` | retry: the item failed only because another item in its atomic batch did |
-/// | `serverResponseLost` | retry only when the operation is idempotent: as the call's declaration says, its own or an enclosing call's; without one, as `operationIsIdempotent` says |
+/// | `serverResponseLost` | retry only when the operation is idempotent: as the call's declaration says, its own or an enclosing call's; without one, as `operationIsIdempotent` says; otherwise stop: ``RetryStopReason/notIdempotent`` (CloudKit may have applied the request: learn whether it did before sending it again) |
 /// | `partialFailure` | stop (``RetryStopReason/partialFailure``): re-sending the whole batch would repeat the items that succeeded; re-send only ``CloudKitPartialFailure/retryableItems``, for instance with ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` |
 /// | `partialFailure` whose every item is a zone error (`userDeletedZone`, `zoneNotFound`, the reset flag) | stop: ``RetryStopReason/setupRequired`` (create the zone, then re-send the failed items; a mix with other final errors stays ``RetryStopReason/partialFailure``) |
 /// | `notAuthenticated` | stop: ``RetryStopReason/authenticationRequired`` |
@@ -46,11 +46,13 @@ public struct CloudKitRetryClassifier: RetryClassifier {
     /// response with the flag false; one declared `.notIdempotent` never sends it again (the
     /// ``Rulebook`` stops it) with the flag true. The flag is the classifier's word for the calls
     /// that say nothing, and is false by default: a lost response may follow a request CloudKit
-    /// applied, so it is sent again only on an explicit word.
+    /// applied, so it is sent again only on an explicit word. Without it, the call stops with
+    /// ``RetryStopReason/notIdempotent``: its outcome is unknown, not a failure that will repeat.
     ///
     /// ``RetryPolicy/retryingFailedItems(_:idempotency:operation:)`` reads it the same way for a
     /// batch that declares nothing: an item whose response was lost, and a batch whose partial
-    /// failure named none of its items, are sent again only when it is true. A classifier's own
+    /// failure named none of its items, are sent again only when it is true (and this classifier
+    /// is the one that decides for the error, as for a whole call). A classifier's own
     /// ``RetryClassifier/declaredIdempotency`` (`HTTPRetryClassifier(method: "GET")`) does not
     /// stand in for it: an HTTP method says nothing about a CloudKit operation.
     public let operationIsIdempotent: Bool
@@ -99,10 +101,14 @@ public struct CloudKitRetryClassifier: RetryClassifier {
 
     /// The decision for an error with `code`, other than a partial failure, for a call that
     /// declares nothing: a lost response is retried as ``operationIsIdempotent`` says.
+    ///
+    /// A lost response that is not retried stops with ``RetryStopReason/notIdempotent``, as an
+    /// item of a batch held back for it does: CloudKit may have applied the request, so its
+    /// outcome is unknown (``RetryAdvice/Reason/outcomeUnknown``), not a failure that will repeat.
     public func decision(for code: CloudKitErrorCode) -> RetryDecision {
         if Self.transientCodes.contains(code) || code == .batchRequestFailed { return .retry }
         switch code {
-        case .serverResponseLost: return self.operationIsIdempotent ? .retry : .doNotRetry
+        case .serverResponseLost: return self.operationIsIdempotent ? .retry : .doNotRetry(because: .notIdempotent)
         case .notAuthenticated: return .doNotRetry(because: .authenticationRequired)
         case .userDeletedZone, .zoneNotFound: return .doNotRetry(because: .setupRequired)
         case .operationCancelled: return .doNotRetry(because: .cancelled)
@@ -130,16 +136,6 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         }
     }
 
-    /// The first CloudKit classifier in `classifier`, itself or in a chain, or `nil`.
-    static func first(in classifier: any RetryClassifier) -> CloudKitRetryClassifier? {
-        if let cloudKit = classifier as? CloudKitRetryClassifier { return cloudKit }
-        guard let chain = classifier as? ChainedRetryClassifier else { return nil }
-        for link in chain.classifiers {
-            if let cloudKit = Self.first(in: link) { return cloudKit }
-        }
-        return nil
-    }
-
     /// Whether one item's error, from a partial failure, is worth retrying.
     ///
     /// The outermost CloudKit error in the item's chain decides, as it does for a whole
@@ -156,16 +152,31 @@ public struct CloudKitRetryClassifier: RetryClassifier {
         return self.decision(for: code)
     }
 
-    /// Why an item that is not worth retrying is not sent again: what its CloudKit error asks
-    /// for (``RetryStopReason/setupRequired``, ``RetryStopReason/authenticationRequired``, …),
-    /// ``RetryStopReason/notIdempotent`` for a lost response, which may have been applied,
-    /// ``RetryStopReason/tooManyRequests`` for an HTTP 429, else ``RetryStopReason/notRetryable``.
-    func stopReason(forItemError error: any Error) -> RetryStopReason {
+    /// The decision for one item's error as a whole call with the same error, judged by
+    /// `classifier` with `context`, gets it: the classifier's, whatever it is made of (a link in
+    /// front of a CloudKit classifier that speaks for the error, an app's own composite), else the
+    /// default rules'. An item with no CloudKit error in its chain, or whose is itself a partial
+    /// failure, is not retried, as ``isRetryable(itemError:)`` says.
+    static func itemDecision(
+        for error: any Error, by classifier: any RetryClassifier, context: RetryContext
+    ) -> RetryDecision {
+        guard let code = Self.judgedCode(in: error), code != .partialFailure else { return .doNotRetry }
         let analysis = FailureAnalysis(error, isCancelled: false, timeLimitFired: false)
-        if analysis.isTooManyRequests { return .tooManyRequests }
-        if let reason = self.itemDecision(for: error).stopReason { return reason }
-        if analysis.cloudKitCode == .serverResponseLost { return .notIdempotent }
-        return .notRetryable
+        var context = context
+        context.idempotency = context.idempotency.tightened(by: analysis.requestIdempotency)
+        context.analysis = analysis
+        return classifier.decision(for: error, context: context)
+            ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry
+    }
+
+    /// Why an item that is not worth retrying is not sent again, given its `decision`:
+    /// ``RetryStopReason/tooManyRequests`` for an HTTP 429, else the decision's reason (what its
+    /// CloudKit error asks for: ``RetryStopReason/setupRequired``,
+    /// ``RetryStopReason/authenticationRequired``, ``RetryStopReason/notIdempotent`` for a lost
+    /// response, which may have been applied, …), else ``RetryStopReason/notRetryable``.
+    static func stopReason(forItemError error: any Error, decision: RetryDecision) -> RetryStopReason {
+        if ErrorHints.isTooManyRequests(error) { return .tooManyRequests }
+        return decision.stopReason ?? .notRetryable
     }
 
     /// The code the rules judge the outermost CloudKit error in `error`'s chain by, or `nil`.

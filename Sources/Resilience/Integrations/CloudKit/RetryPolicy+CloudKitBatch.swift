@@ -12,16 +12,21 @@ extension RetryPolicy {
     /// ``Rulebook`` applies as everywhere: an item that failed with HTTP 429 ends
     /// the call, and so does a cancelled task.
     ///
-    /// An item is judged as a whole call with the same declaration and classifier would be. One
+    /// An item is judged as a whole call with the same declaration and classifier would be: the
+    /// policy's classifier decides for the item's error, whatever it is made of (a rule of the
+    /// app's in front of a ``CloudKitRetryClassifier``, the default rules, a composite classifier of
+    /// the app's own), and the default rules when it has no opinion; an item with no CloudKit error
+    /// in its chain is not sent again. One
     /// whose connection dropped (`networkFailure`) is sent again unless the batch may not be sent
     /// twice: `idempotency`; when it is `nil`, an enclosing call's declaration or the policy's
     /// classifier's (``RetryClassifier/declaredIdempotency``); without any, idempotent, as every
     /// call through a policy is. One whose response was lost (`serverResponseLost`) takes an
     /// explicit word, as a whole call does: it is sent again when the batch or an enclosing call
-    /// was declared idempotent, or, when neither declares, when the policy's classifier is a
-    /// ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true` (and does not declare the
-    /// call not idempotent); otherwise it is held back as possibly applied. A classifier's
-    /// "idempotent" (`HTTPRetryClassifier(method: "GET")`) is not such a word.
+    /// was declared idempotent, or, when neither declares, when the policy's classifier retries a
+    /// lost response (a ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true` that
+    /// decides for it, and no declaration of the call as not idempotent); otherwise it is held back
+    /// as possibly applied, with the reason a whole call stops with (``RetryStopReason/notIdempotent``).
+    /// A classifier's "idempotent" (`HTTPRetryClassifier(method: "GET")`) is not such a word.
     ///
     /// A batch that may not be sent twice (`idempotency: .notIdempotent`, or an enclosing call
     /// declared so) is judged item by item: an item whose own error proves it had no effect
@@ -39,15 +44,16 @@ extension RetryPolicy {
     /// fails the attempt as a whole: some items may have been saved, none is known to be.
     /// Sending it again whole would re-send the items CloudKit saved, so it is sent again on the
     /// word a lost response needs: the batch's or an enclosing call's declaration `.idempotent`,
-    /// or, when neither declares, a policy's ``CloudKitRetryClassifier`` made with
-    /// `operationIsIdempotent: true`. Otherwise the call stops (``RetryStopReason/partialFailure``,
-    /// or ``RetryStopReason/notIdempotent`` for a call the rules read as not idempotent) and each
-    /// item it sent is among ``CloudKitBatchResult/failedItems`` with that failure.
+    /// or, when neither declares, a policy's classifier that retries a lost response (a
+    /// ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true`). Otherwise the call
+    /// stops (``RetryStopReason/partialFailure``, or ``RetryStopReason/notIdempotent`` for a call
+    /// the rules read as not idempotent) and each item it sent is among
+    /// ``CloudKitBatchResult/failedItems`` with that failure.
     ///
     /// A whole attempt whose response was lost (`serverResponseLost`, not a partial failure) is
     /// judged as any whole call's: sent again whole when the batch or an enclosing call was
-    /// declared idempotent, or, when neither declares, when the policy's classifier is a
-    /// ``CloudKitRetryClassifier`` made with `operationIsIdempotent: true`.
+    /// declared idempotent, or, when neither declares, when the policy's classifier retries a lost
+    /// response; otherwise it stops with ``RetryStopReason/notIdempotent``, as a held-back item does.
     ///
     /// Once an attempt has reported on the items (a partial failure), the call
     /// returns a ``CloudKitBatchResult`` however it stops, so the items CloudKit saved
@@ -73,7 +79,8 @@ extension RetryPolicy {
     ///     saved fails as a conflict or writes the same values); `nil` inherits an enclosing call's
     ///     declaration or the policy's classifier's, and without either assumes it is, except for
     ///     an item whose response was lost and a batch whose partial failure named none of its
-    ///     items, which without a declaration follow ``CloudKitRetryClassifier/operationIsIdempotent``.
+    ///     items, which without a declaration are sent again only when the policy's classifier
+    ///     retries a lost response (``CloudKitRetryClassifier/operationIsIdempotent``).
     ///   - operation: Sends the given items; throws CloudKit's error, a partial failure included.
     /// - Returns: Which items were sent and which failed, with their errors and why.
     /// - Throws: Only when no attempt reported on the items: the error of the last attempt,
@@ -157,16 +164,19 @@ extension RetryPolicy {
             ?? .idempotent
         // Items are judged as a whole call with the same declaration and classifier is: a lost
         // response takes an explicit word (the call's or an enclosing call's declaration, else the
-        // classifier's flag), a dropped connection only the rules' reading.
-        let itemClassifier = self.itemClassifier(declared: idempotency, callIdempotency: callIdempotency)
-        // A batch whose partial failure named none of its items may have been partly saved, as a
-        // lost response may have been applied: it is sent again whole on the same word.
-        let resendsWholeBatch = callIdempotency.isIdempotent && itemClassifier.operationIsIdempotent
+        // classifier's), a dropped connection only the rules' reading.
+        let isDeclared = Rulebook.idempotencyIsDeclared(idempotency)
+        func judge(_ itemError: any Error) -> RetryDecision {
+            CloudKitRetryClassifier.itemDecision(
+                for: itemError, by: self.classifier,
+                context: RetryContext(
+                    attempt: Swift.max(attempts, 1), idempotency: callIdempotency, idempotencyIsDeclared: isDeclared))
+        }
         let classifier = ChainedRetryClassifier([
             ClosureRetryClassifier { error, _ in
-                if error is CloudKitUnreadablePartialFailure {
+                if let unreadable = error as? CloudKitUnreadablePartialFailure {
                     // It may have been partly saved: sent again whole only when that is harmless.
-                    return resendsWholeBatch ? .retry : .doNotRetry(because: .partialFailure)
+                    return unreadable.mayBeSentAgain ? .retry : .doNotRetry(because: .partialFailure)
                 }
                 guard let retry = error as? CloudKitItemsToRetry else { return nil }
                 return retry.retryAfter.map { .retry(after: $0) } ?? .retry
@@ -183,7 +193,7 @@ extension RetryPolicy {
             do {
                 try await operation(remaining)
             } catch {
-                guard let partial = CloudKitPartialFailure(error, classifier: itemClassifier) else {
+                guard let partial = CloudKitPartialFailure(error, judgingItemsBy: judge) else {
                     lastAdvice = ErrorHints.retryAfter(of: error)
                     // The whole attempt failed: so did each item it sent.
                     if reportedOnItems { for id in remaining { lastErrors[id] = error } }
@@ -195,7 +205,12 @@ extension RetryPolicy {
                     // Some items failed, but which is unknown: each item sent failed with the whole.
                     lastErrors = [:]
                     for id in remaining { lastErrors[id] = error }
-                    throw CloudKitUnreadablePartialFailure(partialFailure: error)
+                    // It may have been partly saved, as a lost response may have been applied: it is
+                    // sent again whole on the same word, asked of the policy's classifier.
+                    throw CloudKitUnreadablePartialFailure(
+                        partialFailure: error,
+                        mayBeSentAgain: callIdempotency.isIdempotent
+                            && judge(CloudKitErrorCode.lostResponseError).isRetryable)
                 }
                 var retryable: [ID] = []
                 var itemErrors: [any Error] = []
@@ -207,7 +222,8 @@ extension RetryPolicy {
                 for id in remaining {
                     if let itemError = partial.failedItems[AnyHashable(id)] {
                         failed[id] = itemError
-                        reasons[id] = itemClassifier.stopReason(forItemError: itemError)
+                        reasons[id] = CloudKitRetryClassifier.stopReason(
+                            forItemError: itemError, decision: partial.itemDecisions[AnyHashable(id)] ?? .doNotRetry)
                         failedForGood.append(itemError)
                     } else if let itemError = partial.retryableItems[AnyHashable(id)] {
                         let analysis = FailureAnalysis(itemError, isCancelled: false, timeLimitFired: false)
@@ -221,7 +237,11 @@ extension RetryPolicy {
                         retryable.append(id)
                         itemErrors.append(itemError)
                         lastErrors[id] = itemError
-                        if let itemHint = analysis.retryAfter { hint = Swift.max(hint ?? .zero, itemHint) }
+                        // Its own advice, and a wait its classifier asks for, as a whole call's would.
+                        let itemHints = [analysis.retryAfter, partial.itemDecisions[AnyHashable(id)]?.retryAfter]
+                        if let itemHint = itemHints.compactMap({ $0 }).max() {
+                            hint = Swift.max(hint ?? .zero, itemHint)
+                        }
                     }
                 }
                 remaining = retryable
@@ -254,23 +274,6 @@ extension RetryPolicy {
         return CloudKitBatchResult(
             sentItems: items.filter { !failedIDs.contains($0) }, failedItems: failed, attempts: attempts,
             stopReason: stopReason, retryAfter: remaining.isEmpty ? nil : lastAdvice, failureReasons: reasons)
-    }
-
-    /// The classifier that judges the items of a batch: the policy's ``CloudKitRetryClassifier``
-    /// (or one with its defaults), as a whole call with the same declaration reads it. A call's
-    /// declaration, its own or an enclosing call's (``RetryContext/idempotencyIsDeclared``), says
-    /// whether a lost response may be sent again; without one, the classifier's
-    /// ``CloudKitRetryClassifier/operationIsIdempotent`` does. A classifier's own
-    /// ``RetryClassifier/declaredIdempotency`` is not a declaration: its "not idempotent" holds
-    /// back every item that may have been applied (`callIdempotency` carries it), its "idempotent"
-    /// does not make a lost response retryable.
-    private nonisolated func itemClassifier(
-        declared: Idempotency?, callIdempotency: Idempotency
-    ) -> CloudKitRetryClassifier {
-        let context = RetryContext(
-            attempt: 1, idempotency: callIdempotency,
-            idempotencyIsDeclared: Rulebook.idempotencyIsDeclared(declared))
-        return (CloudKitRetryClassifier.first(in: self.classifier) ?? CloudKitRetryClassifier()).judging(context)
     }
 
     /// The errors that make a partial failure an HTTP 429, for the rules to see: the items that
@@ -319,11 +322,14 @@ public struct CloudKitBatchResult<ID: Hashable> {
     ///   may not be sent twice, or, for a lost response, nothing said it may (no declaration and
     ///   no `CloudKitRetryClassifier(operationIsIdempotent: true)`), so it was held back while the
     ///   items that provably had no effect were sent again. It may have been saved: fetch it to
-    ///   learn whether it was before sending it again.
-    /// - What the item's own error asks for: ``RetryStopReason/setupRequired`` (its zone is missing,
-    ///   or was deleted by a reset of the person's encrypted data),
-    ///   ``RetryStopReason/authenticationRequired``, ``RetryStopReason/tooManyRequests``, or
-    ///   ``RetryStopReason/notRetryable`` for the rest (a conflict, a quota, invalid data).
+    ///   learn whether it was before sending it again. A whole call stopped on a lost response
+    ///   reports the same reason.
+    /// - What the item's own error asks for, as the policy's classifier judges it (a rule of the
+    ///   app's in front of the CloudKit rules may give a reason of its own):
+    ///   ``RetryStopReason/setupRequired`` (its zone is missing, or was deleted by a reset of the
+    ///   person's encrypted data), ``RetryStopReason/authenticationRequired``,
+    ///   ``RetryStopReason/tooManyRequests``, or ``RetryStopReason/notRetryable`` for the rest
+    ///   (a conflict, a quota, invalid data).
     /// - For an item still to send when the call stopped, why it stopped, as ``stopReason``
     ///   (``RetryStopReason/exhausted``, ``RetryStopReason/cancelled``,
     ///   ``RetryStopReason/partialFailure`` for a batch whose items a partial failure did not name, …).
@@ -368,6 +374,8 @@ struct CloudKitItemsToRetry: Error, RetryAfterProviding, UnderlyingErrorProvidin
 /// idempotent.
 struct CloudKitUnreadablePartialFailure: Error, UnderlyingErrorProviding {
     var partialFailure: any Error
+    /// Whether sending the whole batch again is harmless: the word a lost response needs.
+    var mayBeSentAgain: Bool
 
     var underlyingErrors: [any Error] { [self.partialFailure] }
 }

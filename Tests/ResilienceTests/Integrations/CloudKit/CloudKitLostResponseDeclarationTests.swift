@@ -131,7 +131,8 @@ import Testing
             return .notIdempotent
         }
         if declaration.own != nil || declaration.enclosing != nil { return .exhausted }
-        return classifier == .cloudKitIdempotent ? .exhausted : .notRetryable
+        // Not sent again, it may have been applied: it says so, as an item held back for it does.
+        return classifier == .cloudKitIdempotent ? .exhausted : .notIdempotent
     }
 
     /// What one call did.

@@ -228,8 +228,8 @@ struct CloudKitLostResponseReadingTests {
             switch shape {
             case .direct, .nsUnderlying, .appEnum:
                 #expect(observed.batches.count == (again ? Self.maximumAttempts : 1), "\(label): \(observed.batches)")
-                let expected: RetryStopReason = again ? .exhausted : notIdempotent ? .notIdempotent : .notRetryable
-                #expect(observed.stopReason == expected, "\(label)")
+                // Not sent again, it may have been applied, as a held-back item may: the same reason.
+                #expect(observed.stopReason == (again ? .exhausted : .notIdempotent), "\(label)")
                 #expect(observed.threw, "\(label)")
             case .batchItem:
                 // A was saved; B's response was lost.
