@@ -82,6 +82,12 @@ import Synchronization
 /// When an enclosing library time limit (a ``Timeout``, a policy's attempt timeout) fired
 /// and an attempt then failed, the call ends with that failure as above instead, and the limit keeps
 /// it (``TimeoutError/operationError``), so what it says about the request still counts.
+/// Such a limit whose deadline has passed ends the call before its next hedge or replacement
+/// starts, also while the limit's timer still sleeps (a clock that jumped past the hedge delay
+/// and the deadline in one move may wake the hedge first): the call starts nothing, its running
+/// attempts are cancelled as the caller's, and the limit reports its time-out, as when its timer
+/// woke first. A deadline an enclosing ``RetryPolicy`` hands down that has passed starts no other
+/// attempt either.
 ///
 /// The first attempt starts at once, on the caller's thread when the caller already
 /// runs where the attempt must (the same actor, or no actor); one that returns before it
@@ -346,6 +352,13 @@ public final class Hedging: Sendable {
                     if let quiet {
                         self.moveTimer(&call, to: quiet, for: start.id)  // not at once: when the hint has passed
                     } else {
+                        // A time limit around the call whose deadline has passed ends it here, as
+                        // its cancellation would have a moment earlier, and a deadline handed down
+                        // that has passed stops it: no replacement is sent after either.
+                        if let end = self.enclosingLimitStops(start) {
+                            if end == .endedByALimit { call.callerCancelled = true }
+                            return .failure(call.ending)
+                        }
                         // Replacing a failed attempt costs a token as retrying it would.
                         guard self.spendHedge(charging: call.failures.lastCostsToken) else {
                             return .failure(call.ending)
@@ -390,6 +403,18 @@ public final class Hedging: Sendable {
         }
         if let quiet = call.quietUntil, self.now() < quiet {
             self.moveTimer(&call, to: quiet, for: start.id)
+            return
+        }
+        // A time limit around the call whose deadline has passed, its timer perhaps still asleep,
+        // ends the call as its cancellation would: the attempts running are cancelled as the
+        // caller's, and the limit reports its time-out. A deadline handed down that has passed
+        // ends hedging: the attempts running go on, and no other starts.
+        if let end = self.enclosingLimitStops(start) {
+            call.mayHedge = false
+            if end == .endedByALimit {
+                call.callerCancelled = true
+                self.callerCancelled(start.id, first: call.attempt(0).signal)
+            }
             return
         }
         // A hedge beside a running attempt costs a token; a replacement costs what retrying
@@ -809,6 +834,22 @@ public final class Hedging: Sendable {
         return true
     }
 
+    /// Why the call `start` starts no other attempt, a hedge or a replacement, though hedging
+    /// would: a library time limit around it (a ``Timeout``, a pipeline's, a policy's
+    /// `attemptTimeout`) ends it, its deadline passed on its clock while its timer may still be
+    /// asleep (`CallScope.enclosingLimitEnds()`, claimed for that limit as a ``RetryPolicy``
+    /// nested in it claims it); or the deadline an enclosing policy hands down has passed.
+    /// `nil` when neither: the attempt may start.
+    ///
+    /// Read only when an attempt is about to start after the first: never on a call whose first
+    /// attempt wins before its hedge delay.
+    @usableFromInline
+    func enclosingLimitStops(_ start: HedgedCallStart) -> HedgedCallLimitEnd? {
+        if start.scope.enclosingLimitEnds() { return .endedByALimit }
+        if let deadline = start.scope.deadline, deadline.remaining <= .zero { return .deadlinePassed }
+        return nil
+    }
+
     /// Counts a failed attempt a call took and carried on after (``failuresTaken``).
     @usableFromInline
     func tookFailure() {
@@ -862,6 +903,15 @@ struct HedgedCallStart: Sendable {
     @usableFromInline let scope: CallScope
     @usableFromInline let declared: Idempotency
     @usableFromInline let delay: Duration
+}
+
+/// Why a hedged call starts no other attempt (see ``Hedging/enclosingLimitStops(_:)``).
+@usableFromInline
+enum HedgedCallLimitEnd: Sendable {
+    /// A library time limit around the call ends it: its deadline passed, and it claimed the call.
+    case endedByALimit
+    /// The deadline an enclosing call hands down has passed.
+    case deadlinePassed
 }
 
 /// The supersession signal of one attempt, as the inlined call path sees it.

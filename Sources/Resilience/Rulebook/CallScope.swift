@@ -143,6 +143,21 @@ struct CallScope: Sendable {
             || (self.supersessions?.notIdempotentCallSucceeded(after: mark) ?? false)
     }
 
+    /// Whether a library time limit enclosing this scope (a ``Timeout``, a policy's
+    /// `attemptTimeout`) ends the call running in it before that call starts another attempt or
+    /// waits to: the limit's deadline has passed on its clock, though its timer may not have woken
+    /// yet, or it has fired, or the caller's cancellation settled it. A limit whose deadline has
+    /// passed is claimed for it here (see `TimeLimitSignal.endAtPassedDeadline(from:unlessBefore:)`),
+    /// unless this scope's ``deadline`` passed no later: the call stops at that deadline.
+    ///
+    /// For a ``RetryPolicy`` before it tries again or sleeps, and for ``Hedging`` before it starts a
+    /// hedge or a replacement: either stops then as when the limit cancelled it. Failure path only:
+    /// it reads the limits' clocks.
+    func enclosingLimitEnds() -> Bool {
+        guard let limits = self.timeLimits else { return false }
+        return TimeLimitSignal.endAtPassedDeadline(from: limits, unlessBefore: self.deadline)
+    }
+
     /// The current scope with a new time-limit signal added, for a limit due at `deadline` on
     /// `clock`; returns both.
     static func limited(until deadline: Duration, on clock: TimeLimitClock) -> (CallScope, TimeLimitSignal) {
