@@ -708,7 +708,9 @@ public final class Hedging: Sendable {
     /// inside does not send its request again, and tells the time limits and hedged attempts
     /// around it (`CallScope.declare(_:byClassifier:)`); when it fails, it leaves word for
     /// the policies around it, as a policy that stops on such a request does
-    /// (`NestedRetryLedger.recordFailure(_:ofCallDeclaring:)`). A call not idempotent by an
+    /// (`NestedRetryLedger.recordFailure(_:ofCallDeclaring:)`), and so does it when it fails after
+    /// a call inside it that may not run twice succeeded, whatever its failure says (see
+    /// `CallScope.hearSucceededCalls()`). A call not idempotent by an
     /// enclosing declaration runs as it is: that declaration is already handed down, and
     /// the call that made it reports it.
     ///
@@ -719,13 +721,19 @@ public final class Hedging: Sendable {
         declaring idempotency: Idempotency?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        guard let scope = CallScope.declaring(idempotency) else { return try await operation() }
+        guard var scope = CallScope.declaring(idempotency) else { return try await operation() }
+        // The policies inside hear under this call's number of a call in it that may not run twice
+        // and succeeded; so do the policies around it, when it fails after one (see
+        // `CallScope.hearSucceededCalls()`).
+        let enclosingSucceededCall = scope.hearSucceededCalls()
+        defer { NestedRetryLedger.endSuccesses(of: scope.succeededCall, passingTo: enclosingSucceededCall) }
         do {
             let value = try await CallScope.$current.withValue(scope) { try await operation() }
             scope.noteSucceeded()  // a call that may not run twice reached the dependency
             return value
         } catch {
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+            NestedRetryLedger.recordFailure(error, ofCallHearing: scope.succeededCall)
             throw error
         }
     }

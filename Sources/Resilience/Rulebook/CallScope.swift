@@ -45,7 +45,8 @@ struct CallScope: Sendable {
     var retryCall: UInt64 = 0
     /// The number of the nearest enclosing call that hears of a call nested in it that may not run
     /// twice and succeeded, or 0 for none: a ``RetryPolicy`` call that hands a scope down (its
-    /// ``retryCall``) and a declared ``ResiliencePipeline`` call. The success is noted in the
+    /// ``retryCall``), a declared ``ResiliencePipeline`` call and a declared ``Hedging`` call that
+    /// runs once (see ``hearSucceededCalls()``). The success is noted in the
     /// nested-retry ledger under this number (see `NestedRetryLedger.noteSuccess(at:in:)`), so
     /// that handing it down allocates nothing.
     var succeededCall: UInt64 = 0
@@ -129,6 +130,21 @@ struct CallScope: Sendable {
         TimeLimitSignal.noteNotIdempotentSuccess(at: moment, from: self.supersessions)
         // The nearest call that hears of it; it passes the moment on to the one around it as it ends.
         if self.succeededCall != 0 { NestedRetryLedger.noteSuccess(at: moment, in: self.succeededCall) }
+    }
+
+    /// Numbers this scope as a call that hears of the calls nested in it that may not run twice
+    /// and succeeded (``succeededCall``), with a new number; returns the number of the call around
+    /// it, to which the call passes on what it heard as it ends
+    /// (`NestedRetryLedger.endSuccesses(of:passingTo:)`).
+    ///
+    /// For a declared ``ResiliencePipeline`` call and a declared ``Hedging`` call that runs once:
+    /// the policies inside hear of such a success under this number, and when the call fails after
+    /// one, it leaves word with its error for the policies around it
+    /// (`NestedRetryLedger.recordFailure(_:ofCallHearing:)`). Not on a plain call's path.
+    mutating func hearSucceededCalls() -> UInt64 {
+        let enclosing = self.succeededCall
+        self.succeededCall = NestedRetryLedger.newCall()
+        return enclosing
     }
 
     /// Whether a call that may not run twice succeeded in this scope after `mark`, the nested-retry
