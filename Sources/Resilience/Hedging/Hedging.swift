@@ -82,6 +82,12 @@ import Synchronization
 /// When an enclosing library time limit (a ``Timeout``, a policy's attempt timeout) fired
 /// and an attempt then failed, the call ends with that failure as above instead, and the limit keeps
 /// it (``TimeoutError/operationError``), so what it says about the request still counts.
+/// Such a limit whose deadline has passed ends the call before its next hedge or replacement
+/// starts, also while the limit's timer still sleeps (a clock that jumped past the hedge delay
+/// and the deadline in one move may wake the hedge first): the call starts nothing, its running
+/// attempts are cancelled as the caller's, and the limit reports its time-out, as when its timer
+/// woke first. A deadline an enclosing ``RetryPolicy`` hands down that has passed starts no other
+/// attempt either.
 ///
 /// The first attempt starts at once, on the caller's thread when the caller already
 /// runs where the attempt must (the same actor, or no actor); one that returns before it
@@ -346,6 +352,13 @@ public final class Hedging: Sendable {
                     if let quiet {
                         self.moveTimer(&call, to: quiet, for: start.id)  // not at once: when the hint has passed
                     } else {
+                        // A time limit around the call whose deadline has passed ends it here, as
+                        // its cancellation would have a moment earlier, and a deadline handed down
+                        // that has passed stops it: no replacement is sent after either.
+                        if let end = self.enclosingLimitStops(start) {
+                            if end == .endedByALimit { call.callerCancelled = true }
+                            return .failure(call.ending)
+                        }
                         // Replacing a failed attempt costs a token as retrying it would.
                         guard self.spendHedge(charging: call.failures.lastCostsToken) else {
                             return .failure(call.ending)
@@ -390,6 +403,18 @@ public final class Hedging: Sendable {
         }
         if let quiet = call.quietUntil, self.now() < quiet {
             self.moveTimer(&call, to: quiet, for: start.id)
+            return
+        }
+        // A time limit around the call whose deadline has passed, its timer perhaps still asleep,
+        // ends the call as its cancellation would: the attempts running are cancelled as the
+        // caller's, and the limit reports its time-out. A deadline handed down that has passed
+        // ends hedging: the attempts running go on, and no other starts.
+        if let end = self.enclosingLimitStops(start) {
+            call.mayHedge = false
+            if end == .endedByALimit {
+                call.callerCancelled = true
+                self.callerCancelled(start.id, first: call.attempt(0).signal)
+            }
             return
         }
         // A hedge beside a running attempt costs a token; a replacement costs what retrying
@@ -683,7 +708,9 @@ public final class Hedging: Sendable {
     /// inside does not send its request again, and tells the time limits and hedged attempts
     /// around it (`CallScope.declare(_:byClassifier:)`); when it fails, it leaves word for
     /// the policies around it, as a policy that stops on such a request does
-    /// (`NestedRetryLedger.recordFailure(_:ofCallDeclaring:)`). A call not idempotent by an
+    /// (`NestedRetryLedger.recordFailure(_:ofCallDeclaring:)`), and so does it when it fails after
+    /// a call inside it that may not run twice succeeded, whatever its failure says (see
+    /// `CallScope.hearSucceededCalls()`). A call not idempotent by an
     /// enclosing declaration runs as it is: that declaration is already handed down, and
     /// the call that made it reports it.
     ///
@@ -694,13 +721,19 @@ public final class Hedging: Sendable {
         declaring idempotency: Idempotency?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        guard let scope = CallScope.declaring(idempotency) else { return try await operation() }
+        guard var scope = CallScope.declaring(idempotency) else { return try await operation() }
+        // The policies inside hear under this call's number of a call in it that may not run twice
+        // and succeeded; so do the policies around it, when it fails after one (see
+        // `CallScope.hearSucceededCalls()`).
+        let enclosingSucceededCall = scope.hearSucceededCalls()
+        defer { NestedRetryLedger.endSuccesses(of: scope.succeededCall, passingTo: enclosingSucceededCall) }
         do {
             let value = try await CallScope.$current.withValue(scope) { try await operation() }
             scope.noteSucceeded()  // a call that may not run twice reached the dependency
             return value
         } catch {
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+            NestedRetryLedger.recordFailure(error, ofCallHearing: scope.succeededCall)
             throw error
         }
     }
@@ -809,6 +842,22 @@ public final class Hedging: Sendable {
         return true
     }
 
+    /// Why the call `start` starts no other attempt, a hedge or a replacement, though hedging
+    /// would: a library time limit around it (a ``Timeout``, a pipeline's, a policy's
+    /// `attemptTimeout`) ends it, its deadline passed on its clock while its timer may still be
+    /// asleep (`CallScope.enclosingLimitEnds()`, claimed for that limit as a ``RetryPolicy``
+    /// nested in it claims it); or the deadline an enclosing policy hands down has passed.
+    /// `nil` when neither: the attempt may start.
+    ///
+    /// Read only when an attempt is about to start after the first: never on a call whose first
+    /// attempt wins before its hedge delay.
+    @usableFromInline
+    func enclosingLimitStops(_ start: HedgedCallStart) -> HedgedCallLimitEnd? {
+        if start.scope.enclosingLimitEnds() { return .endedByALimit }
+        if let deadline = start.scope.deadline, deadline.remaining <= .zero { return .deadlinePassed }
+        return nil
+    }
+
     /// Counts a failed attempt a call took and carried on after (``failuresTaken``).
     @usableFromInline
     func tookFailure() {
@@ -862,6 +911,15 @@ struct HedgedCallStart: Sendable {
     @usableFromInline let scope: CallScope
     @usableFromInline let declared: Idempotency
     @usableFromInline let delay: Duration
+}
+
+/// Why a hedged call starts no other attempt (see ``Hedging/enclosingLimitStops(_:)``).
+@usableFromInline
+enum HedgedCallLimitEnd: Sendable {
+    /// A library time limit around the call ends it: its deadline passed, and it claimed the call.
+    case endedByALimit
+    /// The deadline an enclosing call hands down has passed.
+    case deadlinePassed
 }
 
 /// The supersession signal of one attempt, as the inlined call path sees it.

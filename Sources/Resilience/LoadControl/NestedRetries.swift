@@ -371,6 +371,21 @@ enum NestedRetryLedger {
             .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
     }
 
+    /// Leaves word for the policies around a call that hears of successes under `call` (a
+    /// declared ``ResiliencePipeline`` call, a declared ``Hedging`` call that runs once, see
+    /// `CallScope.hearSucceededCalls()`) and failed with `error` after a call nested in it that
+    /// may not run twice had succeeded: as ``recordFailure(_:ofAttemptUnder:)`` does for a limit.
+    ///
+    /// The call's own declaration does not stop them on every failure: the rules let a call that
+    /// may not run twice be sent again after a failure that proves its request never left, which
+    /// speaks for the call's last step alone, not for the request that succeeded before it.
+    /// Failure path only, before the call ends its entry.
+    static func recordFailure(_ error: any Error, ofCallHearing call: UInt64) {
+        guard call != 0, self.latestSuccess(in: call) != 0, !Task.isCancelled else { return }
+        self.record(
+            .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
+    }
+
     /// The word and writers of the record a policy nested in `taker` left for this very
     /// `error`, or `nil` for none; the record is then taken.
     ///

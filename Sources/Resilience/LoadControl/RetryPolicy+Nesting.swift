@@ -10,18 +10,6 @@ extension RetryPolicy {
         guard self.handsDownScope || options.idempotency != nil else { return nil }
         let start = call.start
         var scope = CallScope.current
-        // Whether the call's own reading of its operation lets it run again (see `handedDownIdempotency`):
-        // its declaration, else an enclosing call's, else its classifier's "not idempotent"; when
-        // only an enclosing classifier's word is left, its own classifier may override it, and the
-        // call is taken as one that may run again (its classifier is not asked on this path).
-        let mayRunAgain: Bool
-        if let declared = options.idempotency {
-            mayRunAgain = declared.isIdempotent
-        } else if let inherited = scope.idempotency, !scope.idempotencyIsAClassifiers {
-            mayRunAgain = inherited.isIdempotent
-        } else {
-            mayRunAgain = self.classifierDeclarationToHandDown == nil
-        }
         var changed = false
         if let declared = options.idempotency {
             scope.declare(declared)
@@ -44,14 +32,13 @@ extension RetryPolicy {
         scope.retryCall = NestedRetryLedger.newCall()
         call.state.retryCall = scope.retryCall
         // The calls nested in this one that may not run twice note under its number that they
-        // succeeded: for a call that would otherwise run its attempt again after a failure that
-        // may have reached the dependency. One that may not run twice stops on such a failure
-        // anyway; the policies nested in it hear of it through the call around it, if any.
-        if mayRunAgain {
-            call.state.enclosingSucceededCall = scope.succeededCall
-            scope.succeededCall = scope.retryCall
-            call.state.succeededCall = scope.retryCall
-        }
+        // succeeded, so that it does not run its attempt again after such a success, whatever the
+        // failure says. Also when this call may not run twice itself: the rules let it retry a
+        // failure that proves its request never left (an open breaker, a host it could not reach),
+        // which speaks for the last step of the attempt alone, not for a request that left before it.
+        call.state.enclosingSucceededCall = scope.succeededCall
+        scope.succeededCall = scope.retryCall
+        call.state.succeededCall = scope.retryCall
         return scope
     }
 

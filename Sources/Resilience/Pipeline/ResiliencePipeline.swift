@@ -74,16 +74,12 @@ extension ResiliencePipeline {
         scope.declare(idempotency)
         // The policy stages inside, plain ones included, hear under this call's number of a call
         // nested in their attempt that may not run twice and succeeded (see
-        // `NestedRetryLedger.noteSuccess(at:in:)`); declared not idempotent, they stop on any
-        // failure that may have reached the dependency anyway. The number's entry ends with the
-        // call, whatever its outcome, and what it heard passes on to the call around it.
-        let enclosingSucceededCall = scope.succeededCall
-        if idempotency.isIdempotent { scope.succeededCall = NestedRetryLedger.newCall() }
-        defer {
-            if idempotency.isIdempotent {
-                NestedRetryLedger.endSuccesses(of: scope.succeededCall, passingTo: enclosingSucceededCall)
-            }
-        }
+        // `NestedRetryLedger.noteSuccess(at:in:)`): declared not idempotent too, since the rules let
+        // them retry a failure that proves the last step's request never left, though a `POST`
+        // before it reached the server. The number's entry ends with the call, whatever its
+        // outcome, and what it heard passes on to the call around it.
+        let enclosingSucceededCall = scope.hearSucceededCalls()
+        defer { NestedRetryLedger.endSuccesses(of: scope.succeededCall, passingTo: enclosingSucceededCall) }
         do {
             let value = try await CallScope.$current.withValue(scope) {
                 try await self.strategies.executeInPipeline(IsolatedOperation(operation))
@@ -91,8 +87,10 @@ extension ResiliencePipeline {
             scope.noteSucceeded()  // a call that may not run twice reached the dependency
             return value
         } catch {
-            // A policy around the pipeline runs outside the declaration: it hears of it here.
+            // A policy around the pipeline runs outside the declaration: it hears of it here, and
+            // of a call inside that may not run twice and succeeded before the pipeline failed.
             NestedRetryLedger.recordFailure(error, ofCallDeclaring: idempotency)
+            NestedRetryLedger.recordFailure(error, ofCallHearing: scope.succeededCall)
             throw error
         }
     }

@@ -858,8 +858,9 @@ public final actor RetryPolicy {
         /// numbers itself: the call its own word is for.
         var enclosingRetryCall: UInt64 = 0
         /// This call's number for the calls nested in it that may not run twice and succeed
-        /// (`CallScope.succeededCall`), or 0 when it hears of none: its ``retryCall``, when it may
-        /// run its attempt again after a failure that may have reached the dependency.
+        /// (`CallScope.succeededCall`), or 0 when it hears of none: its ``retryCall``, whenever it
+        /// hands a scope down (one that may not run twice may still run its attempt again after a
+        /// failure that proves its request never left).
         var succeededCall: UInt64 = 0
         /// The number of the nearest enclosing call that hears of such successes, when this call
         /// does: the call it passes them on to as it ends.

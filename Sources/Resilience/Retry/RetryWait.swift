@@ -125,9 +125,9 @@ extension RetryPolicy {
     /// Failure path only: one task-local read, and the limits' clocks when there are limits.
     nonisolated func enclosingLimitEnds(start: Duration) -> Bool {
         let scope = CallScope.current
-        guard let limits = scope.timeLimits else { return false }
+        guard scope.timeLimits != nil else { return false }
         if let deadline = self.deadline, self.clock.now() - start >= deadline { return false }
-        return TimeLimitSignal.endAtPassedDeadline(from: limits, unlessBefore: scope.deadline)
+        return scope.enclosingLimitEnds()
     }
 
     /// Whether the call that began at `start` stops as a cancelled one: its task is cancelled, or

@@ -45,7 +45,8 @@ struct CallScope: Sendable {
     var retryCall: UInt64 = 0
     /// The number of the nearest enclosing call that hears of a call nested in it that may not run
     /// twice and succeeded, or 0 for none: a ``RetryPolicy`` call that hands a scope down (its
-    /// ``retryCall``) and a declared ``ResiliencePipeline`` call. The success is noted in the
+    /// ``retryCall``), a declared ``ResiliencePipeline`` call and a declared ``Hedging`` call that
+    /// runs once (see ``hearSucceededCalls()``). The success is noted in the
     /// nested-retry ledger under this number (see `NestedRetryLedger.noteSuccess(at:in:)`), so
     /// that handing it down allocates nothing.
     var succeededCall: UInt64 = 0
@@ -131,6 +132,21 @@ struct CallScope: Sendable {
         if self.succeededCall != 0 { NestedRetryLedger.noteSuccess(at: moment, in: self.succeededCall) }
     }
 
+    /// Numbers this scope as a call that hears of the calls nested in it that may not run twice
+    /// and succeeded (``succeededCall``), with a new number; returns the number of the call around
+    /// it, to which the call passes on what it heard as it ends
+    /// (`NestedRetryLedger.endSuccesses(of:passingTo:)`).
+    ///
+    /// For a declared ``ResiliencePipeline`` call and a declared ``Hedging`` call that runs once:
+    /// the policies inside hear of such a success under this number, and when the call fails after
+    /// one, it leaves word with its error for the policies around it
+    /// (`NestedRetryLedger.recordFailure(_:ofCallHearing:)`). Not on a plain call's path.
+    mutating func hearSucceededCalls() -> UInt64 {
+        let enclosing = self.succeededCall
+        self.succeededCall = NestedRetryLedger.newCall()
+        return enclosing
+    }
+
     /// Whether a call that may not run twice succeeded in this scope after `mark`, the nested-retry
     /// ledger's count when a ``RetryPolicy``'s attempt began, as the innermost time limit, hedged
     /// attempt and retry call enclosing the policy were told (``noteSucceeded()``): the attempt then
@@ -141,6 +157,21 @@ struct CallScope: Sendable {
         (self.succeededCall != 0 && NestedRetryLedger.latestSuccess(in: self.succeededCall) > mark)
             || (self.timeLimits?.notIdempotentCallSucceeded(after: mark) ?? false)
             || (self.supersessions?.notIdempotentCallSucceeded(after: mark) ?? false)
+    }
+
+    /// Whether a library time limit enclosing this scope (a ``Timeout``, a policy's
+    /// `attemptTimeout`) ends the call running in it before that call starts another attempt or
+    /// waits to: the limit's deadline has passed on its clock, though its timer may not have woken
+    /// yet, or it has fired, or the caller's cancellation settled it. A limit whose deadline has
+    /// passed is claimed for it here (see `TimeLimitSignal.endAtPassedDeadline(from:unlessBefore:)`),
+    /// unless this scope's ``deadline`` passed no later: the call stops at that deadline.
+    ///
+    /// For a ``RetryPolicy`` before it tries again or sleeps, and for ``Hedging`` before it starts a
+    /// hedge or a replacement: either stops then as when the limit cancelled it. Failure path only:
+    /// it reads the limits' clocks.
+    func enclosingLimitEnds() -> Bool {
+        guard let limits = self.timeLimits else { return false }
+        return TimeLimitSignal.endAtPassedDeadline(from: limits, unlessBefore: self.deadline)
     }
 
     /// The current scope with a new time-limit signal added, for a limit due at `deadline` on
