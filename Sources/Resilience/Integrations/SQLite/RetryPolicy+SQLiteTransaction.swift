@@ -11,13 +11,18 @@ extension RetryPolicy {
     /// transaction that hits `SQLITE_BUSY` halfway leaves nothing behind, and its
     /// rows are written once, by the attempt that commits.
     ///
-    /// The statement is read as SQLite reads it: whitespace and comments (`--` to the end of
-    /// the line, `/* … */`) may stand before `SAVEPOINT` (in any case), around the name, and
-    /// after it. The savepoint's name is a bare word, or a name quoted with `"…"`, `'…'` or
-    /// backquotes (the quote doubled for one inside) or with `[…]`, spaces allowed; `RELEASE`
-    /// and `ROLLBACK TO` name it as written. Any number of `;` may follow it (SQLite runs an
-    /// empty statement as nothing), and nothing else. A `SAVEPOINT`
-    /// statement whose name cannot be read throws ``ConfigurationError`` before anything runs.
+    /// The statement is read as SQLite reads it, and must begin a transaction or a savepoint and
+    /// do nothing else: one `BEGIN` (with `DEFERRED`, `IMMEDIATE` or `EXCLUSIVE`, and
+    /// `TRANSACTION`, if wanted), or one `SAVEPOINT` and its name. Keywords may be in any case;
+    /// whitespace and comments (`--` to the end of the line, `/* … */`) may stand before the
+    /// statement, between its words, and after it. The savepoint's name is a bare word, or a
+    /// name quoted with `"…"`, `'…'` or backquotes (the quote doubled for one inside) or with
+    /// `[…]`, spaces allowed; `RELEASE` and `ROLLBACK TO` name it as written. Any number of `;`
+    /// may follow the statement (SQLite runs an empty statement as nothing), and nothing else.
+    /// Any other statement throws ``ConfigurationError`` before anything runs: one that begins
+    /// nothing (an empty string, a comment, a `SELECT`) would leave the work in autocommit,
+    /// where each statement commits on its own and a retry writes the first rows again, and one
+    /// with another statement after it would run that statement outside the work.
     ///
     /// A savepoint begun outside any transaction (`isInTransaction` read `false` before
     /// the `SAVEPOINT`) opens one of its own, and is retried as a transaction is: its
@@ -78,7 +83,8 @@ extension RetryPolicy {
     /// - Parameters:
     ///   - beginStatement: Starts the transaction; `BEGIN IMMEDIATE` (the default) takes the write
     ///     lock up front, so a busy database fails before any work is done. `SAVEPOINT name`
-    ///     runs the work in a savepoint instead.
+    ///     runs the work in a savepoint instead. Any statement but one `BEGIN` or `SAVEPOINT`
+    ///     throws ``ConfigurationError``.
     ///   - classifier: Decides which failures are retried; defaults to ``SQLiteRetryClassifier``,
     ///     which retries busy and locked only. Errors it has no opinion on are not retried. The
     ///     ``Rulebook``'s rules apply first, as everywhere.
@@ -86,7 +92,9 @@ extension RetryPolicy {
     ///     (`sqlite3_get_autocommit(db) == 0`), if you can tell; the rollback is then skipped when
     ///     SQLite already rolled the transaction back on its own, as it does on some errors, and a
     ///     savepoint whose enclosing transaction SQLite rolled back, or whose snapshot is stale, is
-    ///     not retried; a savepoint outside any transaction is rolled back with `ROLLBACK`.
+    ///     not retried; a savepoint outside any transaction is rolled back with `ROLLBACK`. When
+    ///     `executeSQL` throws for the begin statement after the transaction started (this reads
+    ///     `false` before it and `true` after), that transaction is rolled back too.
     ///   - executeSQL: Runs one SQL statement on the connection, throwing on failure (with an
     ///     ``SQLiteError``, or an error the classifier understands).
     ///   - operation: The transaction's work. It may run more than once, so it must have no
@@ -95,8 +103,8 @@ extension RetryPolicy {
     /// - Throws: The last attempt's error, unchanged; ``SQLiteRollbackError`` when rolling back
     ///   failed; ``SQLiteEnclosingTransactionLostError`` when SQLite rolled back the transaction a
     ///   savepoint was nested in; ``SQLiteEnclosingTransactionStaleError`` when that transaction's
-    ///   read snapshot is stale; ``ConfigurationError``, running nothing, when a `SAVEPOINT`
-    ///   statement's name cannot be read.
+    ///   read snapshot is stale; ``ConfigurationError``, running nothing, when `beginStatement` is
+    ///   not one `BEGIN` or one `SAVEPOINT` whose name can be read.
     public nonisolated(nonsending) func writeTransaction<Value>(
         beginStatement: String = "BEGIN IMMEDIATE",
         classifier: any RetryClassifier = SQLiteRetryClassifier(),
@@ -112,9 +120,11 @@ extension RetryPolicy {
         var options = CallOptions(idempotency: nil, classifier: classifier)
         options.attemptReport = report
         return try await self.run(isolation: #isolation, firstFailure: nil, options: options) { _ in
+            // Whether the connection was inside a transaction before this attempt began, if known.
+            let wasInTransaction = isInTransaction?()
             // Where a savepoint stands: inside the caller's transaction (`true`), opening its own
             // (`false`: its RELEASE commits), or unknown (`nil`).
-            let savepointWasNested = statements.isSavepoint ? isInTransaction?() : nil
+            let savepointWasNested = statements.isSavepoint ? wasInTransaction : nil
             // A savepoint inside the caller's transaction must not outlive that transaction.
             let nestedInCallers = savepointWasNested == true
             let callersTransactionIsGone = { nestedInCallers && isInTransaction?() == false }
@@ -125,7 +135,17 @@ extension RetryPolicy {
                     report.report(.mustNotRepeat)
                     throw SQLiteEnclosingTransactionLostError(savepointError: error)
                 }
-                // Refused at its start: the attempt did nothing.
+                if wasInTransaction == false, isInTransaction?() == true {
+                    // The begin statement started a transaction and then threw (a wrapper that fails
+                    // after running it): the transaction is this attempt's, and ROLLBACK ends it.
+                    do {
+                        try await executeSQL("ROLLBACK")
+                    } catch let rollbackError {
+                        report.report(.mustNotRepeat)
+                        throw SQLiteRollbackError(transactionError: error, rollbackError: rollbackError)
+                    }
+                }
+                // Refused at its start, or undone: the attempt did nothing.
                 report.report(.noEffect)
                 throw error
             }
@@ -207,8 +227,8 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
         }
     }
 
-    /// Reads `beginStatement`; throws ``ConfigurationError`` for a `SAVEPOINT` whose name is
-    /// not one SQLite identifier.
+    /// Reads `beginStatement`; throws ``ConfigurationError`` unless it is one `BEGIN` or one
+    /// `SAVEPOINT` whose name is one SQLite identifier.
     init(beginStatement: String) throws {
         self.begin = beginStatement
         guard let name = try Self.savepointName(in: beginStatement) else {
@@ -224,40 +244,71 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
     }
 
     /// The name after `SAVEPOINT`, spelled as written (quotes included), or `nil` when the
-    /// statement is not a `SAVEPOINT`.
+    /// statement is a `BEGIN`; throws ``ConfigurationError`` for any other statement, so that
+    /// each attempt is sure to run inside a transaction or savepoint of its own.
     ///
     /// The statement is read as SQLite's tokenizer reads it: whitespace and comments (`--` to the
     /// end of the line, `/* … */` to its `*/` or the end of the text) may stand before the
-    /// keyword, between it and the name, and after the name, around any number of `;` (SQLite
-    /// runs an empty statement as nothing). The name
-    /// follows SQLite's grammar: a bare word, or a name quoted with `"…"`, `'…'` or backquotes (the
-    /// quote doubled for one inside), or with `[…]`.
+    /// keyword, between its words, and after it, around any number of `;` (SQLite runs an empty
+    /// statement as nothing). Keywords are read in any case. `BEGIN` may be followed by one of
+    /// `DEFERRED`, `IMMEDIATE` and `EXCLUSIVE`, then by `TRANSACTION` and a name SQLite ignores.
+    /// A name follows SQLite's grammar: a bare word, or a name quoted with `"…"`, `'…'` or
+    /// backquotes (the quote doubled for one inside), or with `[…]`.
     static func savepointName(in statement: String) throws -> Substring? {
         var rest = Self.droppingSpace(Substring(statement).unicodeScalars)
-        let keyword = rest.prefix(while: Self.isWordCharacter)
-        guard keyword.allSatisfy(\.isASCII), Substring(keyword).uppercased() == "SAVEPOINT" else { return nil }
-        rest = Self.droppingSpace(rest.dropFirst(keyword.count))
-        guard let name = Self.identifier(at: rest) else {
+        var savepoint: Substring.UnicodeScalarView?
+        switch Self.keyword(at: rest) {
+        case "SAVEPOINT":
+            rest = Self.droppingSpace(rest.dropFirst("SAVEPOINT".unicodeScalars.count))
+            guard let name = Self.identifier(at: rest) else {
+                throw Self.malformed(statement)
+            }
+            savepoint = name
+            rest = Self.droppingSpace(rest.dropFirst(name.count))
+        case "BEGIN":
+            rest = Self.droppingSpace(rest.dropFirst("BEGIN".unicodeScalars.count))
+            if let mode = Self.keyword(at: rest), ["DEFERRED", "IMMEDIATE", "EXCLUSIVE"].contains(mode) {
+                rest = Self.droppingSpace(rest.dropFirst(mode.unicodeScalars.count))
+            }
+            if Self.keyword(at: rest) == "TRANSACTION" {
+                rest = Self.droppingSpace(rest.dropFirst("TRANSACTION".unicodeScalars.count))
+                // SQLite reads a name after TRANSACTION, and does nothing with it.
+                if rest.first != ";", let name = Self.identifier(at: rest) {
+                    rest = Self.droppingSpace(rest.dropFirst(name.count))
+                }
+            }
+        default:
+            // Anything else runs without starting a transaction (`SELECT 1`, a comment, nothing at
+            // all), or ends one (`COMMIT`): the work would run in autocommit, each statement
+            // committed on its own, and no rollback could undo the first rows of a failed attempt.
             throw Self.malformed(statement)
         }
-        var after = Self.droppingSpace(rest.dropFirst(name.count))
-        while after.first == ";" {
+        while rest.first == ";" {
             // After a statement it ran, `sqlite3_exec` skips whitespace (vertical tab included) before
             // reading on, and a `;` alone is an empty statement that runs nothing.
-            after = Self.droppingSpace(after.dropFirst().drop(while: Self.isSpace))
+            rest = Self.droppingSpace(rest.dropFirst().drop(while: Self.isSpace))
         }
-        guard after.isEmpty else {
+        guard rest.isEmpty else {
+            // A statement after the first would run inside the transaction, outside the attempt's
+            // work, and its failure would look like a refused BEGIN.
             throw Self.malformed(statement)
         }
-        return Substring(name)
+        return savepoint.map(Substring.init)
     }
 
-    /// The error for a `SAVEPOINT` statement whose name cannot be read.
+    /// The keyword `text` starts with, in upper case, or `nil` when it starts with no ASCII word.
+    private static func keyword(at text: Substring.UnicodeScalarView) -> String? {
+        let word = text.prefix(while: Self.isWordCharacter)
+        guard !word.isEmpty, word.allSatisfy(\.isASCII) else { return nil }
+        return Substring(word).uppercased()
+    }
+
+    /// The error for a begin statement that is not one `BEGIN` or one `SAVEPOINT` with a name.
     private static func malformed(_ statement: String) -> ConfigurationError {
         ConfigurationError(
             setting: "beginStatement", value: statement,
             accepted:
-                #"SAVEPOINT followed by one name (a bare word, or quoted with "", '', [] or ``) and nothing but ";", whitespace and comments after it"#
+                #"BEGIN (with DEFERRED, IMMEDIATE or EXCLUSIVE, and TRANSACTION, if wanted) or SAVEPOINT followed by one name (a bare word, or quoted with "", '', [] or ``), with nothing but ";", whitespace and comments after it"#
         )
     }
 

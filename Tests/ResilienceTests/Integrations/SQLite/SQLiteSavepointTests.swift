@@ -68,10 +68,13 @@ import Testing
             ])
     }
 
-    @Test func aStatementThatIsNotASavepointIsATransaction() async throws {
+    @Test func aWordThatOnlyStartsWithSavepointIsRefused() async throws {
         let connection = ScriptedConnection()
-        try await self.policy().writeTransaction(beginStatement: "SAVEPOINTS", executeSQL: connection.execute) {}
-        #expect(connection.log.values == ["SAVEPOINTS", "COMMIT"])
+        let error = try await #require(throws: ConfigurationError.self) {
+            try await self.policy().writeTransaction(beginStatement: "SAVEPOINTS", executeSQL: connection.execute) {}
+        }
+        #expect(error.setting == "beginStatement")
+        #expect(connection.log.values.isEmpty)
     }
 
     /// Not knowing where the savepoint stood, the helper tries `ROLLBACK TO` and `RELEASE`; a busy
