@@ -14,13 +14,19 @@ extension RetryPolicy {
         if let declared = options.idempotency {
             scope.declare(declared)
             changed = true
-        } else if let classifiers = self.classifierDeclarationToHandDown, scope.idempotency == nil {
-            // A call declared by its caller, or nested in a declared call, hands that declaration
-            // down instead: it is what the call is judged by (see `Rulebook.idempotency(of:declared:classifier:)`).
-            // A classifier's "idempotent" is never handed down, so it cannot override a nested
-            // policy's own classifier that knows its request is a `POST`.
-            scope.declare(classifiers, byClassifier: true)
-            changed = true
+        } else if let classifiers = self.classifierDeclarationToHandDown {
+            if scope.idempotency == nil {
+                // A classifier's "idempotent" is never handed down, so it cannot override a nested
+                // policy's own classifier that knows its request is a `POST`.
+                scope.declare(classifiers, byClassifier: true)
+                changed = true
+            } else {
+                // A call nested in a declared call hands that declaration down instead: it is what
+                // the call is judged by (see `Rulebook.idempotency(of:declared:classifier:)`). Its
+                // success still tells the calls around it, whatever they declared: the classifier
+                // speaks for the request this call sends, which reached the dependency.
+                call.state.succeedsAsNotIdempotent = true
+            }
         }
         if let deadline = self.deadline,
             InheritedDeadline.bound(&scope, limit: deadline, end: start + deadline, policy: self)
@@ -40,6 +46,22 @@ extension RetryPolicy {
         scope.succeededCall = scope.retryCall
         call.state.succeededCall = scope.retryCall
         return scope
+    }
+
+    /// Tells the calls around this one that it succeeded, when it may not run twice: through
+    /// `scope`, the scope it handed down, when that declares so or the call's classifier does
+    /// (`CallState.succeedsAsNotIdempotent`, for a call around it that declared an idempotency,
+    /// perhaps ``Idempotency/idempotent``); without one, through the scope around the call, for
+    /// the classifier's word alone. For a call that succeeded, as it returns its value (see
+    /// `CallScope.noteSucceeded(sentAsNotIdempotent:)`).
+    @usableFromInline
+    nonisolated func noteSucceeded(_ call: Call, handingDown scope: CallScope?) {
+        if let scope {
+            scope.noteSucceeded(sentAsNotIdempotent: call.state.succeedsAsNotIdempotent)
+        } else if call.state.succeedsAsNotIdempotent {
+            // No scope of this call's own: the one around it hears of the success directly.
+            CallScope.current.noteSucceeded(sentAsNotIdempotent: true)
+        }
     }
 
     /// Ends what this call heard of the calls nested in it that may not run twice and succeeded,

@@ -564,11 +564,17 @@ public final actor RetryPolicy {
             let outcome = await CallScope.handedDown.withValue(
                 scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
                 isolation: isolation)
-            // A call that may not run twice reached the dependency: the time limits around it hear so.
-            if outcome.stopReason == .succeeded { scope.noteSucceeded() }
+            // A call that may not run twice reached the dependency: the calls around it hear so.
+            if outcome.stopReason == .succeeded { self.noteSucceeded(call, handingDown: scope) }
             return outcome
         }
-        return await self.loop(isolation: isolation, options, &call, attempt)
+        let outcome = await self.loop(isolation: isolation, options, &call, attempt)
+        // A call whose classifier declares its request not idempotent hands nothing down inside a
+        // call that declared an idempotency already, and no deadline; that call still hears of its success.
+        if call.succeedsAsNotIdempotent, outcome.stopReason == .succeeded {
+            self.noteSucceeded(call, handingDown: nil)
+        }
+        return outcome
     }
 
     /// The loop of `drive(isolation:firstFailure:options:attempt:)`, under the scope it hands down.
@@ -865,6 +871,11 @@ public final actor RetryPolicy {
         /// The number of the nearest enclosing call that hears of such successes, when this call
         /// does: the call it passes them on to as it ends.
         var enclosingSucceededCall: UInt64 = 0
+        /// Whether this call's success is told to the calls around it as that of a call that may
+        /// not run twice although the scope it runs in declares otherwise: its classifier declares
+        /// its request not idempotent, the caller declared nothing, and a call around it declared an
+        /// idempotency, perhaps ``Idempotency/idempotent`` (see `scopeToHandDown(_:call:)`).
+        var succeedsAsNotIdempotent = false
 
         /// The attempts that count against ``maximumAttempts``: the operation's, less those that
         /// do not count, plus the refresh retries.
@@ -881,6 +892,9 @@ public final actor RetryPolicy {
         var state: CallState
         /// The failure of a first attempt the fast path ran, until the loop handles it.
         var pendingFailure: (any Error)?
+
+        /// See `CallState.succeedsAsNotIdempotent`.
+        @usableFromInline var succeedsAsNotIdempotent: Bool { self.state.succeedsAsNotIdempotent }
     }
 
     /// What comes before the next attempt, as `nextAttempt(_:)` decides.
