@@ -71,8 +71,12 @@ public import Synchronization
 ///   error value (several callers awaiting one in-flight request); a record whose
 ///   error is gone (its memory reused by a new error); many tasks failing at once.
 ///   A record is taken only by the call it is addressed to, once: a layer further
-///   out sees it only when that call passes it on. No record is ever dropped while
-///   its error lives, and none outlives it.
+///   out sees it only when that call passes it on. Calls sharing one error value each
+///   keep their own record, so a later one never overwrites an earlier one's word. No
+///   record outlives its error, and none is dropped while its error lives, unless more
+///   than 64 calls at once are owed a word about that one value: the oldest word that
+///   the policies stopped on as exhausted then gives way first (its call retries, as
+///   with ``everyLayer``), a "not idempotent" one only when no other is left.
 /// - Shared error values: some libraries throw one stored value again and again
 ///   (a `static let` error). A record is taken only if it was written after the
 ///   taker's attempt began, so a stored error that some policy exhausted earlier
@@ -116,8 +120,11 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// A record lives exactly as long as its error: it is found only while the weak
 /// reference still answers with the very box (so a new error allocated where a
 /// dead one was never matches), and records whose errors are gone are swept out
-/// as new ones are written. Nothing is dropped for lack of room, so many tasks
-/// failing at once cannot push out a record in transit.
+/// as new ones are written. No error's records are dropped for lack of room, so many
+/// tasks failing at once cannot push out a record in transit. One box keeps a record for
+/// each call it is addressed to (``Entry``), up to ``Entry/capacity``: a stored error
+/// thrown again and again to calls with nothing around them to take the word would
+/// otherwise keep one record a call for as long as it lives.
 @usableFromInline
 enum NestedRetryLedger {
     /// Counts the records written, so that a record can be told from one written before an attempt began.
@@ -143,6 +150,108 @@ enum NestedRetryLedger {
         /// Whether that call took the word; it is not taken twice, so a layer further out
         /// sees it only if the call passes it on (writing it again).
         var isTaken = false
+
+        /// Adds `new`, written later for the same call, to this record: once taken, the
+        /// record is spent and `new` replaces it (the call passing the word on, or a later
+        /// call at an address that was reused); else the writers are joined, and "not
+        /// idempotent" is never weakened to "exhausted".
+        mutating func absorb(_ new: Record) {
+            guard !self.isTaken else {
+                self = new
+                return
+            }
+            for writer in new.writers where !self.writers.contains(writer) { self.writers.append(writer) }
+            self.sequence = new.sequence
+            if new.word == .notIdempotent { self.word = .notIdempotent }
+        }
+    }
+
+    /// The records of one error box: one for each call they are addressed to.
+    ///
+    /// Unrelated calls can hold the very same box (callers awaiting one shared request), and
+    /// each keeps its own word: one call's record never overwrites another's. Almost always
+    /// there is one, held inline; the others are for the shared case.
+    struct Entry {
+        var first: Record
+        /// The records for other calls holding the same box; empty, allocating nothing, unless shared.
+        var others: [Record] = []
+
+        /// Words kept at most for one box. Past that, a new word displaces the oldest "exhausted"
+        /// one not yet taken (else the oldest): a stored error value thrown again and again to
+        /// calls with no policy around them would otherwise keep one record a call while it lives.
+        static let capacity = 64
+
+        var count: Int { 1 + self.others.count }
+
+        subscript(index: Int) -> Record {
+            index == 0 ? self.first : self.others[index - 1]
+        }
+
+        /// Changes the record at `index` in place.
+        mutating func update(_ index: Int, _ change: (inout Record) -> Void) {
+            if index == 0 { change(&self.first) } else { change(&self.others[index - 1]) }
+        }
+
+        /// Keeps `new`: joined to the record for the same call; else in the place of a record
+        /// already taken; else beside the others, within ``capacity``.
+        mutating func write(_ new: Record) {
+            var taken: Int?
+            for index in 0..<self.count {
+                if self[index].address == new.address {
+                    self.update(index) { $0.absorb(new) }
+                    return
+                }
+                if taken == nil, self[index].isTaken { taken = index }
+            }
+            if let taken {
+                self.update(taken) { $0 = new }
+            } else if self.count < Self.capacity {
+                self.others.append(new)
+            } else {
+                self.update(self.leastNeeded()) { $0 = new }
+            }
+        }
+
+        /// The record a new one displaces when the box holds ``capacity``: the oldest that only
+        /// says "exhausted" (an outer policy that misses it retries, as with ``NestedRetries/everyLayer``),
+        /// else the oldest.
+        private func leastNeeded() -> Int {
+            var oldest = 0
+            var oldestExhausted: Int?
+            for index in 0..<self.count {
+                let record = self[index]
+                if record.sequence < self[oldest].sequence { oldest = index }
+                if record.word == .exhausted,
+                    oldestExhausted.map({ record.sequence < self[$0].sequence }) ?? true
+                {
+                    oldestExhausted = index
+                }
+            }
+            return oldestExhausted ?? oldest
+        }
+
+        /// Takes every record for `taker` written after `mark` that it is not part of: the word
+        /// ("not idempotent" if any says so) and the writers, or `nil` for none.
+        mutating func take(by taker: Taker, writtenAfter mark: UInt64) -> (word: Word, writers: [ObjectIdentifier])? {
+            var found: (word: Word, writers: [ObjectIdentifier])?
+            for index in 0..<self.count {
+                let record = self[index]
+                // Written before the taker's attempt began: word about an earlier call, not this one.
+                guard record.sequence > mark, !record.isTaken, taker.isAddressed(by: record.address),
+                    !record.writers.contains(taker.policy)
+                else { continue }
+                self.update(index) { $0.isTaken = true }
+                guard var taken = found else {
+                    found = (record.word, record.writers)
+                    continue
+                }
+                // Two writers nested in this call, in tasks of their own, stopped on one box.
+                if record.word == .notIdempotent { taken.word = .notIdempotent }
+                for writer in record.writers where !taken.writers.contains(writer) { taken.writers.append(writer) }
+                found = taken
+            }
+            return found
+        }
     }
 
     /// Where in the call tree the policy that wrote a record sat: the call its word is for.
@@ -156,7 +265,7 @@ enum NestedRetryLedger {
     /// time limits or hedged calls enclosing it started the attempt's task
     /// (`TimeLimitSignal.host`). The plain call takes the word only if it runs in one of
     /// those tasks: everything its task runs during its attempt is nested in it.
-    struct Address {
+    struct Address: Equatable {
         /// The number of the nearest enclosing call that handed a scope down, or 0 for none.
         var call: UInt64
         /// The writer's own task and the tasks the library started its enclosing attempts from.
@@ -201,7 +310,7 @@ enum NestedRetryLedger {
     }
 
     struct Records {
-        var byError: [ObjectIdentifier: Record] = [:]
+        var byError: [ObjectIdentifier: Entry] = [:]
         /// Sweep out dead records once this many are kept; doubles with the live ones.
         var sweepThreshold = Self.minimumSweepThreshold
         static let minimumSweepThreshold = 64
@@ -315,21 +424,16 @@ enum NestedRetryLedger {
         let key = ObjectIdentifier(box)
         let writers = writer.map { inner + [ObjectIdentifier($0)] } ?? inner
         let sequence = self.written.wrappingAdd(1, ordering: .relaxed).newValue
+        let new = Record(error: box, sequence: sequence, writers: writers, word: word, address: address)
         self.records.withLock { records in
-            if let existing = records.byError[key], existing.error === box {
-                // Another policy already recorded this error: keep every writer it named.
-                records.byError[key]?.writers = existing.writers + writers.filter { !existing.writers.contains($0) }
-                records.byError[key]?.sequence = sequence
-                records.byError[key]?.address = address
-                records.byError[key]?.isTaken = false
-                // "Not idempotent" is never weakened to "exhausted" by a later writer.
-                if word == .notIdempotent { records.byError[key]?.word = .notIdempotent }
+            // Another call's word for this very error is kept beside it (see ``Entry``).
+            if records.byError[key]?.first.error === box {
+                records.byError[key]?.write(new)
                 return
             }
-            records.byError[key] = Record(
-                error: box, sequence: sequence, writers: writers, word: word, address: address)
+            records.byError[key] = Entry(first: new)
             if records.byError.count >= records.sweepThreshold {
-                records.byError = records.byError.filter { $0.value.error != nil }
+                records.byError = records.byError.filter { $0.value.first.error != nil }
                 records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
             }
         }
@@ -397,22 +501,27 @@ enum NestedRetryLedger {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         return self.records.withLock { records in
-            guard let record = records.byError[key] else { return nil }
-            guard record.error === box else {
+            guard let entry = records.byError[key] else { return nil }
+            guard entry.first.error === box else {
                 records.byError[key] = nil  // its error is gone; this is a new one at the same address
                 return nil
             }
-            // Written before the taker's attempt began: word about an earlier call, not this one.
-            guard record.sequence > mark, !record.isTaken, taker.isAddressed(by: record.address) else { return nil }
-            guard !record.writers.contains(taker.policy) else { return nil }
-            records.byError[key]?.isTaken = true
-            return (record.word, record.writers)
+            return records.byError[key]?.take(by: taker, writtenAfter: mark) ?? nil
         }
     }
 
-    /// How many records are kept now, live or not yet swept; for tests.
+    /// How many error boxes have records now, live or not yet swept; for tests.
     static var count: Int {
         self.records.withLock { $0.byError.count }
+    }
+
+    /// How many records `error` has now, one for each call they are addressed to; for tests.
+    static func recordCount(for error: any Error) -> Int {
+        let box = self.box(of: error)
+        return self.records.withLock { records in
+            guard let entry = records.byError[ObjectIdentifier(box)], entry.first.error === box else { return 0 }
+            return entry.count
+        }
     }
 
     /// Whether `one` and `other` are the same value in the same heap box.
