@@ -10,7 +10,8 @@
 /// - a call whose request carried a credential older than the last successful
 ///   refresh does not refresh again: it retries with the newer credential;
 /// - a refresh that fails for good (the auth server refused the session: a 400 or a
-///   401, an OAuth 2.0 `invalid_grant`, or an error of the app's own) ends every
+///   401, an OAuth 2.0 `invalid_grant`, an error of the app's own, or an SDK code that
+///   the waiting calls' REST classifier lists as a failed token refresh) ends every
 ///   waiting call with its error, and calls that later fail with the same stale
 ///   credential get that error too, without a new refresh, until ``replace(with:)``
 ///   installs a credential obtained another way (the person signed in again);
@@ -46,7 +47,10 @@
 /// ``FailureAnalysis``: by default ``FailureAnalysis/needsCredentials`` (HTTP 401
 /// and 407, URL loading authentication errors, CloudKit's `notAuthenticated`,
 /// a REST service's expired-token codes). The same analysis of the refresh's own
-/// error tells a refresh that failed for good from one that failed for now.
+/// error tells a refresh that failed for good from one that failed for now; a call
+/// through a policy whose ``RESTServiceErrorClassifier`` lists
+/// ``RESTServiceErrorClassifier/tokenRefreshFailureCodes`` also reads those codes as
+/// the session's end, in the refresh's error and in its own.
 public final class CredentialRecovery<Credential: Sendable>: Sendable {
     /// A credential and its generation: how many times the recovery's credential had changed when it was read.
     public struct Snapshot: Sendable {
@@ -114,11 +118,12 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     }
 
     /// Waits as ``recover(after:)`` does, for a call through a ``RetryPolicy`` that may ask again
-    /// after a refresh that failed for now; `seen` is the round of the failed refresh it got last.
+    /// after a refresh that failed for now; `seen` is the round of the failed refresh it got last,
+    /// `judge` the policy's REST classifier that lists token refresh failure codes, if any.
     func recover(
-        after stale: Snapshot, seen: UInt64?, budget: RetryBudget?
+        after stale: Snapshot, seen: UInt64?, budget: RetryBudget?, judge: RESTServiceErrorClassifier?
     ) async -> CredentialRecoveryStorage<Credential>.Answer {
-        await self.storage.recover(after: stale.generation, seen: seen, budget: budget)
+        await self.storage.recover(after: stale.generation, seen: seen, budget: budget, judge: judge)
     }
 
     /// The time left until `instant` on the recovery's clock; zero once it has passed.

@@ -31,6 +31,11 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         /// call's waiter ID (a call that leaves before the answer is taken out), and the generation
         /// the refresh started from: a failed refresh costs each distinct budget one token.
         var budgets: (generation: UInt64, byWaiter: [UInt64: RetryBudget]) = (0, [:])
+        /// The REST classifiers of the calls that asked for the running refresh, one of each set of
+        /// tables, and the generation the refresh started from: should the refresh fail with a code
+        /// one of them lists as a failed token refresh, the failure is remembered for good. A call
+        /// that leaves before the answer stays among them: the session is over for it too.
+        var judges: (generation: UInt64, list: [RESTServiceErrorClassifier]) = (0, [])
         /// Tests waiting for a number of parked calls.
         var countWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -82,7 +87,12 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
     /// after one (see ``CredentialRecoveryStateMachine/recover(after:seen:id:waiter:at:)``).
     /// `budget` is the retry budget of the caller's policy, if any: a refresh the caller waits
     /// for and that fails costs it one token, however many callers with that budget shared it.
-    func recover(after carried: UInt64, seen: UInt64? = nil, budget: RetryBudget? = nil) async -> Answer {
+    /// `judge` is the REST classifier of the caller's policy that lists token refresh failure
+    /// codes, if any: a refresh the caller waits for that fails with one is remembered for good.
+    func recover(
+        after carried: UInt64, seen: UInt64? = nil, budget: RetryBudget? = nil,
+        judge: RESTServiceErrorClassifier? = nil
+    ) async -> Answer {
         let id = self.state.withLock { $0.machine.makeWaiterID() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
@@ -96,6 +106,12 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                         let generation = state.machine.current.generation
                         if state.budgets.generation != generation { state.budgets = (generation, [:]) }
                         if let budget { state.budgets.byWaiter[id] = budget }
+                        if let judge {
+                            if state.judges.generation != generation { state.judges = (generation, []) }
+                            if !state.judges.list.contains(where: { $0.hasSameTables(as: judge) }) {
+                                state.judges.list.append(judge)
+                            }
+                        }
                     }
                     return (action, state.machine.failedRound, state.satisfiedWatchers(), state.machine.takeLetGo())
                 }
@@ -139,11 +155,15 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 outcome = .success(try await self.refresh(credential))
             } catch {
                 outcome = .failure(error)
-                memory = RefreshFailure.memory(of: error, now: self.clock.now())
+                // Read outside the lock: reading the error's chain may run the app's code.
+                let judges = self.state.withLock { $0.judges.generation == generation ? $0.judges.list : [] }
+                memory = RefreshFailure.memory(of: error, now: self.clock.now(), judges: judges)
             }
             let (waiters, answer, budgets, _) = self.state.withLock { [memory] state in
                 let (waiters, result) = state.machine.refreshFinished(
                     from: generation, with: outcome, remembering: memory)
+                // The next round's calls bring their own.
+                if state.judges.generation == generation { state.judges.list = [] }
                 var budgets: [RetryBudget] = []
                 if state.budgets.generation == generation {
                     var seen = Set<ObjectIdentifier>()

@@ -18,12 +18,16 @@ extension RetryPolicy {
     /// credential failure goes to the classifier, which stops it with
     /// ``RetryStopReason/authenticationRequired``.
     ///
-    /// A refresh that fails for good (the auth server refused the session) ends the call
-    /// with ``RetryStopReason/authenticationRequired`` and the refresh's error: send the
-    /// person to sign in. One that fails for now is ridden out as a failed attempt is:
-    /// the call waits the jittered backoff, or the rest of the refresh's retry-after hint
-    /// if longer, and refreshes again, sharing that refresh with the other calls that
-    /// wait for one. Each such refresh retry takes one of the call's ``maximumAttempts``
+    /// A refresh that fails for good (the auth server refused the session, or its error carries
+    /// an SDK code that the policy's ``RESTServiceErrorClassifier`` lists in
+    /// ``RESTServiceErrorClassifier/tokenRefreshFailureCodes``, whatever the status beside it,
+    /// a 429 excepted) ends the call with ``RetryStopReason/authenticationRequired`` and the
+    /// refresh's error: send the person to sign in. A call's own failure that carries such a
+    /// code (the SDK refreshed on its own and failed) is not recovered: the classifier stops it
+    /// after that attempt, with no refresh. A refresh that fails for now is ridden out as a
+    /// failed attempt is: the call waits the jittered backoff, or the rest of the refresh's
+    /// retry-after hint if longer, and refreshes again, sharing that refresh with the other
+    /// calls that wait for one. Each such refresh retry takes one of the call's ``maximumAttempts``
     /// (``RetryOutcome/attempts`` counts the operation's runs only), its wait counts
     /// against the ``deadline``, and the failure costs the ``budget`` a token, so an auth
     /// server that is down gets at most ``maximumAttempts`` refreshes from a call. When
@@ -111,6 +115,13 @@ extension RetryPolicy {
     ) async -> Plan? {
         if analysis.reportsOnItems { return nil }
         if let recovery = options.recovery, !call.hasRecovered, recovery.isCredentialFailure(error, analysis) {
+            // The policy's REST classifier, when its table names SDK codes that mean a failed token
+            // refresh: read only for a failure the recovery takes, never for a plain one.
+            let judge = RESTServiceErrorClassifier.refreshFailureJudge(in: options.classifier ?? self.classifier)
+            // The SDK already refreshed and failed: another refresh would fail too. The failure
+            // goes to the classifier, whose table stops the call for sign-in; nothing is sent again.
+            // (A 429 never comes here: the rules stopped it.)
+            if let judge, judge.saysTokenRefreshFailed(error) { return nil }
             self.observer?.attemptFailed(
                 .init(
                     policyName: self.name, attempt: call.attempts, error: error, httpStatus: analysis.httpStatus,
@@ -126,7 +137,7 @@ extension RetryPolicy {
             // One refresh, then one more after each that fails for now, as long as the policy
             // allows the retry; the refresh is shared with every call that needs it at the time.
             while true {
-                let (answer, deadlinePassedFirst) = await self.waitForRefresh(recovery, start: start)
+                let (answer, deadlinePassedFirst) = await self.waitForRefresh(recovery, judge: judge, start: start)
                 switch answer {
                 case nil:
                     return Self.deadlineStop(after: lastFailure)
@@ -156,10 +167,10 @@ extension RetryPolicy {
                     {
                         return stop
                     }
-                    // The refresh's own failure, read by the same analysis: only one that refused
-                    // the session sends the person to sign in.
+                    // The refresh's own failure, read by the same analysis and the REST classifier's
+                    // table: only one that refused the session sends the person to sign in.
                     let refusal = FailureAnalysis(failure)
-                    guard RefreshFailure.isTransient(failure, refusal) else {
+                    guard !RefreshFailure.endsSession(failure, refusal, judge: judge) else {
                         return .stopWithError(.authenticationRequired, failure)
                     }
                     if let hint = refusal.retryAfter { call.lastHint = hint }
@@ -213,18 +224,19 @@ extension RetryPolicy {
     /// With one, the answer comes with whether the deadline had passed before the caller's
     /// cancellation, or before the answer when no cancellation came first (see
     /// `racingDeadline(isolation:start:end:_:)`): a clock that jumps past the deadline may leave
-    /// the timer asleep when the caller cancels.
+    /// the timer asleep when the caller cancels. `judge` goes to the recovery (see
+    /// ``CallRecovery/recover(chargingTo:judge:)``).
     private nonisolated func waitForRefresh(
-        _ recovery: any CallRecovery, start: Duration
+        _ recovery: any CallRecovery, judge: RESTServiceErrorClassifier?, start: Duration
     ) async -> (value: CallRecoveryResult?, deadlinePassedFirst: Bool) {
         guard let left = self.timeLeft(start: start) else {
-            return (await recovery.recover(chargingTo: self.budget), false)
+            return (await recovery.recover(chargingTo: self.budget, judge: judge), false)
         }
         if left <= .zero { return (nil, true) }
         let (budget, clock) = (self.budget, self.clock)
         let (answer, passedFirst) = await self.racingDeadline(isolation: nil, start: start) {
             await withTaskGroup(of: CallRecoveryResult?.self) { group in
-                group.addTask { await recovery.recover(chargingTo: budget) }
+                group.addTask { await recovery.recover(chargingTo: budget, judge: judge) }
                 group.addTask {
                     do {
                         try await clock.sleepUntil(clock.now() + left)
@@ -454,7 +466,9 @@ protocol CallRecovery: Sendable {
     func isCredentialFailure(_ error: any Error, _ analysis: FailureAnalysis) -> Bool
     /// Obtains a credential newer than the one the last attempt carried. Asked again after a
     /// refresh that failed, it answers with a refresh that started since, or starts one.
-    func recover(chargingTo budget: RetryBudget?) async -> CallRecoveryResult
+    /// `judge`, the policy's REST classifier that lists token refresh failure codes, has a
+    /// refresh that fails with one of them remembered for good.
+    func recover(chargingTo budget: RetryBudget?, judge: RESTServiceErrorClassifier?) async -> CallRecoveryResult
 }
 
 /// One call's view of a ``CredentialRecovery``: it remembers the credential the last attempt
@@ -478,10 +492,10 @@ final class CredentialRecoveryCall<Credential: Sendable>: CallRecovery {
         self.recovery.isCredentialFailure(error, analysis)
     }
 
-    func recover(chargingTo budget: RetryBudget?) async -> CallRecoveryResult {
+    func recover(chargingTo budget: RetryBudget?, judge: RESTServiceErrorClassifier?) async -> CallRecoveryResult {
         let (stale, seen) = self.carried.withLock { $0 }
         guard let stale else { return .recovered }
-        let answer = await self.recovery.recover(after: stale, seen: seen, budget: budget)
+        let answer = await self.recovery.recover(after: stale, seen: seen, budget: budget, judge: judge)
         switch answer.result {
         case .success:
             return .recovered

@@ -1,9 +1,9 @@
 /// Retry rules for ``RESTServiceError``: the SDK's code first, then the server's
 /// error code, then the HTTP status.
 ///
-/// 1. ``sdkCodeDecisions``: the SDK's own codes, for example Kii's
-///    `codeRefreshTokenFailed` mapped to `.doNotRetry(because: .authenticationRequired)`.
-///    Codes in `tokenRefreshFailureCodes` are added with that decision.
+/// 1. ``sdkCodeDecisions``: the SDK's own codes. Codes that mean the access token could not
+///    be refreshed, such as Kii's `codeRefreshTokenFailed`, go in ``tokenRefreshFailureCodes``
+///    and are added with `.doNotRetry(because: .authenticationRequired)`.
 /// 2. ``serverCodeDecisions``: the server's error codes, compared exactly. By default
 ///    the OAuth 2.0 codes for a rejected or expired token (`invalid_grant`, RFC 6749;
 ///    `invalid_token`, RFC 6750) stop with ``RetryStopReason/authenticationRequired``.
@@ -31,6 +31,13 @@
 /// if outcome.stopReason == .authenticationRequired { showSignIn() }
 /// ```
 ///
+/// Under ``RetryPolicy/execute(recovering:waitingFor:idempotency:operation:)``, the policy's
+/// classifier (this one, or the first of its kind in a ``ChainedRetryClassifier``) also tells the
+/// credential recovery which failures end the session: a ``tokenRefreshFailureCodes`` code on the
+/// refresh's own error, or on a call's error (the SDK refreshed on its own and failed), stops the
+/// call with ``RetryStopReason/authenticationRequired`` without another refresh, whatever status
+/// came with it; only a 429 still stops with ``RetryStopReason/tooManyRequests``.
+///
 /// Other errors get `nil`. ``DefaultRetryClassifier`` applies these rules with the default tables.
 public struct RESTServiceErrorClassifier: RetryClassifier {
     /// The server codes understood by default: OAuth 2.0's rejected-token codes.
@@ -43,6 +50,13 @@ public struct RESTServiceErrorClassifier: RetryClassifier {
     public let sdkCodeDecisions: [Int: RetryDecision]
     /// Decisions by the server's error code, consulted when the SDK code has none.
     public let serverCodeDecisions: [String: RetryDecision]
+    /// The SDK codes that mean the access token could not be refreshed: those given as
+    /// `tokenRefreshFailureCodes` that ``sdkCodeDecisions`` still stops with
+    /// ``RetryStopReason/authenticationRequired``.
+    ///
+    /// A credential recovery reads such a code as the end of the session (see
+    /// ``RetryPolicy/execute(recovering:waitingFor:idempotency:operation:)``).
+    public let tokenRefreshFailureCodes: Set<Int>
 
     /// Creates the classifier.
     ///
@@ -63,6 +77,10 @@ public struct RESTServiceErrorClassifier: RetryClassifier {
         decisions.merge(sdkCodeDecisions) { _, explicit in explicit }
         self.sdkCodeDecisions = decisions
         self.serverCodeDecisions = serverCodeDecisions
+        // A code an explicit decision took over no longer says that the refresh failed.
+        self.tokenRefreshFailureCodes = tokenRefreshFailureCodes.filter {
+            decisions[$0] == .doNotRetry(because: .authenticationRequired)
+        }
     }
 
     /// The decision for a ``RESTServiceError`` anywhere in `error`'s chain, or `nil` when there is none.
@@ -91,6 +109,42 @@ public struct RESTServiceErrorClassifier: RetryClassifier {
             return HTTPRetryClassifier().decision(forStatus: status)
         }
         return nil
+    }
+
+    /// Whether `error` says that the access token could not be refreshed: the ``RESTServiceError``
+    /// in its chain whose codes or status decide, as ``decision(for:context:)`` finds it, carries
+    /// one of the ``tokenRefreshFailureCodes``.
+    func saysTokenRefreshFailed(_ error: any Error) -> Bool {
+        guard !self.tokenRefreshFailureCodes.isEmpty else { return false }
+        let failed = ErrorChain.first(in: error) { node -> Bool? in
+            guard let rest = node as? RESTServiceError, self.ownDecision(for: rest) != nil else { return nil }
+            return rest.sdkCode != 0 && self.tokenRefreshFailureCodes.contains(rest.sdkCode)
+        }
+        return failed ?? false
+    }
+
+    /// The REST classifier that rules on an SDK's errors for `classifier`: itself, or the first
+    /// one in a chain; `nil` when there is none, or when it lists no token refresh failure codes.
+    static func refreshFailureJudge(in classifier: any RetryClassifier) -> RESTServiceErrorClassifier? {
+        guard let rest = Self.first(in: classifier), !rest.tokenRefreshFailureCodes.isEmpty else { return nil }
+        return rest
+    }
+
+    /// The first REST classifier in `classifier`, itself or in a chain, or `nil`.
+    private static func first(in classifier: any RetryClassifier) -> RESTServiceErrorClassifier? {
+        if let rest = classifier as? RESTServiceErrorClassifier { return rest }
+        guard let chain = classifier as? ChainedRetryClassifier else { return nil }
+        for link in chain.classifiers {
+            if let rest = Self.first(in: link) { return rest }
+        }
+        return nil
+    }
+
+    /// Whether `other` has the same tables, so that it judges every error as this one does.
+    func hasSameTables(as other: RESTServiceErrorClassifier) -> Bool {
+        self.tokenRefreshFailureCodes == other.tokenRefreshFailureCodes
+            && self.sdkCodeDecisions == other.sdkCodeDecisions
+            && self.serverCodeDecisions == other.serverCodeDecisions
     }
 
     /// The decision the default tables make from `error`'s own codes and status, without the error it wraps.

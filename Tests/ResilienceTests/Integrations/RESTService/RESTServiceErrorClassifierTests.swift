@@ -184,6 +184,16 @@ import Testing
         #expect(self.decision(RESTServiceError(sdkCode: self.refreshFailed), classifier) == .retry)
     }
 
+    /// The codes a credential recovery reads as a failed token refresh are those whose decision
+    /// still sends the person to sign in.
+    @Test func theTokenRefreshFailureCodesAreThoseAnExplicitDecisionLeftAlone() {
+        let classifier = RESTServiceErrorClassifier(
+            tokenRefreshFailureCodes: [self.refreshFailed, 418, 419],
+            sdkCodeDecisions: [418: .retry, 419: .doNotRetry(because: .authenticationRequired)])
+        #expect(classifier.tokenRefreshFailureCodes == [self.refreshFailed, 419])
+        #expect(RESTServiceErrorClassifier().tokenRefreshFailureCodes.isEmpty)
+    }
+
     @Test func withoutAResponseTheUnderlyingErrorDecides() {
         #expect(self.decision(RESTServiceError(sdkCode: 0, underlying: URLError(.timedOut))) == .retry)
         #expect(self.decision(RESTServiceError(sdkCode: 0, underlying: URLError(.badURL))) == .doNotRetry)
