@@ -84,7 +84,12 @@ public import Synchronization
 ///   nested in this attempt exhausting the same stored value, or stopping on it
 ///   because its request was not idempotent, in a call whose failure the attempt
 ///   swallowed; the policy then stops after one attempt, as for a nested one. A
-///   policy never takes its own record.
+///   policy never takes a record it wrote during its own attempt. The word an outer
+///   policy passed on with nothing around it to read it lies where the next call of
+///   the same pair leaves its own: that next call reads only what was written after
+///   its attempt began, so the same pair called again and again with one stored value
+///   sends what its inner policy sends each time, and an earlier call's "not
+///   idempotent" does not speak for a later one.
 public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
     /// Whether this layer retries what a layer below already retried to exhaustion.
     public let retriesExhaustedFailures: Bool
@@ -133,36 +138,76 @@ enum NestedRetryLedger {
     /// The count of records written so far: read when an attempt starts, one relaxed load.
     @inlinable static var mark: UInt64 { Self.written.load(ordering: .relaxed) }
 
+    /// A policy that wrote or passed on a record, and when it last did, in ``written``'s count.
+    struct Writer: Equatable {
+        var policy: ObjectIdentifier
+        var sequence: UInt64
+    }
+
     struct Record {
         /// The error box; `nil` once the error is gone.
         weak var error: AnyObject?
-        /// When it was written, in ``written``'s count: a record is an inner policy's word
+        /// When it was last written, in ``written``'s count: a record is an inner policy's word
         /// about an attempt only if it was written after the attempt began.
         var sequence: UInt64
-        /// The policies that passed the word on, innermost first. A policy never takes a
-        /// record it is part of: its operation threw a stored error it had already
-        /// retried to exhaustion in an earlier call.
-        var writers: [ObjectIdentifier]
-        /// What the innermost writer's stop said about the failure.
-        var word: Word
+        /// The policies that passed the word on, innermost first, each dated. A policy never
+        /// takes a record it wrote during its own attempt (a policy nested in itself). What a
+        /// writer wrote before the attempt began is word about an earlier call at the same
+        /// address, which a later write for this one joined (``absorb(_:)``): it is not this
+        /// attempt's, and is left out of what the taker reads.
+        var writers: [Writer]
+        /// When a writer last said "not idempotent", in ``written``'s count, or 0 for never: the
+        /// word counts for an attempt only if it was said after the attempt began.
+        var notIdempotentSince: UInt64
         /// The call the word is for: the one the last writer was nested in.
         var address: Address
         /// Whether that call took the word; it is not taken twice, so a layer further out
         /// sees it only if the call passes it on (writing it again).
         var isTaken = false
 
-        /// Adds `new`, written later for the same call, to this record: once taken, the
-        /// record is spent and `new` replaces it (the call passing the word on, or a later
-        /// call at an address that was reused); else the writers are joined, and "not
-        /// idempotent" is never weakened to "exhausted".
+        /// What the record says for an attempt that began at `mark`.
+        func word(after mark: UInt64) -> Word {
+            self.notIdempotentSince > mark ? .notIdempotent : .exhausted
+        }
+
+        /// Adds `new`, written later at the same address, to this record: once taken, the
+        /// record is spent and `new` replaces it (the call passing the word on). Else the
+        /// writers are joined, each keeping its latest date, and a "not idempotent" said
+        /// earlier is kept with its date.
+        ///
+        /// Nothing at write time tells a record left by a writer nested in the same attempt
+        /// from one left for an earlier call at the same address (a plain outer call's own
+        /// word, passed on with no call around it to take it, then the next call of the same
+        /// pair in the same task): the taker, which knows when its attempt began, tells them
+        /// apart by the dates (``Entry/take(by:writtenAfter:)``).
         mutating func absorb(_ new: Record) {
             guard !self.isTaken else {
                 self = new
                 return
             }
-            for writer in new.writers where !self.writers.contains(writer) { self.writers.append(writer) }
+            for writer in new.writers {
+                if let index = self.writers.firstIndex(where: { $0.policy == writer.policy }) {
+                    self.writers[index].sequence = Swift.max(self.writers[index].sequence, writer.sequence)
+                } else {
+                    self.writers.append(writer)
+                }
+            }
+            if self.writers.count > Self.writerLimit, let oldest = self.oldestWriter() {
+                self.writers.remove(at: oldest)
+            }
             self.sequence = new.sequence
-            if new.word == .notIdempotent { self.word = .notIdempotent }
+            self.notIdempotentSince = Swift.max(self.notIdempotentSince, new.notIdempotentSince)
+        }
+
+        /// Writers kept at most in one record not taken: a stored error thrown again and again to
+        /// calls of policies made anew each time, with no call around them to take the word,
+        /// would otherwise keep one writer a call. The oldest gives way; a writer matters only to
+        /// keep a policy nested in itself from taking its own word.
+        static let writerLimit = 16
+
+        /// The index of the writer with the oldest date.
+        private func oldestWriter() -> Int? {
+            self.writers.indices.min { self.writers[$0].sequence < self.writers[$1].sequence }
         }
     }
 
@@ -221,7 +266,7 @@ enum NestedRetryLedger {
             for index in 0..<self.count {
                 let record = self[index]
                 if record.sequence < self[oldest].sequence { oldest = index }
-                if record.word == .exhausted,
+                if record.notIdempotentSince == 0,
                     oldestExhausted.map({ record.sequence < self[$0].sequence }) ?? true
                 {
                     oldestExhausted = index
@@ -232,22 +277,29 @@ enum NestedRetryLedger {
 
         /// Takes every record for `taker` written after `mark` that it is not part of: the word
         /// ("not idempotent" if any says so) and the writers, or `nil` for none.
-        mutating func take(by taker: Taker, writtenAfter mark: UInt64) -> (word: Word, writers: [ObjectIdentifier])? {
-            var found: (word: Word, writers: [ObjectIdentifier])?
+        mutating func take(by taker: Taker, writtenAfter mark: UInt64) -> (word: Word, writers: [Writer])? {
+            var found: (word: Word, writers: [Writer])?
             for index in 0..<self.count {
                 let record = self[index]
                 // Written before the taker's attempt began: word about an earlier call, not this one.
                 guard record.sequence > mark, !record.isTaken, taker.isAddressed(by: record.address),
-                    !record.writers.contains(taker.policy)
+                    !record.writers.contains(where: { $0.policy == taker.policy && $0.sequence > mark })
                 else { continue }
                 self.update(index) { $0.isTaken = true }
+                // Only what was written during the attempt: a writer dated before it passed on an
+                // earlier call's word at this address (see ``Record/absorb(_:)``).
+                let writers =
+                    record.writers.allSatisfy { $0.sequence > mark }
+                    ? record.writers : record.writers.filter { $0.sequence > mark }
                 guard var taken = found else {
-                    found = (record.word, record.writers)
+                    found = (record.word(after: mark), writers)
                     continue
                 }
                 // Two writers nested in this call, in tasks of their own, stopped on one box.
-                if record.word == .notIdempotent { taken.word = .notIdempotent }
-                for writer in record.writers where !taken.writers.contains(writer) { taken.writers.append(writer) }
+                if record.word(after: mark) == .notIdempotent { taken.word = .notIdempotent }
+                for writer in writers where !taken.writers.contains(where: { $0.policy == writer.policy }) {
+                    taken.writers.append(writer)
+                }
                 found = taken
             }
             return found
@@ -417,14 +469,16 @@ enum NestedRetryLedger {
     ///     idempotent without a policy of its own (``recordFailure(_:ofCallDeclaring:)``).
     ///   - inner: The writers of the record this policy took, if it stopped because of one.
     static func record(
-        _ word: Word, for error: any Error, by writer: RetryPolicy?, passingOn inner: [ObjectIdentifier],
+        _ word: Word, for error: any Error, by writer: RetryPolicy?, passingOn inner: [Writer],
         to address: Address
     ) {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
-        let writers = writer.map { inner + [ObjectIdentifier($0)] } ?? inner
         let sequence = self.written.wrappingAdd(1, ordering: .relaxed).newValue
-        let new = Record(error: box, sequence: sequence, writers: writers, word: word, address: address)
+        let writers = writer.map { inner + [Writer(policy: ObjectIdentifier($0), sequence: sequence)] } ?? inner
+        let new = Record(
+            error: box, sequence: sequence, writers: writers,
+            notIdempotentSince: word == .notIdempotent ? sequence : 0, address: address)
         self.records.withLock { records in
             // Another call's word for this very error is kept beside it (see ``Entry``).
             if records.byError[key]?.first.error === box {
@@ -497,7 +551,7 @@ enum NestedRetryLedger {
     /// to another call (see ``Address``).
     static func take(
         _ error: any Error, by taker: Taker, writtenAfter mark: UInt64
-    ) -> (word: Word, writers: [ObjectIdentifier])? {
+    ) -> (word: Word, writers: [Writer])? {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         return self.records.withLock { records in
@@ -521,6 +575,15 @@ enum NestedRetryLedger {
         return self.records.withLock { records in
             guard let entry = records.byError[ObjectIdentifier(box)], entry.first.error === box else { return 0 }
             return entry.count
+        }
+    }
+
+    /// How many writers the records of `error` name now, all records together; for tests.
+    static func writerCount(for error: any Error) -> Int {
+        let box = self.box(of: error)
+        return self.records.withLock { records in
+            guard let entry = records.byError[ObjectIdentifier(box)], entry.first.error === box else { return 0 }
+            return (0..<entry.count).reduce(0) { $0 + entry[$1].writers.count }
         }
     }
 

@@ -856,7 +856,7 @@ public final actor RetryPolicy {
         /// ``maximumAttempts`` although the operation did not run for it.
         var refreshRetries = 0
         /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
-        var innerWriters: [ObjectIdentifier] = []
+        var innerWriters: [NestedRetryLedger.Writer] = []
         /// This call's number in the scope it hands down, or 0 when it hands none down
         /// (see `NestedRetryLedger.Address`).
         var retryCall: UInt64 = 0

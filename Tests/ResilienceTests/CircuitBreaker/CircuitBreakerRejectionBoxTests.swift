@@ -88,7 +88,7 @@ import Testing
             NestedRetryLedger.take(thrown, by: taker, writtenAfter: mark) == nil,
             "the shared box carries no word")
         #expect(
-            NestedRetryLedger.take(ending, by: taker, writtenAfter: mark)?.writers
+            NestedRetryLedger.take(ending, by: taker, writtenAfter: mark)?.writers.map(\.policy)
                 == [ObjectIdentifier(inner)])
     }
 

@@ -210,7 +210,7 @@ struct NestedRetriesSharedErrorTests {
         let failure: any Error = TransientError(id: 46)
         let (callA, callB) = (NestedRetryLedger.newCall(), NestedRetryLedger.newCall())
         let mark = NestedRetryLedger.mark
-        let writer = ObjectIdentifier(NestedRetryLedger.Word.self)
+        let writer = NestedRetryLedger.Writer(policy: ObjectIdentifier(NestedRetryLedger.Word.self), sequence: mark + 1)
         NestedRetryLedger.record(
             .notIdempotent, for: failure, by: nil, passingOn: [writer], to: .init(call: callA, tasks: [1]))
         NestedRetryLedger.record(
@@ -230,7 +230,7 @@ struct NestedRetriesSharedErrorTests {
     @Test func aFullErrorValueGivesUpAnExhaustedWordBeforeANotIdempotentOne() {
         let failure: any Error = TransientError(id: 47)
         let mark = NestedRetryLedger.mark
-        let writer = ObjectIdentifier(NestedRetryLedger.Word.self)
+        let writer = NestedRetryLedger.Writer(policy: ObjectIdentifier(NestedRetryLedger.Word.self), sequence: mark + 1)
         let post = NestedRetryLedger.newCall()
         NestedRetryLedger.record(
             .notIdempotent, for: failure, by: nil, passingOn: [writer], to: .init(call: post, tasks: [1]))
