@@ -66,6 +66,10 @@ public import Synchronization
 ///   the failure itself. Declare the outer call's idempotency
 ///   (`execute(idempotency: .idempotent)`) to have it detected there. A detached task
 ///   inherits nothing and is part of no call.
+/// - One instance, many layers: a policy nested in itself (one app-wide policy used by a
+///   helper and by a caller that wraps a sequence of those helpers) is as many layers as
+///   it has calls, and sends what as many instances send: three nested calls of one policy
+///   of 3 attempts send 3, and a `POST` declared not idempotent inside is sent once.
 /// - Never confused: two policies called one after the other, each failing with
 ///   an error that merely looks the same; unrelated calls that hold the very same
 ///   error value (several callers awaiting one in-flight request); a record whose
@@ -83,13 +87,12 @@ public import Synchronization
 ///   never stops a later call. Errs towards sending less in one case: a policy
 ///   nested in this attempt exhausting the same stored value, or stopping on it
 ///   because its request was not idempotent, in a call whose failure the attempt
-///   swallowed; the policy then stops after one attempt, as for a nested one. A
-///   policy never takes a record it wrote during its own attempt. The word an outer
-///   policy passed on with nothing around it to read it lies where the next call of
-///   the same pair leaves its own: that next call reads only what was written after
-///   its attempt began, so the same pair called again and again with one stored value
-///   sends what its inner policy sends each time, and an earlier call's "not
-///   idempotent" does not speak for a later one.
+///   swallowed; the policy then stops after one attempt, as for a nested one. The
+///   word an outer policy passed on with nothing around it to read it lies where the
+///   next call of the same pair leaves its own: that next call reads only what was
+///   written after its attempt began, so the same pair called again and again with one
+///   stored value sends what its inner policy sends each time, and an earlier call's
+///   "not idempotent" does not speak for a later one.
 public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
     /// Whether this layer retries what a layer below already retried to exhaustion.
     public let retriesExhaustedFailures: Bool
@@ -150,11 +153,11 @@ enum NestedRetryLedger {
         /// When it was last written, in ``written``'s count: a record is an inner policy's word
         /// about an attempt only if it was written after the attempt began.
         var sequence: UInt64
-        /// The policies that passed the word on, innermost first, each dated. A policy never
-        /// takes a record it wrote during its own attempt (a policy nested in itself). What a
-        /// writer wrote before the attempt began is word about an earlier call at the same
-        /// address, which a later write for this one joined (``absorb(_:)``): it is not this
-        /// attempt's, and is left out of what the taker reads.
+        /// The policies that passed the word on, innermost first, each dated. What a writer
+        /// wrote before the attempt began is word about an earlier call at the same address,
+        /// which a later write for this one joined (``absorb(_:)``): it is not this attempt's,
+        /// and is left out of what the taker reads. No rule reads the names: a policy nested in
+        /// itself takes its own word like any other layer's (see ``Entry/take(by:writtenAfter:)``).
         var writers: [Writer]
         /// When a writer last said "not idempotent", in ``written``'s count, or 0 for never: the
         /// word counts for an attempt only if it was said after the attempt began.
@@ -201,8 +204,7 @@ enum NestedRetryLedger {
 
         /// Writers kept at most in one record not taken: a stored error thrown again and again to
         /// calls of policies made anew each time, with no call around them to take the word,
-        /// would otherwise keep one writer a call. The oldest gives way; a writer matters only to
-        /// keep a policy nested in itself from taking its own word.
+        /// would otherwise keep one writer a call. The oldest gives way; no rule reads the names.
         static let writerLimit = 16
 
         /// The index of the writer with the oldest date.
@@ -275,16 +277,20 @@ enum NestedRetryLedger {
             return oldestExhausted ?? oldest
         }
 
-        /// Takes every record for `taker` written after `mark` that it is not part of: the word
-        /// ("not idempotent" if any says so) and the writers, or `nil` for none.
+        /// Takes every record for `taker` written after `mark`: the word ("not idempotent" if any
+        /// says so) and the writers, or `nil` for none.
+        ///
+        /// Whichever policy instance wrote it: one instance nested in itself (an app-wide policy
+        /// used by a helper and by a caller around the helper) is as many layers as calls. The
+        /// writer is told apart by its call, not its instance, and needs no name for it: a call
+        /// writes only as it ends, after its last take, so no call reads its own word; a record an
+        /// earlier call of the same instance left is dated before `mark`.
         mutating func take(by taker: Taker, writtenAfter mark: UInt64) -> (word: Word, writers: [Writer])? {
             var found: (word: Word, writers: [Writer])?
             for index in 0..<self.count {
                 let record = self[index]
                 // Written before the taker's attempt began: word about an earlier call, not this one.
-                guard record.sequence > mark, !record.isTaken, taker.isAddressed(by: record.address),
-                    !record.writers.contains(where: { $0.policy == taker.policy && $0.sequence > mark })
-                else { continue }
+                guard record.sequence > mark, !record.isTaken, taker.isAddressed(by: record.address) else { continue }
                 self.update(index) { $0.isTaken = true }
                 // Only what was written during the attempt: a writer dated before it passed on an
                 // earlier call's word at this address (see ``Record/absorb(_:)``).
@@ -341,6 +347,8 @@ enum NestedRetryLedger {
     /// A call about to take a record: the number it sees in its scope, its task, and whether
     /// the number is its own (a call that hands a scope down) rather than an enclosing call's.
     struct Taker {
+        /// The policy taking it. Not compared with the writers: one instance nested in itself
+        /// takes the word of its nested call as any outer layer does.
         var policy: ObjectIdentifier
         var call: UInt64
         var task: Int
@@ -547,8 +555,8 @@ enum NestedRetryLedger {
     /// The word and writers of the record a policy nested in `taker` left for this very
     /// `error`, or `nil` for none; the record is then taken.
     ///
-    /// A record `taker` is part of is not taken (see ``Record/writers``), nor one addressed
-    /// to another call (see ``Address``).
+    /// A record written before `mark` is not taken, nor one addressed to another call (see
+    /// ``Address``); a record the same policy instance wrote, nested in this call, is.
     static func take(
         _ error: any Error, by taker: Taker, writtenAfter mark: UInt64
     ) -> (word: Word, writers: [Writer])? {
