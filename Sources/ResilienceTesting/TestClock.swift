@@ -49,6 +49,13 @@ public final class TestClock: Clock, Sendable {
         var continuation: CheckedContinuation<Void, any Error>
     }
 
+    /// A caller of ``advanceToNextDeadline(within:)`` waiting for a sleeper due soon enough.
+    private struct DeadlineWaiter {
+        var id: UInt64
+        var horizon: Duration
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
     private struct State: CountWaiting {
         var now = Instant(offset: .zero)
         var nextID: UInt64 = 0
@@ -57,6 +64,38 @@ public final class TestClock: Clock, Sendable {
         var cancelledBeforeSleeping: Set<UInt64> = []
         var countWaiters = CountWaiters()
         var sleepRequests: [Duration] = []
+        var deadlineWaiters: [DeadlineWaiter] = []
+
+        /// The earliest deadline of the parked sleepers, if it is at most `horizon` after now.
+        func nextDeadline(within horizon: Duration) -> Instant? {
+            guard let earliest = self.sleepers.lazy.map(\.deadline).min(),
+                earliest <= self.now.advanced(by: horizon)
+            else { return nil }
+            return earliest
+        }
+
+        /// Takes out the deadline waiters that a parked sleeper now satisfies, to resume after unlocking.
+        mutating func dueWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard !self.deadlineWaiters.isEmpty, let earliest = self.sleepers.lazy.map(\.deadline).min() else {
+                return []
+            }
+            let now = self.now
+            var ready: [CheckedContinuation<Void, Never>] = []
+            self.deadlineWaiters.removeAll { waiter in
+                guard earliest <= now.advanced(by: waiter.horizon) else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+
+        /// Moves time to `instant` and takes out the sleepers due then, earliest first.
+        mutating func moveTime(to instant: Instant) -> [Sleeper] {
+            self.now = instant
+            let due = self.sleepers.filter { $0.deadline <= instant }.sorted { $0.deadline < $1.deadline }
+            self.sleepers.removeAll { $0.deadline <= instant }
+            return due
+        }
 
         /// Removes and returns the waiters whose count the parked sleepers now meet.
         func count(_ measure: CountWaiters.Measure) -> Int {
@@ -108,7 +147,7 @@ public final class TestClock: Clock, Sendable {
                     if state.cancelledBeforeSleeping.remove(id) != nil { return .cancel }
                     if deadline <= state.now { return .resume }
                     state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return .park(state.satisfiedWaiters())
+                    return .park(state.satisfiedWaiters() + state.dueWaiters())
                 }
                 switch action {
                 case .resume: continuation.resume()
@@ -136,15 +175,86 @@ public final class TestClock: Clock, Sendable {
     ///   that may already have passed.
     public func advance(by duration: Duration) {
         precondition(duration >= .zero, "TestClock.advance(by:) needs a duration of zero or more, not \(duration)")
-        let woken: [Sleeper] = self.state.withLock { state in
-            state.now = state.now.advanced(by: duration)
-            let now = state.now
-            let due = state.sleepers.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
-            state.sleepers.removeAll { $0.deadline <= now }
-            return due
+        let (woken, waiters) = self.state.withLock { state in
+            (state.moveTime(to: state.now.advanced(by: duration)), state.dueWaiters())
         }
         for sleeper in woken {
             sleeper.continuation.resume()
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until a task sleeps on the clock with a deadline at most `horizon` after now, then
+    /// moves time to the earliest deadline of the sleepers and wakes the sleepers due then.
+    ///
+    /// A driver that runs code under test to its end moves time with this, so that time
+    /// moves only when the code waits for it, and never more than that wait. Advancing by a
+    /// fixed step whenever anyone sleeps is not the same: a deadline that watches a running
+    /// call sleeps too, and a driver that advances while the call runs (its thread held up
+    /// by a busy machine, say) moves time under it, so that the call computes its next
+    /// waits from a moved now or sees its deadline pass. A horizon shorter than the code's
+    /// deadlines leaves them asleep: the clock goes only as far as the waits the code itself
+    /// sleeps, and a call that waits on nothing but a deadline is left to finish.
+    ///
+    /// ```swift
+    /// let call = Task { try await policy.execute(attemptTimeout: .seconds(1_000)) { try await fetch() } }
+    /// let driver = Task {
+    ///     // Backoffs are seconds long; the attempt's 1,000-second limit never fires.
+    ///     while await clock.advanceToNextDeadline(within: .seconds(100)) != nil {}
+    /// }
+    /// let value = try await call.value
+    /// driver.cancel()
+    /// ```
+    ///
+    /// - Parameter horizon: How far after now the next deadline may be; zero or more.
+    /// - Returns: The instant time moved to, or `nil` when the waiting task was cancelled first.
+    @discardableResult
+    public func advanceToNextDeadline(within horizon: Duration) async -> Instant? {
+        precondition(
+            horizon >= .zero, "TestClock.advanceToNextDeadline(within:) needs a horizon of zero or more, not \(horizon)"
+        )
+        while !Task.isCancelled {
+            // Found and moved to under one lock: a sleeper that leaves in between is not waited for.
+            let moved: (Instant, [Sleeper], [CheckedContinuation<Void, Never>])? = self.state.withLock { state in
+                guard let deadline = state.nextDeadline(within: horizon) else { return nil }
+                return (deadline, state.moveTime(to: deadline), state.dueWaiters())
+            }
+            if let (instant, woken, waiters) = moved {
+                for sleeper in woken { sleeper.continuation.resume() }
+                for waiter in waiters { waiter.resume() }
+                return instant
+            }
+            await self.waitForDeadline(within: horizon)
+        }
+        return nil
+    }
+
+    /// Suspends until a parked sleeper's deadline is at most `horizon` after now, or the
+    /// waiting task is cancelled.
+    private func waitForDeadline(within horizon: Duration) async {
+        let id = self.state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let parked = self.state.withLock { state in
+                    if state.cancelledBeforeSleeping.remove(id) != nil { return false }
+                    if state.nextDeadline(within: horizon) != nil { return false }
+                    state.deadlineWaiters.append(DeadlineWaiter(id: id, horizon: horizon, continuation: continuation))
+                    return true
+                }
+                if !parked { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter: DeadlineWaiter? = self.state.withLock { state in
+                if let index = state.deadlineWaiters.firstIndex(where: { $0.id == id }) {
+                    return state.deadlineWaiters.remove(at: index)
+                }
+                state.cancelledBeforeSleeping.insert(id)
+                return nil
+            }
+            waiter?.continuation.resume()
         }
     }
 

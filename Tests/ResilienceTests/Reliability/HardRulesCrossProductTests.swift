@@ -370,14 +370,14 @@ struct HardRuleObserved {
 }
 
 /// Random stacks of two or three layers around a scripted operation, each run on a test clock a
-/// driver moves a second at a time: nothing runs after a step that ends the call, a 429 ends as
-/// one, and where every layer's effect is known (policies that retry everything, pass-through
-/// layers), the sends and every policy's stop reason are exact.
+/// driver moves to the end of each wait the call sleeps: nothing runs after a step that ends the
+/// call, a 429 ends as one, and where every layer's effect is known (policies that retry
+/// everything, pass-through layers), the sends and every policy's stop reason are exact.
 @Suite(
     "Hard rules cross product: no 429 retried, nothing that may have been sent sent again",
     .timeLimit(.minutes(2)),
-    // One seed at a time: each case's driver polls while the case runs, and six such drivers at
-    // once took the two cores from the suites that move their own test clocks.
+    // One seed at a time: six seeds at once, when their drivers still polled, took the two cores
+    // from the suites that move their own test clocks.
     .serialized,
     .disabled(if: runsUnderThreadSanitizer, "starved under ThreadSanitizer; runs in the plain test step"))
 struct HardRulesCrossProductTests {
@@ -566,30 +566,49 @@ struct HardRulesCrossProductTests {
         }
         let call = next
         let task = Task<Int, any Error> { try await call() }
-        let stalled = Lock(false)
-        let mover = Task.detached {
-            while !Task.isCancelled {
-                await clock.waitForSleepers(count: 1)
-                if Task.isCancelled { break }
-                for _ in 0..<20 { await Task.yield() }
-                if clock.sleeperCount == 0 { continue }
-                // No limit of the case may fire: a case still running this late is stuck, and
-                // is cancelled and reported instead of holding a thread of the pool for ever.
-                if clock.now.offset >= .seconds(900) {
-                    stalled.withLock { $0 = true }
-                    task.cancel()
-                    break
-                }
-                clock.advance(by: .seconds(1))
-            }
-        }
-        let result = await task.result
-        let end = clock.now.offset
-        mover.cancel()
+        let (result, stalled) = await Self.drive(task, on: clock)
         return HardRuleObserved(
             runs: runs.value, result: result, outcome: outcomeBox.withLock { $0 },
             finished: stops.finished.withLock { $0 }.map { ($0.policyName, $0.stopReason, $0.attempts) },
-            end: end, stalled: stalled.withLock { $0 })
+            end: clock.now.offset, stalled: stalled)
+    }
+
+    /// The longest wait a case's call sleeps itself: a backoff (a second), a server's hint
+    /// (capped at 60 seconds) or a rate limiter's wait (at most 3 seconds). The timers of its
+    /// limits (1,000 seconds) and hedges (500 seconds) are further away.
+    static let longestWait: Duration = .seconds(100)
+
+    /// Runs `task` to its end, moving `clock` only to the deadline of a wait the call sleeps.
+    ///
+    /// Time moves only when a sleeper is due within ``longestWait``: then the call waits for
+    /// it, and time moves exactly to its deadline. A limit's or a hedge's timer sleeps while
+    /// the call runs, and is never moved to: a driver that moved time whenever anyone slept
+    /// moved it under a call whose thread a loaded machine held up, 900 seconds in a few
+    /// milliseconds, before the call's operation had even run. A call still waiting at 900
+    /// seconds (waits that never end) is cancelled and reported; so is one still running when
+    /// the test is cancelled (its time limit), which is where a call waiting on something no
+    /// clock move releases ends up.
+    static func drive(_ task: Task<Int, any Error>, on clock: TestClock) async -> (Result<Int, any Error>, Bool) {
+        let stalled = Lock(false)
+        let mover = Task.detached {
+            while !Task.isCancelled {
+                // No limit of the case may fire: a case still waiting this late is stuck.
+                if clock.now.offset >= .seconds(900) {
+                    stalled.withLock { $0 = true }
+                    task.cancel()
+                    return
+                }
+                guard await clock.advanceToNextDeadline(within: Self.longestWait) != nil else { return }
+            }
+        }
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            stalled.withLock { $0 = true }
+            task.cancel()
+        }
+        mover.cancel()
+        return (result, stalled.withLock { $0 })
     }
 
     /// The expected sends and stop reasons, when the case's stack allows an exact answer.
@@ -774,6 +793,11 @@ struct HardRulesCrossProductTests {
             let problems = try await Self.check(c)
             guard !problems.isEmpty else { continue }
             failures += 1
+            // Cancelled (its time limit): the case was stuck; the cases after it would only be cancelled too.
+            if Task.isCancelled {
+                Issue.record("\(c): \(problems)")
+                break
+            }
             if failures <= 6 {
                 let small = try await Self.minimize(c)
                 let smallProblems = try await Self.check(small)
@@ -781,6 +805,34 @@ struct HardRulesCrossProductTests {
             }
         }
         if failures > 0 { Issue.record("seed \(seed): \(failures) failing cases of \(Self.casesPerSeed)") }
+    }
+
+    @Test("The driver moves time only to the waits the call sleeps, never while it runs")
+    func driverMovesTimeOnlyForWaits() async throws {
+        let clock = TestClock()
+        let policy = try Self.makePolicy(
+            "p", attempts: 3, deadline: false, observer: nil, .retryEverything, clock: clock)
+        let timeout = try Timeout(Self.long, clock: clock)
+        let attempts = ReliabilityCounter()
+        let moved = Lock<[Duration]>([])
+        let task = Task<Int, any Error> {
+            try await policy.execute {
+                try await timeout.execute {
+                    let start = clock.now
+                    // Busy off the clock while the limit's timer sleeps, as a call is whose
+                    // thread a loaded machine holds up.
+                    for _ in 0..<2_000 { await Task.yield() }
+                    moved.withLock { $0.append(start.duration(to: clock.now)) }
+                    if attempts.increment() < 3 { throw TransientError() }
+                    return 7
+                }
+            }
+        }
+        let (result, stalled) = await Self.drive(task, on: clock)
+        #expect(try result.get() == 7)
+        #expect(!stalled)
+        #expect(moved.withLock { $0 } == [.zero, .zero, .zero])
+        #expect(clock.now.offset == .seconds(2), "two backoffs of a second")
     }
 
     @Test("Exact sends and stop reasons over policies and pass-through layers", arguments: seeds)

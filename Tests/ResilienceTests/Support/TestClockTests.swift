@@ -84,4 +84,45 @@ struct TestClockTests {
         try await sleeper.value
         #expect(clock.sleeperCount == 0)
     }
+
+    @Test func advancingToTheNextDeadlineMovesOnlyToWaitsWithinTheHorizon() async throws {
+        let clock = TestClock()
+        let limit = Task { try await clock.sleep(until: .init(offset: .seconds(1_000))) }
+        let short = Task { try await clock.sleep(until: .init(offset: .seconds(3))) }
+        let later = Task { try await clock.sleep(until: .init(offset: .seconds(5))) }
+        await clock.waitForSleepers(count: 3)
+        #expect(await clock.advanceToNextDeadline(within: .seconds(10)) == .init(offset: .seconds(3)))
+        try await short.value
+        #expect(clock.sleeperCount == 2)
+        #expect(await clock.advanceToNextDeadline(within: .seconds(10)) == .init(offset: .seconds(5)))
+        try await later.value
+        // Only the 1,000-second sleeper is left, beyond the horizon: the driver waits and is cancelled.
+        let driver = Task { await clock.advanceToNextDeadline(within: .seconds(10)) }
+        driver.cancel()
+        #expect(await driver.value == nil)
+        #expect(clock.now == .init(offset: .seconds(5)))
+        #expect(clock.sleeperCount == 1)
+        limit.cancel()
+        _ = await limit.result
+    }
+
+    @Test func advancingToTheNextDeadlineWaitsForASleeperDueSoonEnough() async throws {
+        let clock = TestClock()
+        let driver = Task { await clock.advanceToNextDeadline(within: .seconds(10)) }
+        let limit = Task { try await clock.sleep(until: .init(offset: .seconds(1_000))) }
+        await clock.waitForSleepers(count: 1)
+        let backoff = Task { try await clock.sleep(for: .seconds(2)) }
+        #expect(await driver.value == .init(offset: .seconds(2)))
+        try await backoff.value
+        // Moving time brings a sleeper within the horizon: a waiting driver goes on.
+        let next = Task { await clock.advanceToNextDeadline(within: .seconds(10)) }
+        let afterwards = Task { try await clock.sleep(until: .init(offset: .seconds(20))) }
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .seconds(9))
+        #expect(await next.value == .init(offset: .seconds(20)))
+        try await afterwards.value
+        #expect(clock.sleeperCount == 1)
+        limit.cancel()
+        _ = await limit.result
+    }
 }
