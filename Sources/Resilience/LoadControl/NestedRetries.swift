@@ -141,26 +141,18 @@ enum NestedRetryLedger {
     /// The count of records written so far: read when an attempt starts, one relaxed load.
     @inlinable static var mark: UInt64 { Self.written.load(ordering: .relaxed) }
 
-    /// A policy that wrote or passed on a record, and when it last did, in ``written``'s count.
-    struct Writer: Equatable {
-        var policy: ObjectIdentifier
-        var sequence: UInt64
-    }
-
     struct Record {
         /// The error box; `nil` once the error is gone.
         weak var error: AnyObject?
         /// When it was last written, in ``written``'s count: a record is an inner policy's word
         /// about an attempt only if it was written after the attempt began.
         var sequence: UInt64
-        /// The policies that passed the word on, innermost first, each dated. What a writer
-        /// wrote before the attempt began is word about an earlier call at the same address,
-        /// which a later write for this one joined (``absorb(_:)``): it is not this attempt's,
-        /// and is left out of what the taker reads. No rule reads the names: a policy nested in
-        /// itself takes its own word like any other layer's (see ``Entry/take(by:writtenAfter:)``).
-        var writers: [Writer]
         /// When a writer last said "not idempotent", in ``written``'s count, or 0 for never: the
-        /// word counts for an attempt only if it was said after the attempt began.
+        /// word counts for an attempt only if it was said after the attempt began. A record may
+        /// join word about an earlier call at the same address (``absorb(_:)``); a "not
+        /// idempotent" said for that call is dated before the attempt, and does not speak for it.
+        /// The record names no writer: a policy nested in itself takes its own word like any
+        /// other layer's (see ``Entry/take(by:writtenAfter:)``).
         var notIdempotentSince: UInt64
         /// The call the word is for: the one the last writer was nested in.
         var address: Address
@@ -175,8 +167,7 @@ enum NestedRetryLedger {
 
         /// Adds `new`, written later at the same address, to this record: once taken, the
         /// record is spent and `new` replaces it (the call passing the word on). Else the
-        /// writers are joined, each keeping its latest date, and a "not idempotent" said
-        /// earlier is kept with its date.
+        /// record takes `new`'s date, and a "not idempotent" said earlier is kept with its date.
         ///
         /// Nothing at write time tells a record left by a writer nested in the same attempt
         /// from one left for an earlier call at the same address (a plain outer call's own
@@ -188,28 +179,8 @@ enum NestedRetryLedger {
                 self = new
                 return
             }
-            for writer in new.writers {
-                if let index = self.writers.firstIndex(where: { $0.policy == writer.policy }) {
-                    self.writers[index].sequence = Swift.max(self.writers[index].sequence, writer.sequence)
-                } else {
-                    self.writers.append(writer)
-                }
-            }
-            if self.writers.count > Self.writerLimit, let oldest = self.oldestWriter() {
-                self.writers.remove(at: oldest)
-            }
             self.sequence = new.sequence
             self.notIdempotentSince = Swift.max(self.notIdempotentSince, new.notIdempotentSince)
-        }
-
-        /// Writers kept at most in one record not taken: a stored error thrown again and again to
-        /// calls of policies made anew each time, with no call around them to take the word,
-        /// would otherwise keep one writer a call. The oldest gives way; no rule reads the names.
-        static let writerLimit = 16
-
-        /// The index of the writer with the oldest date.
-        private func oldestWriter() -> Int? {
-            self.writers.indices.min { self.writers[$0].sequence < self.writers[$1].sequence }
         }
     }
 
@@ -277,36 +248,24 @@ enum NestedRetryLedger {
             return oldestExhausted ?? oldest
         }
 
-        /// Takes every record for `taker` written after `mark`: the word ("not idempotent" if any
-        /// says so) and the writers, or `nil` for none.
+        /// Takes every record for `taker` written after `mark`: its word ("not idempotent" if any
+        /// says so since `mark`), or `nil` for none.
         ///
         /// Whichever policy instance wrote it: one instance nested in itself (an app-wide policy
         /// used by a helper and by a caller around the helper) is as many layers as calls. The
         /// writer is told apart by its call, not its instance, and needs no name for it: a call
         /// writes only as it ends, after its last take, so no call reads its own word; a record an
         /// earlier call of the same instance left is dated before `mark`.
-        mutating func take(by taker: Taker, writtenAfter mark: UInt64) -> (word: Word, writers: [Writer])? {
-            var found: (word: Word, writers: [Writer])?
+        mutating func take(by taker: Taker, writtenAfter mark: UInt64) -> Word? {
+            var found: Word?
             for index in 0..<self.count {
                 let record = self[index]
                 // Written before the taker's attempt began: word about an earlier call, not this one.
                 guard record.sequence > mark, !record.isTaken, taker.isAddressed(by: record.address) else { continue }
                 self.update(index) { $0.isTaken = true }
-                // Only what was written during the attempt: a writer dated before it passed on an
-                // earlier call's word at this address (see ``Record/absorb(_:)``).
-                let writers =
-                    record.writers.allSatisfy { $0.sequence > mark }
-                    ? record.writers : record.writers.filter { $0.sequence > mark }
-                guard var taken = found else {
-                    found = (record.word(after: mark), writers)
-                    continue
-                }
-                // Two writers nested in this call, in tasks of their own, stopped on one box.
-                if record.word(after: mark) == .notIdempotent { taken.word = .notIdempotent }
-                for writer in writers where !taken.writers.contains(where: { $0.policy == writer.policy }) {
-                    taken.writers.append(writer)
-                }
-                found = taken
+                // Two writers nested in this call, in tasks of their own, may have stopped on one
+                // box: "not idempotent" from either stands.
+                if found != .notIdempotent { found = record.word(after: mark) }
             }
             return found
         }
@@ -347,9 +306,6 @@ enum NestedRetryLedger {
     /// A call about to take a record: the number it sees in its scope, its task, and whether
     /// the number is its own (a call that hands a scope down) rather than an enclosing call's.
     struct Taker {
-        /// The policy taking it. Not compared with the writers: one instance nested in itself
-        /// takes the word of its nested call as any outer layer does.
-        var policy: ObjectIdentifier
         var call: UInt64
         var task: Int
         var ownsCall: Bool
@@ -469,24 +425,16 @@ enum NestedRetryLedger {
         }
     }
 
-    /// Records that `writer` stopped on `error` with `word` (or passed on an inner policy's word
-    /// for it), for the call at `address`.
-    ///
-    /// - Parameters:
-    ///   - writer: The policy that stopped, or `nil` for a call that declared itself not
-    ///     idempotent without a policy of its own (``recordFailure(_:ofCallDeclaring:)``).
-    ///   - inner: The writers of the record this policy took, if it stopped because of one.
-    static func record(
-        _ word: Word, for error: any Error, by writer: RetryPolicy?, passingOn inner: [Writer],
-        to address: Address
-    ) {
+    /// Records that a policy stopped on `error` with `word` (or passed on an inner policy's word
+    /// for it), or that a call declared not idempotent without a policy of its own failed with
+    /// it (``recordFailure(_:ofCallDeclaring:)``), for the call at `address`.
+    static func record(_ word: Word, for error: any Error, to address: Address) {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         let sequence = self.written.wrappingAdd(1, ordering: .relaxed).newValue
-        let writers = writer.map { inner + [Writer(policy: ObjectIdentifier($0), sequence: sequence)] } ?? inner
         let new = Record(
-            error: box, sequence: sequence, writers: writers,
-            notIdempotentSince: word == .notIdempotent ? sequence : 0, address: address)
+            error: box, sequence: sequence, notIdempotentSince: word == .notIdempotent ? sequence : 0,
+            address: address)
         self.records.withLock { records in
             // Another call's word for this very error is kept beside it (see ``Entry``).
             if records.byError[key]?.first.error === box {
@@ -518,8 +466,7 @@ enum NestedRetryLedger {
             Rulebook.stopReason(for: FailureAnalysis(error), idempotency: idempotency) == .notIdempotent
         else { return }
         // Word for the call around this one: the scope here is the enclosing call's.
-        self.record(
-            .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
+        self.record(.notIdempotent, for: error, to: .here(in: CallScope.current.retryCall))
     }
 
     /// Leaves word for the policies around a library time limit or a hedged call whose attempt,
@@ -533,8 +480,7 @@ enum NestedRetryLedger {
     /// policy retries. Failure path only: one load, and a record when the mark is there.
     static func recordFailure(_ error: any Error, ofAttemptUnder signal: TimeLimitSignal) {
         guard signal.notIdempotentCallSucceeded(after: 0), !Task.isCancelled else { return }
-        self.record(
-            .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
+        self.record(.notIdempotent, for: error, to: .here(in: CallScope.current.retryCall))
     }
 
     /// Leaves word for the policies around a call that hears of successes under `call` (a
@@ -548,18 +494,15 @@ enum NestedRetryLedger {
     /// Failure path only, before the call ends its entry.
     static func recordFailure(_ error: any Error, ofCallHearing call: UInt64) {
         guard call != 0, self.latestSuccess(in: call) != 0, !Task.isCancelled else { return }
-        self.record(
-            .notIdempotent, for: error, by: nil, passingOn: [], to: .here(in: CallScope.current.retryCall))
+        self.record(.notIdempotent, for: error, to: .here(in: CallScope.current.retryCall))
     }
 
-    /// The word and writers of the record a policy nested in `taker` left for this very
-    /// `error`, or `nil` for none; the record is then taken.
+    /// The word of the record a policy nested in `taker` left for this very `error`, or `nil`
+    /// for none; the record is then taken.
     ///
     /// A record written before `mark` is not taken, nor one addressed to another call (see
     /// ``Address``); a record the same policy instance wrote, nested in this call, is.
-    static func take(
-        _ error: any Error, by taker: Taker, writtenAfter mark: UInt64
-    ) -> (word: Word, writers: [Writer])? {
+    static func take(_ error: any Error, by taker: Taker, writtenAfter mark: UInt64) -> Word? {
         let box = self.box(of: error)
         let key = ObjectIdentifier(box)
         return self.records.withLock { records in
@@ -583,15 +526,6 @@ enum NestedRetryLedger {
         return self.records.withLock { records in
             guard let entry = records.byError[ObjectIdentifier(box)], entry.first.error === box else { return 0 }
             return entry.count
-        }
-    }
-
-    /// How many writers the records of `error` name now, all records together; for tests.
-    static func writerCount(for error: any Error) -> Int {
-        let box = self.box(of: error)
-        return self.records.withLock { records in
-            guard let entry = records.byError[ObjectIdentifier(box)], entry.first.error === box else { return 0 }
-            return (0..<entry.count).reduce(0) { $0 + entry[$1].writers.count }
         }
     }
 

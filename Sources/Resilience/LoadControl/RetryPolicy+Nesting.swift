@@ -44,7 +44,6 @@ extension RetryPolicy {
         // which speaks for the last step of the attempt alone, not for a request that left before it.
         call.state.enclosingSucceededCall = scope.succeededCall
         scope.succeededCall = scope.retryCall
-        call.state.succeededCall = scope.retryCall
         return scope
     }
 
@@ -69,8 +68,8 @@ extension RetryPolicy {
     /// for a call that handed a scope down, as it ends, on every path.
     @usableFromInline
     nonisolated func endSucceededCalls(_ call: inout Call) {
-        guard call.state.succeededCall != 0 else { return }
-        NestedRetryLedger.endSuccesses(of: call.state.succeededCall, passingTo: call.state.enclosingSucceededCall)
+        guard call.state.retryCall != 0 else { return }
+        NestedRetryLedger.endSuccesses(of: call.state.retryCall, passingTo: call.state.enclosingSucceededCall)
     }
 
     /// The time left before this call's deadline or an enclosing call's, whichever is sooner; `nil` for none.
@@ -92,28 +91,20 @@ extension RetryPolicy {
     /// error stands for that failure. Its "retried to exhaustion" does not: the attempt ran
     /// out of time, which this policy judges as a time-out.
     nonisolated func nestedStop(
-        after error: any Error, analysis: FailureAnalysis, call: inout CallState
+        after error: any Error, analysis: FailureAnalysis, call: CallState
     ) -> RetryStopReason? {
         if analysis.isThrottleRejection { return .throttled }
         let taker = NestedRetryLedger.Taker(
-            policy: ObjectIdentifier(self), call: CallScope.current.retryCall, task: NestedRetryLedger.currentTask,
-            ownsCall: call.retryCall != 0)
-        guard let (word, writers) = NestedRetryLedger.take(error, by: taker, writtenAfter: call.ledgerMark) else {
+            call: CallScope.current.retryCall, task: NestedRetryLedger.currentTask, ownsCall: call.retryCall != 0)
+        guard let word = NestedRetryLedger.take(error, by: taker, writtenAfter: call.ledgerMark) else {
             guard let late = LateOperationError.of(error),
-                let (word, writers) = NestedRetryLedger.take(late, by: taker, writtenAfter: call.ledgerMark),
-                word == .notIdempotent
+                NestedRetryLedger.take(late, by: taker, writtenAfter: call.ledgerMark) == .notIdempotent
             else { return nil }
-            call.innerWriters = writers
             return .notIdempotent
         }
         switch word {
-        case .notIdempotent:
-            call.innerWriters = writers
-            return .notIdempotent
-        case .exhausted:
-            guard !self.nestedRetries.retriesExhaustedFailures else { return nil }
-            call.innerWriters = writers
-            return .retriedByInnerPolicy
+        case .notIdempotent: return .notIdempotent
+        case .exhausted: return self.nestedRetries.retriesExhaustedFailures ? nil : .retriedByInnerPolicy
         }
     }
 
@@ -158,8 +149,7 @@ extension RetryPolicy {
         }
         // The word is for the nearest enclosing call: not this call's own number, if it has one.
         let enclosing = call.retryCall != 0 ? call.enclosingRetryCall : CallScope.current.retryCall
-        NestedRetryLedger.record(
-            word, for: ending, by: self, passingOn: call.innerWriters, to: .here(in: enclosing))
+        NestedRetryLedger.record(word, for: ending, to: .here(in: enclosing))
         return ending
     }
 

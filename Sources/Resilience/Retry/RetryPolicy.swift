@@ -855,21 +855,17 @@ public final actor RetryPolicy {
         /// Refreshes of a credential retried after one that failed for now: each takes one of
         /// ``maximumAttempts`` although the operation did not run for it.
         var refreshRetries = 0
-        /// The policies nested in this call that retried its last failure to exhaustion, innermost first.
-        var innerWriters: [NestedRetryLedger.Writer] = []
         /// This call's number in the scope it hands down, or 0 when it hands none down
-        /// (see `NestedRetryLedger.Address`).
+        /// (see `NestedRetryLedger.Address`). Also its number for the calls nested in it that may
+        /// not run twice and succeed (`CallScope.succeededCall`): a call that hands a scope down
+        /// hears of them whatever its own idempotency (one that may not run twice may still run
+        /// its attempt again after a failure that proves its request never left).
         var retryCall: UInt64 = 0
         /// The number of the nearest enclosing call that hands a scope down, when this call
         /// numbers itself: the call its own word is for.
         var enclosingRetryCall: UInt64 = 0
-        /// This call's number for the calls nested in it that may not run twice and succeed
-        /// (`CallScope.succeededCall`), or 0 when it hears of none: its ``retryCall``, whenever it
-        /// hands a scope down (one that may not run twice may still run its attempt again after a
-        /// failure that proves its request never left).
-        var succeededCall: UInt64 = 0
         /// The number of the nearest enclosing call that hears of such successes, when this call
-        /// does: the call it passes them on to as it ends.
+        /// does (when it numbers itself): the call it passes them on to as it ends.
         var enclosingSucceededCall: UInt64 = 0
         /// Whether this call's success is told to the calls around it as that of a call that may
         /// not run twice although the scope it runs in declares otherwise: its classifier declares
@@ -983,7 +979,7 @@ public final actor RetryPolicy {
         let ruled: RetryStopReason? =
             cancelled && !timedOutFirst ? .cancelled : Rulebook.stopReason(for: analysis, idempotency: idempotency)
         let reportedStop: RetryStopReason? = reported == .mustNotRepeat ? .notRetryable : nil
-        if var ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: &call)
+        if var ruled = ruled ?? self.nestedStop(after: error, analysis: analysis, call: call)
             ?? self.stopAfterSucceededCall(call) ?? reportedStop
         {
             if ruled == .notIdempotent {

@@ -210,18 +210,14 @@ struct NestedRetriesSharedErrorTests {
         let failure: any Error = TransientError(id: 46)
         let (callA, callB) = (NestedRetryLedger.newCall(), NestedRetryLedger.newCall())
         let mark = NestedRetryLedger.mark
-        let writer = NestedRetryLedger.Writer(policy: ObjectIdentifier(NestedRetryLedger.Word.self), sequence: mark + 1)
-        NestedRetryLedger.record(
-            .notIdempotent, for: failure, by: nil, passingOn: [writer], to: .init(call: callA, tasks: [1]))
-        NestedRetryLedger.record(
-            .exhausted, for: failure, by: nil, passingOn: [writer], to: .init(call: callB, tasks: [2]))
+        NestedRetryLedger.record(.notIdempotent, for: failure, to: .init(call: callA, tasks: [1]))
+        NestedRetryLedger.record(.exhausted, for: failure, to: .init(call: callB, tasks: [2]))
         #expect(NestedRetryLedger.recordCount(for: failure) == 2)
-        let policy = ObjectIdentifier(NestedRetryLedger.self)
-        let takerB = NestedRetryLedger.Taker(policy: policy, call: callB, task: 2, ownsCall: true)
-        let takerA = NestedRetryLedger.Taker(policy: policy, call: callA, task: 1, ownsCall: true)
-        #expect(NestedRetryLedger.take(failure, by: takerB, writtenAfter: mark)?.word == .exhausted)
+        let takerB = NestedRetryLedger.Taker(call: callB, task: 2, ownsCall: true)
+        let takerA = NestedRetryLedger.Taker(call: callA, task: 1, ownsCall: true)
+        #expect(NestedRetryLedger.take(failure, by: takerB, writtenAfter: mark) == .exhausted)
         #expect(NestedRetryLedger.take(failure, by: takerB, writtenAfter: mark) == nil)
-        #expect(NestedRetryLedger.take(failure, by: takerA, writtenAfter: mark)?.word == .notIdempotent)
+        #expect(NestedRetryLedger.take(failure, by: takerA, writtenAfter: mark) == .notIdempotent)
         #expect(NestedRetryLedger.take(failure, by: takerA, writtenAfter: mark) == nil)
     }
 
@@ -230,26 +226,23 @@ struct NestedRetriesSharedErrorTests {
     @Test func aFullErrorValueGivesUpAnExhaustedWordBeforeANotIdempotentOne() {
         let failure: any Error = TransientError(id: 47)
         let mark = NestedRetryLedger.mark
-        let writer = NestedRetryLedger.Writer(policy: ObjectIdentifier(NestedRetryLedger.Word.self), sequence: mark + 1)
         let post = NestedRetryLedger.newCall()
-        NestedRetryLedger.record(
-            .notIdempotent, for: failure, by: nil, passingOn: [writer], to: .init(call: post, tasks: [1]))
+        NestedRetryLedger.record(.notIdempotent, for: failure, to: .init(call: post, tasks: [1]))
         var others: [UInt64] = []
         for _ in 0..<NestedRetryLedger.Entry.capacity {
             let call = NestedRetryLedger.newCall()
             others.append(call)
-            NestedRetryLedger.record(
-                .exhausted, for: failure, by: nil, passingOn: [writer], to: .init(call: call, tasks: [1]))
+            NestedRetryLedger.record(.exhausted, for: failure, to: .init(call: call, tasks: [1]))
         }
         #expect(NestedRetryLedger.recordCount(for: failure) == NestedRetryLedger.Entry.capacity)
         func taker(_ call: UInt64) -> NestedRetryLedger.Taker {
-            .init(policy: ObjectIdentifier(NestedRetryLedger.self), call: call, task: 1, ownsCall: true)
+            .init(call: call, task: 1, ownsCall: true)
         }
-        #expect(NestedRetryLedger.take(failure, by: taker(post), writtenAfter: mark)?.word == .notIdempotent)
+        #expect(NestedRetryLedger.take(failure, by: taker(post), writtenAfter: mark) == .notIdempotent)
         // The oldest "exhausted" word gave way; the newest is kept.
         #expect(NestedRetryLedger.take(failure, by: taker(others[0]), writtenAfter: mark) == nil)
         #expect(
-            NestedRetryLedger.take(failure, by: taker(others[others.count - 1]), writtenAfter: mark)?.word == .exhausted
+            NestedRetryLedger.take(failure, by: taker(others[others.count - 1]), writtenAfter: mark) == .exhausted
         )
     }
 }
