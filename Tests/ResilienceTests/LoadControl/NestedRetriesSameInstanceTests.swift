@@ -10,18 +10,7 @@ import Testing
 /// may not run twice is sent once.
 @Suite("Nested retries: one policy instance nested in itself", .timeLimit(.minutes(1)))
 struct NestedRetriesSameInstanceTests {
-    private static func policy(_ clock: TestClock) throws -> RetryPolicy {
-        try RetryPolicy(maximumAttempts: 3, backoff: .constant(.milliseconds(10)), jitter: .none, clock: clock)
-    }
-
-    /// What a nested call did: the requests it sent and the outermost call's stop.
-    private struct Sent: Equatable, CustomStringConvertible {
-        var attempts: Int
-        var stop: RetryStopReason?
-        var description: String { "\(self.attempts) \(self.stop.map { "\($0)" } ?? "nil")" }
-    }
-
-    private static let nested = Sent(attempts: 3, stop: .retriedByInnerPolicy)
+    private typealias Sent = NestedSend
 
     /// Runs `operation` inside `layers` calls of `policy`, the outermost through `outcome`;
     /// `between` wraps each call below the outermost (a breaker, a time limit), the identity by default.
@@ -44,19 +33,19 @@ struct NestedRetriesSameInstanceTests {
     @Test(arguments: [2, 3])
     func layersOfOneInstanceSendWhatTheInnermostSends(layers: Int) async throws {
         let clock = TestClock()
-        let policy = try Self.policy(clock)
+        let policy = try NestedSend.policy(clock)
         let attempts = Counter()
         let stop = await Self.send(layers: layers, policy: policy, clock: clock) {
             attempts.increment()
             throw TransientError(id: 71)
         }
-        #expect(Sent(attempts: attempts.value, stop: stop) == Self.nested)
+        #expect(Sent(attempts: attempts.value, stop: stop) == NestedSend.nested)
     }
 
     /// Through `execute` at every layer: the caller gets the innermost error after three requests.
     @Test func theOuterExecuteThrowsAfterThreeRequests() async throws {
         let clock = TestClock()
-        let policy = try Self.policy(clock)
+        let policy = try NestedSend.policy(clock)
         let attempts = Counter()
         let thrown = await driveThroughEveryWait(clock) { () -> (any Error)? in
             do {
@@ -78,7 +67,7 @@ struct NestedRetriesSameInstanceTests {
     @Test(arguments: [2, 3])
     func aBreakerBetweenTheLayersChangesNothing(layers: Int) async throws {
         let clock = TestClock()
-        let policy = try Self.policy(clock)
+        let policy = try NestedSend.policy(clock)
         // Never opens here: the error goes through it unchanged.
         let breaker = try CircuitBreaker(name: "same-instance", tripRule: .consecutiveFailures(1_000), clock: clock)
         let attempts = Counter()
@@ -89,13 +78,13 @@ struct NestedRetriesSameInstanceTests {
                 attempts.increment()
                 throw URLError(.timedOut)
             })
-        #expect(Sent(attempts: attempts.value, stop: stop) == Self.nested)
+        #expect(Sent(attempts: attempts.value, stop: stop) == NestedSend.nested)
     }
 
     @Test(arguments: [2, 3])
     func aTimeoutBetweenTheLayersChangesNothing(layers: Int) async throws {
         let clock = TestClock()
-        let policy = try Self.policy(clock)
+        let policy = try NestedSend.policy(clock)
         // On a clock of its own that never moves: the limit never fires.
         let timeout = try Timeout(.seconds(60), clock: TestClock())
         let attempts = Counter()
@@ -106,7 +95,7 @@ struct NestedRetriesSameInstanceTests {
                 attempts.increment()
                 throw TransientError(id: 73)
             })
-        #expect(Sent(attempts: attempts.value, stop: stop) == Self.nested)
+        #expect(Sent(attempts: attempts.value, stop: stop) == NestedSend.nested)
     }
 
     /// A `POST` the inner call declares not idempotent is sent once, and no layer of the same
@@ -114,7 +103,7 @@ struct NestedRetriesSameInstanceTests {
     @Test(arguments: [2, 3])
     func aPostDeclaredInsideIsSentOnce(layers: Int) async throws {
         let clock = TestClock()
-        let policy = try Self.policy(clock)
+        let policy = try NestedSend.policy(clock)
         let posts = Counter()
         @Sendable func wrapped(_ depth: Int) async throws {
             guard depth > 1 else {
@@ -154,14 +143,14 @@ struct NestedRetriesSameInstanceTests {
             }
             return sent
         }
-        #expect(sent == Array(repeating: Self.nested, count: 4))
+        #expect(sent == Array(repeating: NestedSend.nested, count: 4))
     }
 
     /// Two instances nested in each other send the same: the instance is not what the ledger
     /// tells layers apart by.
     @Test func twoInstancesSendTheSame() async throws {
         let clock = TestClock()
-        let (outer, inner) = (try Self.policy(clock), try Self.policy(clock))
+        let (outer, inner) = (try NestedSend.policy(clock), try NestedSend.policy(clock))
         let attempts = Counter()
         let stop = await driveThroughEveryWait(clock) { () -> RetryStopReason? in
             await outer.outcome {
@@ -171,6 +160,6 @@ struct NestedRetriesSameInstanceTests {
                 }
             }.stopReason
         }
-        #expect(Sent(attempts: attempts.value, stop: stop) == Self.nested)
+        #expect(Sent(attempts: attempts.value, stop: stop) == NestedSend.nested)
     }
 }

@@ -30,18 +30,7 @@ struct NestedRetriesStoredErrorTests {
         }
     }
 
-    private static func policy(_ clock: TestClock) throws -> RetryPolicy {
-        try RetryPolicy(maximumAttempts: 3, backoff: .constant(.milliseconds(10)), jitter: .none, clock: clock)
-    }
-
-    /// What one call of the pair did: the attempts it sent and the outer policy's stop.
-    private struct Call: Equatable, CustomStringConvertible {
-        var attempts: Int
-        var stop: RetryStopReason?
-        var description: String { "\(self.attempts) \(self.stop.map { "\($0)" } ?? "nil")" }
-    }
-
-    private static let nested = Call(attempts: 3, stop: .retriedByInnerPolicy)
+    private typealias Call = NestedSend
 
     /// Calls `outer` around `inner` `times` times in a row, the inner operation throwing `stored`;
     /// `between` wraps the inner call (a breaker, a time limit), the identity by default.
@@ -74,42 +63,42 @@ struct NestedRetriesStoredErrorTests {
     @Test(arguments: Stored.allCases)
     func theSamePairCalledAgainSendsThreeEachTime(stored: Stored) async throws {
         let clock = TestClock()
-        let (outer, inner) = (try Self.policy(clock), try Self.policy(clock))
+        let (outer, inner) = (try NestedSend.policy(clock), try NestedSend.policy(clock))
         let calls = await Self.calls(5, stored: stored.make(), clock: clock) { (outer, inner) }
-        #expect(calls == Array(repeating: Self.nested, count: 5))
+        #expect(calls == Array(repeating: NestedSend.nested, count: 5))
     }
 
     @Test(arguments: Stored.allCases)
     func aPairRebuiltForEachCallSendsThreeEachTime(stored: Stored) async throws {
         let clock = TestClock()
         let calls = await Self.calls(4, stored: stored.make(), clock: clock) {
-            (try Self.policy(clock), try Self.policy(clock))
+            (try NestedSend.policy(clock), try NestedSend.policy(clock))
         }
-        #expect(calls == Array(repeating: Self.nested, count: 4))
+        #expect(calls == Array(repeating: NestedSend.nested, count: 4))
     }
 
     @Test func aBreakerBetweenTheLayersChangesNothing() async throws {
         let clock = TestClock()
-        let (outer, inner) = (try Self.policy(clock), try Self.policy(clock))
+        let (outer, inner) = (try NestedSend.policy(clock), try NestedSend.policy(clock))
         // Never opens here: the stored error goes through it unchanged.
         let breaker = try CircuitBreaker(name: "between", tripRule: .consecutiveFailures(1_000), clock: clock)
         let calls = await Self.calls(
             4, stored: Stored.urlError.make(),
             clock: clock, pair: { (outer, inner) },
             between: { operation in try await breaker.execute { try await operation() } })
-        #expect(calls == Array(repeating: Self.nested, count: 4))
+        #expect(calls == Array(repeating: NestedSend.nested, count: 4))
     }
 
     @Test func aTimeoutBetweenTheLayersChangesNothing() async throws {
         let clock = TestClock()
-        let (outer, inner) = (try Self.policy(clock), try Self.policy(clock))
+        let (outer, inner) = (try NestedSend.policy(clock), try NestedSend.policy(clock))
         // On a clock of its own that never moves: the limit never fires.
         let timeout = try Timeout(.seconds(60), clock: TestClock())
         let calls = await Self.calls(
             4, stored: Stored.swiftStruct.make(),
             clock: clock, pair: { (outer, inner) },
             between: { operation in try await timeout.execute { try await operation() } })
-        #expect(calls == Array(repeating: Self.nested, count: 4))
+        #expect(calls == Array(repeating: NestedSend.nested, count: 4))
     }
 
     /// An outer policy with a deadline hands a scope down and numbers each of its calls: the
@@ -119,9 +108,9 @@ struct NestedRetriesStoredErrorTests {
         let outer = try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.milliseconds(10)), jitter: .none, deadline: .seconds(60),
             clock: clock)
-        let inner = try Self.policy(clock)
+        let inner = try NestedSend.policy(clock)
         let calls = await Self.calls(4, stored: Stored.nsError.make(), clock: clock) { (outer, inner) }
-        #expect(calls == Array(repeating: Self.nested, count: 4))
+        #expect(calls == Array(repeating: NestedSend.nested, count: 4))
     }
 
     /// A call whose inner policy stopped because its request was not idempotent leaves that word
@@ -130,8 +119,8 @@ struct NestedRetriesStoredErrorTests {
     @Test func aNotIdempotentWordIsNotReadByALaterCall() async throws {
         let clock = TestClock()
         let stored = Stored.swiftStruct.make()
-        let (postOuter, postInner) = (try Self.policy(clock), try Self.policy(clock))
-        let (getOuter, getInner) = (try Self.policy(clock), try Self.policy(clock))
+        let (postOuter, postInner) = (try NestedSend.policy(clock), try NestedSend.policy(clock))
+        let (getOuter, getInner) = (try NestedSend.policy(clock), try NestedSend.policy(clock))
         let calls = await driveThroughEveryWait(clock) { () -> [Call] in
             var calls: [Call] = []
             for _ in 0..<2 {
@@ -155,7 +144,7 @@ struct NestedRetriesStoredErrorTests {
             return calls
         }
         let post = Call(attempts: 1, stop: .notIdempotent)
-        #expect(calls == [post, Self.nested, post, Self.nested])
+        #expect(calls == [post, NestedSend.nested, post, NestedSend.nested])
     }
 
     /// Two tasks call their own pair again and again at the same time, all failing with one
@@ -164,7 +153,7 @@ struct NestedRetriesStoredErrorTests {
         let stored = Stored.urlError.make()
         let pairs = try (0..<2).map { _ in
             let clock = TestClock()
-            return (clock, try Self.policy(clock), try Self.policy(clock))
+            return (clock, try NestedSend.policy(clock), try NestedSend.policy(clock))
         }
         let results = await withTaskGroup(of: [Call].self) { group in
             for (clock, outer, inner) in pairs {
@@ -172,7 +161,7 @@ struct NestedRetriesStoredErrorTests {
             }
             return await group.reduce(into: [[Call]]()) { $0.append($1) }
         }
-        #expect(results == Array(repeating: Array(repeating: Self.nested, count: 4), count: 2))
+        #expect(results == Array(repeating: Array(repeating: NestedSend.nested, count: 4), count: 2))
     }
 
     /// Calls with nothing around them to read their word keep joining one record for a stored
