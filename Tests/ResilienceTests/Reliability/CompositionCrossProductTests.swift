@@ -9,8 +9,9 @@ import Testing
 /// limiters and their registry, hedging, pipelines, their registry and the standardHTTP preset),
 /// around an operation that follows a random script: successes, transient failures, refusals,
 /// 429s, lost responses and timed-out POSTs in random wrappers, the caller cancelling, and hangs
-/// that only a time limit ends. Every layer shares one test clock that a driver moves a second
-/// at a time while anything sleeps on it; nothing sleeps for real.
+/// that only a time limit ends. Every layer shares one test clock that a driver moves, while the
+/// call waits, to the next deadline of anyone asleep on it (``driveCall(_:on:watching:mayMove:)``);
+/// nothing sleeps for real.
 @Suite("Composition cross product: the headline rules hold in random compositions")
 struct CompositionCrossProductTests {
     /// 40 seeds of 40 compositions each run in about a second; 1...500 (20,000 compositions,
@@ -195,6 +196,7 @@ struct CompositionCrossProductTests {
         var end: Duration
         var cancelledAt: Duration?
         var breakers: [(index: Int, countsNothing: Bool, snapshot: CircuitBreakerSnapshot, entries: [LayerEntry])]
+        var stalled: Bool
     }
 
     static func error(for step: Step, shapes: [ErrorShape], variant: Int) -> any Error {
@@ -213,10 +215,10 @@ struct CompositionCrossProductTests {
         return ErrorShape.wrap(bare, in: shapes)
     }
 
-    static func clock(_ c: TestClock) -> TestClock { c }
-
     static func run(_ testCase: Case) async throws -> Observed {
-        let clock = TestClock()
+        // A policy's attempt limit sleeps in a child task of the call: a timer, told by its length.
+        let clock = CallClock(timerLengths: [Self.limit])
+        let watchers = WatcherList()
         let ranSteps = Recorder<Step>()
         let runStarts = Recorder<Duration>()
         let cancelledAt = Lock<Duration?>(nil)
@@ -310,7 +312,7 @@ struct CompositionCrossProductTests {
                 next = { try await breaker.execute(operation: wrapped) }
             case .pipelineBreakerTimeout:
                 let breaker = try makeBreaker(index, registry: false, countsNothing: true)
-                let timeout = try Timeout(Self.limit, clock: clock)
+                let timeout = watchers.add(try Timeout(Self.limit, clock: clock))
                 let pipeline = ResiliencePipeline {
                     breaker
                     timeout
@@ -349,7 +351,7 @@ struct CompositionCrossProductTests {
                     }
                 }
             case .timeout:
-                let timeout = try Timeout(Self.limit, clock: clock)
+                let timeout = watchers.add(try Timeout(Self.limit, clock: clock))
                 next = { try await timeout.execute(idempotency: declared, operation: inner) }
             case .fallback:
                 let fallback = Fallback<Int>.value(-1)
@@ -368,12 +370,13 @@ struct CompositionCrossProductTests {
                     ? try RateLimiterRegistry<String>(maximumCount: 4, makeLimiter: make).limiter(for: "k") : make("k")
                 next = { try await limiter.execute(operation: inner) }
             case .hedging(let hedges, _):
-                let hedging = try Hedging(delay: .fixed(.seconds(500)), maximumHedges: hedges, clock: clock)
+                let hedging = watchers.add(
+                    try Hedging(delay: .fixed(.seconds(500)), maximumHedges: hedges, clock: clock))
                 next = { try await hedging.execute(idempotency: declared, operation: inner) }
             case .pipelineTimeoutPolicy(let attempts, let classifier, let registry, _):
                 let make: @Sendable (String) -> ResiliencePipeline<NestedStrategies<Timeout, RetryPolicy>> = { _ in
                     ResiliencePipeline {
-                        try! Timeout(Self.limit, clock: clock)
+                        watchers.add(try! Timeout(Self.limit, clock: clock))
                         try! makePolicyUnchecked(attempts, classifier, clock)
                     }
                 }
@@ -388,7 +391,7 @@ struct CompositionCrossProductTests {
             case .pipelineHedgingBreaker:
                 let breaker = try makeBreaker(index, registry: false, countsNothing: true)
                 let pipeline = try ResiliencePipeline {
-                    try Hedging(delay: .fixed(.seconds(500)), maximumHedges: 1, clock: clock)
+                    watchers.add(try Hedging(delay: .fixed(.seconds(500)), maximumHedges: 1, clock: clock))
                     breaker
                 }
                 let (wrapped, entries) = instrument(inner)
@@ -398,8 +401,10 @@ struct CompositionCrossProductTests {
                     return try await pipeline.execute(operation: wrapped)
                 }
             case .standardHTTP(let attempts, _):
-                let pipeline = try ResiliencePipeline<StandardHTTPStrategies>.standardHTTP(
-                    totalTimeout: Self.totalLimit, maximumAttempts: attempts, attemptTimeout: Self.limit, clock: clock)
+                let pipeline = watchers.add(
+                    try ResiliencePipeline<StandardHTTPStrategies>.standardHTTP(
+                        totalTimeout: Self.totalLimit, maximumAttempts: attempts, attemptTimeout: Self.limit,
+                        clock: clock))
                 next = {
                     if let declared { return try await pipeline.execute(idempotency: declared, operation: inner) }
                     return try await pipeline.execute(operation: inner)
@@ -408,8 +413,10 @@ struct CompositionCrossProductTests {
         }
         let call = next
         let task = Task<Int, any Error> {
-            while rootTask.withLock({ $0 }) == nil { await Task.yield() }
-            return try await call()
+            try await CallClock.$isCallTask.withValue(true) {
+                while rootTask.withLock({ $0 }) == nil { await Task.yield() }
+                return try await call()
+            }
         }
         rootTask.withLock { $0 = task }
         // With a time limit outermost, time stops at its end: the call must end without more of it.
@@ -419,31 +426,20 @@ struct CompositionCrossProductTests {
             case .standardHTTP?: Self.totalLimit
             default: nil
             }
-        let mover = Task.detached {
-            while !Task.isCancelled {
-                await clock.waitForSleepers(count: 1)
-                if Task.isCancelled { break }
-                // Lets whatever is runnable settle first, so that time does not outrun the scheduler.
-                // Only how eagerly time moves depends on this; every rule checked below must hold
-                // whichever way the tasks interleave, so no check relies on it.
-                for _ in 0..<20 { await Task.yield() }
-                if clock.sleeperCount == 0 { continue }
-                // Once the caller cancelled, time stands still: everything must end without it.
-                if cancelledAt.withLock({ $0 }) != nil { continue }
-                if let freezeAt, clock.now.offset >= freezeAt { continue }
-                clock.advance(by: .seconds(1))
-            }
+        // Time moves only while the call waits, to the next deadline of anyone asleep, so that a
+        // limit passes only while the call waits on it, never under a call still running.
+        // Once the caller cancelled, time stands still: everything must end without it.
+        let (result, stalled) = await driveCall(task, on: clock, watching: watchers) { _, instant in
+            cancelledAt.withLock { $0 } == nil && freezeAt.map { instant <= $0 } ?? true
         }
-        let result = await task.result
         let end = clock.now.offset
-        mover.cancel()
         return Observed(
             steps: ranSteps.values, runStarts: runStarts.values, result: result, end: end,
             cancelledAt: cancelledAt.withLock { $0 },
-            breakers: breakers.map { ($0.0, $0.1, $0.2.snapshot(), $0.3.values) })
+            breakers: breakers.map { ($0.0, $0.1, $0.2.snapshot(), $0.3.values) }, stalled: stalled)
     }
 
-    static func makePolicyUnchecked(_ attempts: Int, _ classifier: ClassifierUnderTest, _ clock: TestClock) throws
+    static func makePolicyUnchecked(_ attempts: Int, _ classifier: ClassifierUnderTest, _ clock: CallClock) throws
         -> RetryPolicy
     {
         try RetryPolicy(
@@ -457,6 +453,7 @@ struct CompositionCrossProductTests {
         let o = try await run(testCase)
         var problems: [String] = []
         let steps = o.steps
+        if o.stalled { problems.append("the call had not ended when the test's time limit cancelled it") }
         if steps.count > testCase.maximumRuns { problems.append("ran \(steps.count) > \(testCase.maximumRuns)") }
         for (i, step) in steps.dropLast().enumerated()
         where step.endsTheCall(notIdempotent: testCase.notIdempotent)

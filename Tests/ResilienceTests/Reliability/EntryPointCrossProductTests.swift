@@ -290,6 +290,7 @@ struct SeamObserved {
     var end: Duration
     var cancelledAt: Duration?
     var breaker: (snapshot: CircuitBreakerSnapshot, entries: [SeamEntry], innermost: Bool, hedgingOutside: Bool)?
+    var stalled = false
 }
 
 @Suite(
@@ -298,7 +299,7 @@ struct SeamObserved {
 struct EntryPointCrossProductTests {
     static let hangLength: Duration = .seconds(30)
 
-    static func policy(_ c: SeamCase, clock: TestClock, attempts: Int = 3) throws -> RetryPolicy {
+    static func policy(_ c: SeamCase, clock: some Clock<Duration>, attempts: Int = 3) throws -> RetryPolicy {
         let classifier: any RetryClassifier =
             if c.classifierMethod, case .method(let m) = c.declaration {
                 HTTPRetryClassifier(method: m)
@@ -310,13 +311,13 @@ struct EntryPointCrossProductTests {
             maximumRetryAfter: .seconds(60), clock: clock)
     }
 
-    static func makeBreaker(_ key: String, clock: TestClock) -> CircuitBreaker {
+    static func makeBreaker(_ key: String, clock: some Clock<Duration>) -> CircuitBreaker {
         try! CircuitBreaker(
             name: key, tripRule: .failureRate(threshold: 1.0, minimumCalls: 10_000, window: .count(10_000)),
             classifier: DefaultCircuitBreakerFailureClassifier(), pushback: .disabled, clock: clock)
     }
 
-    static func makeRateLimiter(_ key: String, clock: TestClock) -> RateLimiter {
+    static func makeRateLimiter(_ key: String, clock: some Clock<Duration>) -> RateLimiter {
         try! RateLimiter(
             .tokenBucket(capacity: 3, tokensPerPeriod: 1, period: .seconds(2)), name: key, maximumWait: .seconds(3),
             clock: clock)
@@ -346,7 +347,8 @@ struct EntryPointCrossProductTests {
     }
 
     static func run(_ c: SeamCase) async throws -> SeamObserved {
-        let clock = TestClock()
+        let clock = CallClock()
+        let watchers = WatcherList()
         let ran = Recorder<SeamKind>()
         let starts = Recorder<Duration>()
         let cancelledAt = Lock<Duration?>(nil)
@@ -399,8 +401,9 @@ struct EntryPointCrossProductTests {
                 return try outcome.get()
             }
         case .standardHTTP:
-            let pipeline = try ResiliencePipeline<StandardHTTPStrategies>.standardHTTP(
-                totalTimeout: .seconds(25), maximumAttempts: 3, attemptTimeout: .seconds(10), clock: clock)
+            let pipeline = watchers.add(
+                try ResiliencePipeline<StandardHTTPStrategies>.standardHTTP(
+                    totalTimeout: .seconds(25), maximumAttempts: 3, attemptTimeout: .seconds(10), clock: clock))
             call = {
                 if let idempotency { return try await pipeline.execute(idempotency: idempotency, operation: op) }
                 return try await pipeline.execute(operation: op)
@@ -411,9 +414,10 @@ struct EntryPointCrossProductTests {
             let cancelled: @Sendable () -> Bool = { callerCancelled.withLock { $0 } }
             for (i, kind) in c.stages.enumerated() {
                 switch kind {
-                case .totalTimeout: stages.append(SeamAnyStage(held: .timeout(try Timeout(.seconds(20), clock: clock))))
+                case .totalTimeout:
+                    stages.append(SeamAnyStage(held: .timeout(watchers.add(try Timeout(.seconds(20), clock: clock)))))
                 case .attemptTimeout:
-                    stages.append(SeamAnyStage(held: .timeout(try Timeout(.seconds(5), clock: clock))))
+                    stages.append(SeamAnyStage(held: .timeout(watchers.add(try Timeout(.seconds(5), clock: clock)))))
                 case .fallback: stages.append(SeamAnyStage(held: .fallback(.value(-1))))
                 case .bulkhead:
                     stages.append(SeamAnyStage(held: .bulkhead(try ConcurrencyLimiter(limit: 1, clock: clock))))
@@ -429,7 +433,8 @@ struct EntryPointCrossProductTests {
                 case .hedging:
                     stages.append(
                         SeamAnyStage(
-                            held: .hedging(try Hedging(delay: .fixed(.seconds(3)), maximumHedges: 1, clock: clock))))
+                            held: .hedging(
+                                watchers.add(try Hedging(delay: .fixed(.seconds(3)), maximumHedges: 1, clock: clock)))))
                 case .retry: stages.append(SeamAnyStage(held: .retry(try Self.policy(c, clock: clock))))
                 case .breaker:
                     let breaker =
@@ -464,29 +469,23 @@ struct EntryPointCrossProductTests {
         }
 
         let task = Task<Int, any Error> {
-            while rootTask.withLock({ $0 }) == nil { await Task.yield() }
-            return try await call()
-        }
-        rootTask.withLock { $0 = task }
-        let mover = Task.detached {
-            while !Task.isCancelled {
-                await clock.waitForSleepers(count: 1)
-                if Task.isCancelled { break }
-                for _ in 0..<20 { await Task.yield() }
-                if clock.sleeperCount == 0 { continue }
-                if cancelledAt.withLock({ $0 }) != nil { continue }
-                if clock.now.offset > .seconds(400) { continue }
-                clock.advance(by: .seconds(1))
+            try await CallClock.$isCallTask.withValue(true) {
+                while rootTask.withLock({ $0 }) == nil { await Task.yield() }
+                return try await call()
             }
         }
-        let result = await task.result
+        rootTask.withLock { $0 = task }
+        // Time moves only while the call waits, to the next deadline; once the caller cancelled,
+        // or past 400 seconds (no case's waits last that long), it stands still.
+        let (result, stalled) = await driveCall(task, on: clock, watching: watchers) { now, _ in
+            cancelledAt.withLock { $0 } == nil && now <= .seconds(400)
+        }
         let end = clock.now.offset
-        mover.cancel()
-        clock.advance(by: .zero)
+        clock.base.advance(by: .zero)
         return SeamObserved(
             runs: ran.values, starts: starts.values, result: result, outcome: outcomeBox.withLock { $0 }, end: end,
             cancelledAt: cancelledAt.withLock { $0 },
-            breaker: breakerInfo.map { ($0.0.snapshot(), $0.1.values, $0.2, $0.3) })
+            breaker: breakerInfo.map { ($0.0.snapshot(), $0.1.values, $0.2, $0.3) }, stalled: stalled)
     }
 
     /// The stop reason RetryPolicy.outcome must give a direct call, from the documented rules alone.
@@ -512,6 +511,7 @@ struct EntryPointCrossProductTests {
         let o = try await run(c)
         var problems: [String] = []
         let runs = o.runs
+        if o.stalled { problems.append("the call had not ended when the test's time limit cancelled it") }
         // 1. A 429 anywhere ends the call: nothing runs after it.
         if let i = runs.firstIndex(of: .tooMany), i < runs.count - 1 {
             problems.append("ran again after the 429 of run \(i)")
