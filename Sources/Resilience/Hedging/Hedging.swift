@@ -20,6 +20,19 @@ import Synchronization
 /// already returned when the call took that failure is left alone, and if it
 /// succeeded, it wins, as it would had the call taken it first.
 ///
+/// A failure the rules leave open goes to the ``classifier``, as it would in a ``RetryPolicy``,
+/// before a replacement or a further hedge starts: given none, a pipeline's hedging stage asks
+/// the classifier of the nearest ``RetryPolicy`` stage inside it, and otherwise
+/// ``DefaultRetryClassifier`` decides, as for a policy made with the defaults. So a failure the
+/// classifier does not retry (an HTTP 400 or 404, a `DecodingError`) starts no other attempt: the
+/// doomed request is not sent again and no budget token is spent. The attempts already running
+/// go on, the first that succeeds still wins, and when none does the call ends with the failure
+/// that matters (below). A failure the classifier will not retry because its request may have been
+/// applied (``RetryStopReason/notIdempotent``: a CloudKit lost response in a call that declares
+/// nothing) ends the call at once, as the rules' own "not idempotent" does, and tells the policies
+/// around it so. The rules stay on top: a 429 starts nothing, whatever the classifier says, and a
+/// cancellation ends the call. The classifier is asked only when an attempt fails.
+///
 /// With a ``RetryBudget``, each hedge spends a token from it like a retry, no hedge
 /// starts while the budget is spent, and each call that succeeds gives back the
 /// budget's ``RetryBudget/tokenRatio``, once, as a ``RetryPolicy``'s success does. An
@@ -64,7 +77,8 @@ import Synchronization
 ///
 /// When no attempt succeeds, the call ends with the failure that matters to the
 /// rules, as the operation threw it: the first one the rules ended the call on
-/// (a 429, a request that is not idempotent, a cancellation); else the one with
+/// (a 429, a request that is not idempotent or that the classifier says may have
+/// been applied, a cancellation); else the one with
 /// the longest retry-after hint; else the last. So a 429 one attempt got while
 /// another was still running reaches a ``RetryPolicy`` (which does not retry it)
 /// and a ``CircuitBreaker`` (which opens for its hint) around the call when it
@@ -111,6 +125,15 @@ public final class Hedging: Sendable {
     public let maximumHedges: Int
     /// The budget hedges spend from, if any.
     public let budget: RetryBudget?
+    /// Decides which failed attempts are worth another, as a ``RetryPolicy``'s classifier
+    /// decides which failures are worth a retry; `nil` when none was given.
+    ///
+    /// Asked only when an attempt fails, after the ``Rulebook``'s rules, before a replacement
+    /// or a further hedge starts (see ``Hedging``). Without one, a ``Hedging`` stage of a
+    /// ``ResiliencePipeline`` asks the classifier of the nearest ``RetryPolicy`` stage inside
+    /// it, and otherwise ``DefaultRetryClassifier`` decides, as it does for a policy made with
+    /// the defaults. A `nil` answer falls back to ``DefaultRetryClassifier`` too.
+    public let classifier: (any RetryClassifier)?
 
     let state: Lock<HedgingStateMachine>
     /// The delay, when it is fixed: then there are no latencies to learn from, and neither a
@@ -125,6 +148,9 @@ public final class Hedging: Sendable {
     /// that wait until a call has heard of a failure.
     let failuresTaken = Atomic<Int>(0)
     let observer: (any StrategyObserver)?
+    /// The idempotency ``classifier`` was made for (``RetryClassifier/declaredIdempotency``),
+    /// read once: a classifier's declaration is part of its configuration.
+    let classifierDeclaration: Idempotency?
     /// The most extra attempts a call starts, for the inlined call path.
     @usableFromInline var hedgeLimit: Int { self.maximumHedges }
 
@@ -133,6 +159,11 @@ public final class Hedging: Sendable {
     /// - Parameters:
     ///   - delay: When to start another attempt.
     ///   - maximumHedges: The most extra attempts per call; in 1...10.
+    ///   - classifier: Decides which failed attempts are worth another; `nil` answers fall back
+    ///     to ``DefaultRetryClassifier``. Without one, a pipeline's hedging stage asks the
+    ///     classifier of the nearest ``RetryPolicy`` stage inside it, else the default rules
+    ///     decide. Its ``RetryClassifier/declaredIdempotency`` counts as a policy's does: a
+    ///     classifier made for a `POST` runs calls that declare nothing once, unhedged.
     ///   - budget: A budget each hedge spends from, and each successful call gives back to,
     ///     shared with retry policies if you like.
     ///   - name: The name reported in events.
@@ -147,6 +178,7 @@ public final class Hedging: Sendable {
     public init(
         delay: HedgingDelay,
         maximumHedges: Int = 1,
+        classifier: (any RetryClassifier)? = nil,
         budget: RetryBudget? = nil,
         name: String = "hedging",
         observer: (any StrategyObserver)? = nil,
@@ -156,6 +188,8 @@ public final class Hedging: Sendable {
         self.name = name
         self.maximumHedges = maximumHedges
         self.budget = budget
+        self.classifier = classifier
+        self.classifierDeclaration = classifier?.declaredIdempotency
         self.observer = observer
         self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
         self.state = Lock(HedgingStateMachine(delay))
@@ -192,6 +226,22 @@ public final class Hedging: Sendable {
         idempotency: Idempotency? = nil,
         @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
+        try await self.hedge(idempotency: idempotency, inside: (), operation: operation)
+    }
+
+    /// The body of ``execute(idempotency:operation:)``, for a call whose operation runs `stages`:
+    /// the rest of a pipeline, for a ``Hedging`` stage, else nothing (`()`).
+    ///
+    /// `stages` is read only when an attempt fails and the strategy has no ``classifier`` of its
+    /// own: the nearest ``RetryPolicy`` stage in it then lends its classifier
+    /// (``retryStageClassifier(in:)``). Always inlined into its two callers, so a direct call
+    /// pays nothing for it.
+    @inlinable @inline(__always)
+    nonisolated(nonsending) func hedge<Value: Sendable, Stages>(
+        idempotency: Idempotency?,
+        inside stages: Stages,
+        @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
         // Inlined into the caller, so the call's generic values are specialized for its
         // value type; everything that does not depend on it stays out of line.
         guard let start = self.begin(idempotency) else {
@@ -221,7 +271,7 @@ public final class Hedging: Sendable {
         call.started = started
         let first = call.attempt(0).signal
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
-            await self.run(&call, start, handedOver: early, operation: operation)
+            await self.run(&call, start, handedOver: early, inside: stages, operation: operation)
         } onCancel: {
             self.callerCancelled(start.id, first: first)
         }
@@ -241,6 +291,10 @@ public final class Hedging: Sendable {
             // An attempt in which a call that may not run twice succeeded tells the policies around.
             call.first?.signal.recordFailure(error)
             for hedge in call.hedges { hedge.signal.recordFailure(error) }
+            // So does a call that ends with a failure its classifier said must not be sent again.
+            if call.failures.endingIsNotIdempotentVerdict, !call.callerCancelled {
+                self.recordNotIdempotentVerdict(on: error)
+            }
         }
         return try outcome.get()
     }
@@ -249,12 +303,14 @@ public final class Hedging: Sendable {
     /// with nothing left to start.
     ///
     /// `handedOver` is the failure of a first attempt that failed before it first
-    /// suspended: the call takes it first, as if it had been handed over.
+    /// suspended: the call takes it first, as if it had been handed over. `stages` is what
+    /// the operation runs, read on a failure only (see ``hedge(idempotency:inside:operation:)``).
     @inlinable
-    nonisolated(nonsending) func run<Value: Sendable>(
+    nonisolated(nonsending) func run<Value: Sendable, Stages>(
         _ call: inout HedgedCall<Value>,
         _ start: HedgedCallStart,
         handedOver: Result<Timed<Value>, any Error>?,
+        inside stages: Stages,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> Result<Value, any Error> {
         var early = handedOver
@@ -325,7 +381,12 @@ public final class Hedging: Sendable {
                 call.running -= 1
                 // The call keeps the failure it ends with if no attempt succeeds: the first one
                 // the rules ended hedging on, else the one with the longest retry-after hint.
-                if !self.note(error, of: start, into: &call.failures) { call.mayHedge = false }
+                // The rules first, then the classifier: a failure it will not retry starts no other
+                // attempt, and one it says may have been applied and must not be sent again ends
+                // the call as the rules' own "not idempotent" does.
+                let judged = self.note(
+                    error, of: start, attempts: call.count, inside: stages, into: &call.failures)
+                if !judged { call.mayHedge = false }
                 // A failure the rules end the call on (a 429, a request that may not be sent again,
                 // a cancellation) ends it now: the attempts still running are superseded, so a
                 // policy inside one sends nothing more, and the call waits for none of their answers.
@@ -692,7 +753,9 @@ public final class Hedging: Sendable {
     @usableFromInline
     func begin(_ idempotency: Idempotency?) -> HedgedCallStart? {
         var scope = CallScope.current
-        let declared = idempotency ?? scope.idempotency ?? .idempotent
+        // As a policy reads it: the call's declaration, an enclosing call's, the classifier's
+        // (over an enclosing classifier's word), else idempotent.
+        let declared = idempotency ?? scope.handedDownIdempotency(over: self.classifierDeclaration) ?? .idempotent
         guard declared.isIdempotent else { return nil }
         let delay = self.fixedDelay ?? self.state.withLock { $0.currentDelay }
         // Only a declaration is handed down, never the default: a policy inside that knows
@@ -714,6 +777,11 @@ public final class Hedging: Sendable {
     /// enclosing declaration runs as it is: that declaration is already handed down, and
     /// the call that made it reports it.
     ///
+    /// A call that declares nothing, run once because the ``classifier`` was made for requests
+    /// that may not run twice (`HTTPRetryClassifier(method: "POST")`), hands that word down as a
+    /// policy with that classifier does: as the classifier's, which a nested policy's own
+    /// classifier may overrule, and tells the policies around it as a declaration would.
+    ///
     /// Out of line and unspecialized: the path is rare, and a call that hedges, the success
     /// path included, binds no task-local for it.
     @usableFromInline
@@ -721,7 +789,15 @@ public final class Hedging: Sendable {
         declaring idempotency: Idempotency?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        guard var scope = CallScope.declaring(idempotency) else { return try await operation() }
+        // The classifier's word, when it is what made the call run once: no enclosing declaration.
+        let enclosing = CallScope.current
+        let classifiers =
+            idempotency == nil && (enclosing.idempotency == nil || enclosing.idempotencyIsAClassifiers)
+            ? self.classifierDeclaration.flatMap { $0.isIdempotent ? nil : $0 } : nil
+        let idempotency = idempotency ?? classifiers
+        guard var scope = CallScope.declaring(idempotency, byClassifier: classifiers != nil) else {
+            return try await operation()
+        }
         // The policies inside hear under this call's number of a call in it that may not run twice
         // and succeeded; so do the policies around it, when it fails after one (see
         // `CallScope.hearSucceededCalls()`).
@@ -804,21 +880,59 @@ public final class Hedging: Sendable {
     /// Takes in the failure of an attempt of the call `start`: keeps it in `failures` as the
     /// failure the call ends with if it matters more than the one kept, notes until when its
     /// retry-after hint asks for quiet, and returns whether the call may start more attempts.
-    /// Whether the rules end the call on this failure is left in
-    /// ``HedgedFailures/lastEndsCall``.
+    /// Whether the call ends on this failure at once is left in ``HedgedFailures/lastEndsCall``.
     ///
-    /// The first failure the rules end hedging on (a 429, a request that is not idempotent,
-    /// a cancellation) is kept whatever fails after it; until one comes, the failure with the
-    /// longest retry-after hint is, the later one among equals, so a call whose attempts all
-    /// failed plainly ends with the last failure. A positive hint holds the call's next
-    /// attempt back until it has passed; a hint longer than the call's hedge delay ends
-    /// hedging instead, leaving the wait to whoever is around the call (a ``RetryPolicy``
-    /// honours it within its ``RetryPolicy/maximumRetryAfter`` and deadline).
+    /// What a ``RetryPolicy`` asks about a failure, in its order. First the ``Rulebook``'s rules,
+    /// which end the call (a 429, a request that is not idempotent, a cancellation), whatever any
+    /// classifier says. Then the classifier (``classifier``, else the nearest retry stage's in
+    /// `stages`, else ``DefaultRetryClassifier``), asked with the attempts started so far (`attempts`)
+    /// and the call's idempotency as a policy reads it: a failure it will not retry starts no
+    /// other attempt, and the attempts running go on; one it will not retry because the request
+    /// may have been applied (``RetryStopReason/notIdempotent``, a CloudKit lost response in a call
+    /// that declares nothing) ends the call as the rules' own "not idempotent" does. Its
+    /// ``RetryDecision/retryAfter`` holds the next attempt back, as a server's hint does, but
+    /// asks no other attempt for quiet: it is this strategy's word, not the server's.
+    ///
+    /// The first failure the call ends on at once is kept whatever fails after it; until one
+    /// comes, the failure with the longest retry-after hint is, the later one among equals, so a
+    /// call whose attempts all failed plainly ends with the last failure. A positive hint holds
+    /// the call's next attempt back until it has passed; a hint longer than the call's hedge
+    /// delay ends hedging instead, leaving the wait to whoever is around the call (a
+    /// ``RetryPolicy`` honours it within its ``RetryPolicy/maximumRetryAfter`` and deadline).
     @usableFromInline
-    func note(_ error: any Error, of start: HedgedCallStart, into failures: inout HedgedFailures) -> Bool {
+    func note(
+        _ error: any Error, of start: HedgedCallStart, attempts: Int, inside stages: Any,
+        into failures: inout HedgedFailures
+    ) -> Bool {
         let analysis = FailureAnalysis(error)
         failures.lastCostsToken = Rulebook.loadedTheDependency(analysis)
-        let ruled = Rulebook.stopReason(for: analysis, idempotency: start.declared) != nil
+        // The call's idempotency as a policy with this classifier reads it: the call's declaration
+        // (in its scope), an enclosing call's, the classifier's, else idempotent; the request's own
+        // report then tightens it.
+        let classifier = self.classifier ?? Self.retryStageClassifier(in: stages)
+        let idempotency = (start.scope.handedDownIdempotency(over: classifier?.declaredIdempotency) ?? .idempotent)
+            .tightened(by: analysis.requestIdempotency)
+        var ruled = Rulebook.stopReason(for: analysis, idempotency: idempotency) != nil
+        var refused = false
+        var mayHaveBeenApplied = false
+        var floor = Duration.zero
+        if !ruled {
+            let context = RetryContext(
+                attempt: attempts, idempotency: idempotency, analysis: analysis,
+                idempotencyIsDeclared: start.scope.idempotency != nil && !start.scope.idempotencyIsAClassifiers)
+            let decision =
+                classifier?.decision(for: error, context: context)
+                ?? DefaultRetryClassifier().decision(for: error, context: context) ?? .retry
+            if decision.isRetryable {
+                floor = Swift.max(decision.retryAfter ?? .zero, .zero)
+            } else if decision.stopReason == .notIdempotent {
+                // The request may have been applied: as the rule for a call that may not run twice.
+                ruled = true
+                mayHaveBeenApplied = true
+            } else {
+                refused = true
+            }
+        }
         failures.lastEndsCall = ruled
         let hint = Swift.max(analysis.retryAfter ?? .zero, .zero)
         // A hint from the dependency asks every attempt of the call for quiet, the running ones
@@ -833,13 +947,31 @@ public final class Hedging: Sendable {
             failures.ending = error
             failures.endingIsRuled = ruled
             failures.endingHint = hint
+            failures.endingIsNotIdempotentVerdict = mayHaveBeenApplied
         }
-        guard !ruled, hint <= start.delay else { return false }
-        if hint > .zero {
-            let end = self.now() + hint
+        let wait = Swift.max(hint, floor)
+        guard !ruled, !refused, wait <= start.delay else { return false }
+        if wait > .zero {
+            let end = self.now() + wait
             failures.quietUntil = Swift.max(failures.quietUntil ?? end, end)
         }
         return true
+    }
+
+    /// The classifier of the nearest ``RetryPolicy`` stage in `stages`, the rest of a pipeline a
+    /// ``Hedging`` stage runs, or `nil` for none (and for a direct call's `()`). Failure path only.
+    @usableFromInline
+    static func retryStageClassifier(in stages: Any) -> (any RetryClassifier)? {
+        (stages as? any RetryStageHolding)?.nearestRetryClassifier
+    }
+
+    /// Leaves word for the policies around a call that ended with `error`, a failure its
+    /// classifier said may have been applied and must not be sent again, as a policy that stops
+    /// on it does: they stop with ``RetryStopReason/notIdempotent`` instead of sending it again.
+    @usableFromInline
+    func recordNotIdempotentVerdict(on error: any Error) {
+        guard !Task.isCancelled else { return }
+        NestedRetryLedger.record(.notIdempotent, for: error, to: .here(in: CallScope.current.retryCall))
     }
 
     /// Why the call `start` starts no other attempt, a hedge or a replacement, though hedging
@@ -1121,6 +1253,9 @@ struct HedgedFailures {
     /// The time on the strategy's clock before which no attempt starts: the end of the
     /// latest-ending retry-after hint of a failed attempt.
     @usableFromInline var quietUntil: Duration?
+    /// Whether ``ending`` is a failure the classifier said may have been applied and must not
+    /// be sent again (``RetryStopReason/notIdempotent``): the policies around hear of it.
+    @usableFromInline var endingIsNotIdempotentVerdict = false
     /// Whether replacing the last failed attempt costs a budget token: not when the
     /// library's own gates refused it before it ran (``Rulebook/loadedTheDependency(_:)``).
     @usableFromInline var lastCostsToken = true

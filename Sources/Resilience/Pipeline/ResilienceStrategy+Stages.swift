@@ -50,6 +50,13 @@ extension Hedging: ResilienceStrategy {
     /// The operation is copied into each attempt's task, isolated to the caller's actor:
     /// each attempt starts there, and the stages inside it run there too, so from the
     /// main actor no stage leaves it.
+    ///
+    /// Without a ``classifier`` of its own, the stage judges a failed attempt with the classifier
+    /// of the nearest ``RetryPolicy`` stage inside it (in `operation`), looked up only when an
+    /// attempt fails; with none there, ``DefaultRetryClassifier`` judges it. A retry stage outside
+    /// this one is not asked: it runs around the hedged call, and reaching it would bind a
+    /// task-local on every call through the pipeline, its success path included. Give the hedging
+    /// stage the classifier the retry stage around it uses.
     @inlinable
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
@@ -66,7 +73,7 @@ extension Hedging: ResilienceStrategy {
         _ operation: Operation,
         on isolation: isolated (any Actor)?
     ) async throws -> Operation.Value {
-        try await self.execute {
+        try await self.hedge(idempotency: nil, inside: operation) {
             _ = isolation  // captured, so each attempt starts on the caller's actor
             return try await operation.run()
         }
