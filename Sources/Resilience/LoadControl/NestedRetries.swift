@@ -77,10 +77,13 @@ public import Synchronization
 ///   A record is taken only by the call it is addressed to, once: a layer further
 ///   out sees it only when that call passes it on. Calls sharing one error value each
 ///   keep their own record, so a later one never overwrites an earlier one's word. No
-///   record outlives its error, and none is dropped while its error lives, unless more
-///   than 64 calls at once are owed a word about that one value: the oldest word that
-///   the policies stopped on as exhausted then gives way first (its call retries, as
-///   with ``everyLayer``), a "not idempotent" one only when no other is left.
+///   record is dropped while its error lives, unless more than 64 calls at once are owed
+///   a word about that one value: a word past those finds no room and displaces none, and
+///   every call holding that value that finds no word of its own then stops, as if told
+///   "not idempotent" when a dropped word said so, else "exhausted". That errs towards
+///   sending less: with more than 64 callers awaiting one failed request, a plain call
+///   among them whose attempt began before the words were dropped stops after one attempt.
+///   A `POST` declared not idempotent is never sent twice, however many share the value.
 /// - Shared error values: some libraries throw one stored value again and again
 ///   (a `static let` error). A record is taken only if it was written after the
 ///   taker's attempt began, so a stored error that some policy exhausted earlier
@@ -193,9 +196,17 @@ enum NestedRetryLedger {
         var first: Record
         /// The records for other calls holding the same box; empty, allocating nothing, unless shared.
         var others: [Record] = []
+        /// When a word last found no room (the box held ``capacity`` words, none taken), in
+        /// ``written``'s count, or 0 for never. No word is displaced for a new one: a call whose
+        /// word is not kept would retry, and its inner policy write again in another's place.
+        /// Instead a taker that finds no word of its own in the box takes the dropped words'
+        /// (``take(by:writtenAfter:)``): fails closed, and stops.
+        var overflowSince: UInt64 = 0
+        /// When a word that found no room last said "not idempotent", or 0 for never.
+        var overflowNotIdempotentSince: UInt64 = 0
 
-        /// Words kept at most for one box. Past that, a new word displaces the oldest "exhausted"
-        /// one not yet taken (else the oldest): a stored error value thrown again and again to
+        /// Words kept at most for one box. Past that, a new word displaces none: it is dropped,
+        /// and its date kept (``overflowSince``): a stored error value thrown again and again to
         /// calls with no policy around them would otherwise keep one record a call while it lives.
         static let capacity = 64
 
@@ -226,30 +237,17 @@ enum NestedRetryLedger {
             } else if self.count < Self.capacity {
                 self.others.append(new)
             } else {
-                self.update(self.leastNeeded()) { $0 = new }
+                // Full: the word is dropped, not kept in another call's place (see ``overflowSince``).
+                self.overflowSince = new.sequence
+                self.overflowNotIdempotentSince = Swift.max(
+                    self.overflowNotIdempotentSince, new.notIdempotentSince)
             }
-        }
-
-        /// The record a new one displaces when the box holds ``capacity``: the oldest that only
-        /// says "exhausted" (an outer policy that misses it retries, as with ``NestedRetries/everyLayer``),
-        /// else the oldest.
-        private func leastNeeded() -> Int {
-            var oldest = 0
-            var oldestExhausted: Int?
-            for index in 0..<self.count {
-                let record = self[index]
-                if record.sequence < self[oldest].sequence { oldest = index }
-                if record.notIdempotentSince == 0,
-                    oldestExhausted.map({ record.sequence < self[$0].sequence }) ?? true
-                {
-                    oldestExhausted = index
-                }
-            }
-            return oldestExhausted ?? oldest
         }
 
         /// Takes every record for `taker` written after `mark`: its word ("not idempotent" if any
-        /// says so since `mark`), or `nil` for none.
+        /// says so since `mark`), or `nil` for none. A taker that finds none of its own in a box
+        /// that dropped a word since `mark` (``overflowSince``) may be the call that word was for:
+        /// it stops, "not idempotent" if any dropped word since `mark` said so, else "exhausted".
         ///
         /// Whichever policy instance wrote it: one instance nested in itself (an app-wide policy
         /// used by a helper and by a caller around the helper) is as many layers as calls. The
@@ -266,6 +264,9 @@ enum NestedRetryLedger {
                 // Two writers nested in this call, in tasks of their own, may have stopped on one
                 // box: "not idempotent" from either stands.
                 if found != .notIdempotent { found = record.word(after: mark) }
+            }
+            if found == nil, self.overflowSince > mark {
+                return self.overflowNotIdempotentSince > mark ? .notIdempotent : .exhausted
             }
             return found
         }
@@ -327,8 +328,11 @@ enum NestedRetryLedger {
 
     struct Records {
         var byError: [ObjectIdentifier: Entry] = [:]
-        /// Sweep out dead records once this many are kept; doubles with the live ones.
+        /// Sweep out dead records once this many are kept, counting the entries replaced since the
+        /// last sweep (``replacedSinceSweep``); doubles with the live ones.
         var sweepThreshold = Self.minimumSweepThreshold
+        /// Entries replaced by (or removed for) a new box at a dead one's address since the last sweep.
+        var replacedSinceSweep = 0
         static let minimumSweepThreshold = 64
     }
 
@@ -441,10 +445,13 @@ enum NestedRetryLedger {
                 records.byError[key]?.write(new)
                 return
             }
-            records.byError[key] = Entry(first: new)
-            if records.byError.count >= records.sweepThreshold {
+            // A box at a dead one's address replaces its records rather than adding: counted too,
+            // or failures landing where a burst's errors were would never reach the threshold.
+            if records.byError.updateValue(Entry(first: new), forKey: key) != nil { records.replacedSinceSweep += 1 }
+            if records.byError.count + records.replacedSinceSweep >= records.sweepThreshold {
                 records.byError = records.byError.filter { $0.value.first.error != nil }
                 records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
+                records.replacedSinceSweep = 0
             }
         }
     }
@@ -508,7 +515,10 @@ enum NestedRetryLedger {
         return self.records.withLock { records in
             guard let entry = records.byError[key] else { return nil }
             guard entry.first.error === box else {
-                records.byError[key] = nil  // its error is gone; this is a new one at the same address
+                // Its error is gone; this is a new one at the same address. Counted as replaced, as
+                // in ``record(_:for:to:)``: the new one's record usually follows.
+                records.byError[key] = nil
+                records.replacedSinceSweep += 1
                 return nil
             }
             return records.byError[key]?.take(by: taker, writtenAfter: mark) ?? nil

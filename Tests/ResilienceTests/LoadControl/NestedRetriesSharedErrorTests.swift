@@ -222,8 +222,9 @@ struct NestedRetriesSharedErrorTests {
     }
 
     /// When one error value holds as many words as the ledger keeps for it, a new word displaces
-    /// the oldest "exhausted" one, never a "not idempotent" one while another is left to give way.
-    @Test func aFullErrorValueGivesUpAnExhaustedWordBeforeANotIdempotentOne() {
+    /// none: every kept word stays, and a call that finds no word of its own (its word found no
+    /// room) stops, "not idempotent" when a dropped word said so.
+    @Test func aFullErrorValueDisplacesNoWordAndFailsClosed() {
         let failure: any Error = TransientError(id: 47)
         let mark = NestedRetryLedger.mark
         let post = NestedRetryLedger.newCall()
@@ -239,10 +240,17 @@ struct NestedRetriesSharedErrorTests {
             .init(call: call, task: 1, ownsCall: true)
         }
         #expect(NestedRetryLedger.take(failure, by: taker(post), writtenAfter: mark) == .notIdempotent)
-        // The oldest "exhausted" word gave way; the newest is kept.
-        #expect(NestedRetryLedger.take(failure, by: taker(others[0]), writtenAfter: mark) == nil)
+        // Kept words are taken as written; the last one found no room, and its call stops all the same.
+        #expect(NestedRetryLedger.take(failure, by: taker(others[0]), writtenAfter: mark) == .exhausted)
         #expect(
             NestedRetryLedger.take(failure, by: taker(others[others.count - 1]), writtenAfter: mark) == .exhausted
         )
+        // A new word takes the place of one already taken.
+        let droppedPost = NestedRetryLedger.newCall()
+        NestedRetryLedger.record(.notIdempotent, for: failure, to: .init(call: droppedPost, tasks: [1]))
+        #expect(NestedRetryLedger.take(failure, by: taker(droppedPost), writtenAfter: mark) == .notIdempotent)
+        // Dated before the attempt: a later call is not stopped by the dropped words.
+        let later = NestedRetryLedger.mark
+        #expect(NestedRetryLedger.take(failure, by: taker(NestedRetryLedger.newCall()), writtenAfter: later) == nil)
     }
 }

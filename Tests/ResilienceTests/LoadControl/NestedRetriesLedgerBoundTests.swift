@@ -1,0 +1,131 @@
+import ResilienceTesting
+import Testing
+
+@testable import Resilience
+
+/// The nested-retry ledger past its bound: more callers sharing one error value than it keeps
+/// words for, and the records a burst of failures leaves behind.
+@Suite("Nested retries: the ledger's bounds", .timeLimit(.minutes(1)))
+struct NestedRetriesLedgerBoundTests {
+    private static func policy(_ clock: TestClock, attempts: Int = 3) throws -> RetryPolicy {
+        try RetryPolicy(maximumAttempts: attempts, backoff: .constant(.zero), jitter: .none, clock: clock)
+    }
+
+    private static func failedRequest(id: Int) async -> Task<Int, any Error> {
+        let shared = Task<Int, any Error> { throw TransientError(id: id) }
+        _ = await shared.result
+        return shared
+    }
+
+    /// More callers than the ledger keeps words for one error value, each a `POST` (declared not
+    /// idempotent) awaiting one shared failed request, each logging the failure (an await) before
+    /// rethrowing it unchanged. Each `POST` is sent once, whatever the count.
+    @Test(arguments: [40, NestedRetryLedger.Entry.capacity, NestedRetryLedger.Entry.capacity + 1, 100])
+    func moreCallersThanTheBoundSharingOneErrorNeverSendAPostTwice(callers: Int) async throws {
+        let clock = TestClock()
+        let shared = await Self.failedRequest(id: 1801)
+        let caught = Countdown()
+        let results = await withTaskGroup(of: (Int, RetryOutcome<Int>, Int).self) { group in
+            for index in 0..<callers {
+                group.addTask {
+                    let (outer, inner) = (try! Self.policy(clock), try! Self.policy(clock))
+                    let sends = Counter()
+                    let firstFailure = Counter()
+                    let outcome = await outer.outcome {
+                        do {
+                            return try await inner.execute(idempotency: .notIdempotent) {
+                                sends.increment()
+                                return try await shared.value
+                            }
+                        } catch {
+                            // A log write, say: every caller gets here before any rethrows.
+                            if firstFailure.increment() == 1 {
+                                caught.increment()
+                                await caught.wait(untilReaching: callers)
+                            }
+                            throw error
+                        }
+                    }
+                    return (index, outcome, sends.value)
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let twice = results.filter { $0.2 != 1 }
+        #expect(
+            twice.count == 0, "\(twice.count) of \(callers) POSTs sent more than once (sends: \(Set(twice.map(\.2))))")
+        #expect(results.allSatisfy { $0.1.stopReason == .notIdempotent })
+    }
+
+    /// Same, callers that retried the shared failure to exhaustion: more than the bound, and each
+    /// outer policy stops (3 attempts a caller, not 6 or 9).
+    @Test func moreCallersThanTheBoundSharingOneErrorDoNotMultiplyAttempts() async throws {
+        let clock = TestClock()
+        let shared = await Self.failedRequest(id: 1802)
+        let callers = NestedRetryLedger.Entry.capacity + 8
+        let caught = Countdown()
+        let results = await withTaskGroup(of: (RetryOutcome<Int>, Int).self) { group in
+            for _ in 0..<callers {
+                group.addTask {
+                    let (outer, inner) = (try! Self.policy(clock), try! Self.policy(clock))
+                    let attempts = Counter()
+                    let firstFailure = Counter()
+                    let outcome = await outer.outcome {
+                        do {
+                            return try await inner.execute {
+                                attempts.increment()
+                                return try await shared.value
+                            }
+                        } catch {
+                            if firstFailure.increment() == 1 {
+                                caught.increment()
+                                await caught.wait(untilReaching: callers)
+                            }
+                            throw error
+                        }
+                    }
+                    return (outcome, attempts.value)
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let multiplied = results.filter { $0.1 != 3 }
+        #expect(
+            multiplied.count == 0,
+            "\(multiplied.count) of \(callers) callers multiplied (attempts: \(Set(multiplied.map(\.1))))")
+        #expect(results.allSatisfy { $0.0.stopReason == .retriedByInnerPolicy })
+    }
+}
+
+private struct LedgerBurstDown: Error {}
+
+/// The ledger's table after a burst of failures: serialized, it counts the boxes kept.
+@Suite("Nested retries: the ledger after a burst", .serialized, .timeLimit(.minutes(1)))
+struct NestedRetriesLedgerSweepTests {
+    /// A burst of failures whose errors the app held at once (a batch), then released; the
+    /// failures after it are allocated where the burst's dead boxes were, so their records replace
+    /// dead ones rather than add. The dead records are still swept as failures go on.
+    @Test func deadRecordsOfABurstAreSweptAsFailuresGoOn() async throws {
+        let clock = TestClock()
+        let inner = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let outer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: clock)
+        // Small enough that the table stays within bounds other suites running meanwhile count on.
+        let burst = 400
+        do {
+            var held: [any Error] = []
+            for _ in 0..<burst {
+                let outcome = await outer.outcome { try await inner.execute { throw LedgerBurstDown() } }
+                #expect(outcome.stopReason == .retriedByInnerPolicy)
+                if let error = outcome.error { held.append(error) }
+            }
+            #expect(held.count == burst)
+        }
+        // Every error of the burst is gone; ordinary failures follow, each error gone before the next.
+        for _ in 0..<4_000 {
+            _ = await outer.outcome { try await inner.execute { throw LedgerBurstDown() } }
+        }
+        let kept = NestedRetryLedger.count
+        #expect(
+            kept < burst / 2, "\(kept) error boxes still have records in the ledger, though none of their errors live")
+    }
+}
