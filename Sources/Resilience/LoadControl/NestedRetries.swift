@@ -78,12 +78,12 @@ public import Synchronization
 ///   out sees it only when that call passes it on. Calls sharing one error value each
 ///   keep their own record, so a later one never overwrites an earlier one's word. No
 ///   record is dropped while its error lives, unless more than 64 calls at once are owed
-///   a word about that one value: a word past those finds no room and displaces none, and
-///   every call holding that value that finds no word of its own then stops, as if told
-///   "not idempotent" when a dropped word said so, else "exhausted". That errs towards
-///   sending less: with more than 64 callers awaiting one failed request, a plain call
-///   among them whose attempt began before the words were dropped stops after one attempt.
-///   A `POST` declared not idempotent is never sent twice, however many share the value.
+///   a word about that one value: the oldest word that the policies stopped on as exhausted
+///   then gives way (its call retries, as with ``everyLayer``). A "not idempotent" word never
+///   does: with 64 of those kept, a further one finds no room, and every call holding that
+///   value that finds no word of its own then stops as if told "not idempotent". That errs
+///   towards sending less; a `POST` declared not idempotent is never sent twice, however
+///   many callers share the value.
 /// - Shared error values: some libraries throw one stored value again and again
 ///   (a `static let` error). A record is taken only if it was written after the
 ///   taker's attempt began, so a stored error that some policy exhausted earlier
@@ -196,18 +196,18 @@ enum NestedRetryLedger {
         var first: Record
         /// The records for other calls holding the same box; empty, allocating nothing, unless shared.
         var others: [Record] = []
-        /// When a word last found no room (the box held ``capacity`` words, none taken), in
-        /// ``written``'s count, or 0 for never. No word is displaced for a new one: a call whose
-        /// word is not kept would retry, and its inner policy write again in another's place.
-        /// Instead a taker that finds no word of its own in the box takes the dropped words'
-        /// (``take(by:writtenAfter:)``): fails closed, and stops.
-        var overflowSince: UInt64 = 0
-        /// When a word that found no room last said "not idempotent", or 0 for never.
+        /// When a "not idempotent" word last found no room (the box held ``capacity`` words, each
+        /// "not idempotent", none taken), in ``written``'s count, or 0 for never. Such a word is
+        /// never displaced: a call whose word is not kept would send its request again. A taker
+        /// that finds no word of its own in the box takes this one instead
+        /// (``take(by:writtenAfter:)``): it fails closed, and stops.
         var overflowNotIdempotentSince: UInt64 = 0
 
-        /// Words kept at most for one box. Past that, a new word displaces none: it is dropped,
-        /// and its date kept (``overflowSince``): a stored error value thrown again and again to
-        /// calls with no policy around them would otherwise keep one record a call while it lives.
+        /// Words kept at most for one box. Past that, a new word displaces the oldest "exhausted"
+        /// one not yet taken (its call retries, as with ``NestedRetries/everyLayer``), never a "not
+        /// idempotent" one; with none to displace, it is dropped, a "not idempotent" one dated
+        /// (``overflowNotIdempotentSince``): a stored error value thrown again and again to calls
+        /// with no policy around them would otherwise keep one record a call while it lives.
         static let capacity = 64
 
         var count: Int { 1 + self.others.count }
@@ -236,18 +236,28 @@ enum NestedRetryLedger {
                 self.update(taken) { $0 = new }
             } else if self.count < Self.capacity {
                 self.others.append(new)
-            } else {
-                // Full: the word is dropped, not kept in another call's place (see ``overflowSince``).
-                self.overflowSince = new.sequence
-                self.overflowNotIdempotentSince = Swift.max(
-                    self.overflowNotIdempotentSince, new.notIdempotentSince)
+            } else if let exhausted = self.oldestExhausted() {
+                self.update(exhausted) { $0 = new }
+            } else if new.notIdempotentSince != 0 {
+                // Every kept word says "not idempotent": this one is dropped, and dated.
+                self.overflowNotIdempotentSince = Swift.max(self.overflowNotIdempotentSince, new.notIdempotentSince)
             }
+        }
+
+        /// The oldest record that only says "exhausted", or `nil` for none: the one a new word
+        /// displaces when the box holds ``capacity``.
+        private func oldestExhausted() -> Int? {
+            var oldest: Int?
+            for index in 0..<self.count where self[index].notIdempotentSince == 0 {
+                if oldest.map({ self[index].sequence < self[$0].sequence }) ?? true { oldest = index }
+            }
+            return oldest
         }
 
         /// Takes every record for `taker` written after `mark`: its word ("not idempotent" if any
         /// says so since `mark`), or `nil` for none. A taker that finds none of its own in a box
-        /// that dropped a word since `mark` (``overflowSince``) may be the call that word was for:
-        /// it stops, "not idempotent" if any dropped word since `mark` said so, else "exhausted".
+        /// that dropped a "not idempotent" word since `mark` (``overflowNotIdempotentSince``) may be
+        /// the call that word was for: it is told "not idempotent".
         ///
         /// Whichever policy instance wrote it: one instance nested in itself (an app-wide policy
         /// used by a helper and by a caller around the helper) is as many layers as calls. The
@@ -265,9 +275,7 @@ enum NestedRetryLedger {
                 // box: "not idempotent" from either stands.
                 if found != .notIdempotent { found = record.word(after: mark) }
             }
-            if found == nil, self.overflowSince > mark {
-                return self.overflowNotIdempotentSince > mark ? .notIdempotent : .exhausted
-            }
+            if found == nil, self.overflowNotIdempotentSince > mark { return .notIdempotent }
             return found
         }
     }
@@ -360,20 +368,38 @@ enum NestedRetryLedger {
     /// longer than its call, and nothing is dropped for lack of room.
     ///
     /// A table rather than an object per call: the success path of a call that hands a scope down
-    /// allocates nothing for it, and pays one relaxed load of ``successCount`` as it ends. A plain
+    /// allocates nothing for it, and pays one store (``ended``) and one load of ``successCount`` as it ends. A plain
     /// policy call binds no scope, so a success reaches only the policies that have one, or that
     /// run inside one (the rules article's "Which calls may be repeated" says what that leaves out).
-    /// Only a task that outlives the call whose scope it inherited (an unstructured `Task`) and
-    /// notes a success after that call ended leaves an entry no call removes.
+    /// A task that outlives the call whose scope it inherited (an unstructured `Task`) and notes
+    /// a success after that call ended leaves none: the success is dropped (``ended``).
     private static let successes = Lock([UInt64: UInt64]())
     /// How many entries ``successes`` holds; changed under its lock, read alone by a call that
     /// ends, so that it takes the lock only when some call noted a success.
     private static let successCount = Atomic<Int>(0)
 
+    /// The numbers of the calls that ended last, each in the slot its number falls in
+    /// (``endedSlots``): a success noted for a call that already ended (in a task the call's
+    /// operation started, `Task {}`, that outlives it) is dropped, not kept under a number no
+    /// call will end again. A slot holds only the number that ended last in it, so a success
+    /// noted for a live call is never dropped; one noted after its call ended and
+    /// ``endedSlots`` more calls with numbers in the same slot ended too is still kept.
+    private static let ended: InlineArray<1024, Atomic<UInt64>> = .init { _ in Atomic(0) }
+    private static let endedSlots: UInt64 = 1024
+
     /// Notes that a call that may not run twice succeeded at `moment`, in ``written``'s count,
-    /// inside the call numbered `call`.
+    /// inside the call numbered `call`, unless that call already ended (``ended``).
     static func noteSuccess(at moment: UInt64, in call: UInt64) {
-        self.successes.withLock { self.keep(moment, under: call, in: &$0) }
+        self.successes.withLock { table in
+            self.keep(moment, under: call, in: &table)
+            // After counting the entry: a call ending meanwhile either sees the count and removes
+            // the entry itself, or has marked its end where this load sees it.
+            let slot = Int(call % Self.endedSlots)
+            if self.ended[slot].load(ordering: .sequentiallyConsistent) == call, table.removeValue(forKey: call) != nil
+            {
+                self.successCount.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+            }
+        }
     }
 
     /// Keeps `moment` under `call` in `table`, the later of it and the one kept there, counting
@@ -383,7 +409,7 @@ enum NestedRetryLedger {
             table[call] = Swift.max(earlier, moment)
         } else {
             table[call] = moment
-            self.successCount.wrappingAdd(1, ordering: .relaxed)
+            self.successCount.wrappingAdd(1, ordering: .sequentiallyConsistent)
         }
     }
 
@@ -398,13 +424,21 @@ enum NestedRetryLedger {
     /// ends: removes it, and passes its moment on to the call around it, numbered `enclosing`
     /// (0 for none), so that a later failure of that call's attempt is not run again either.
     ///
-    /// On every path the call ends by. One relaxed load when no call noted a success.
+    /// On every path the call ends by. One store (the call's end, ``ended``) and one load when no
+    /// call noted a success.
     static func endSuccesses(of call: UInt64, passingTo enclosing: UInt64) {
-        guard self.successCount.load(ordering: .relaxed) != 0 else { return }
+        guard call != 0 else { return }
+        self.ended[Int(call % Self.endedSlots)].store(call, ordering: .sequentiallyConsistent)
+        guard self.successCount.load(ordering: .sequentiallyConsistent) != 0 else { return }
         self.successes.withLock { table in
             guard let moment = table.removeValue(forKey: call) else { return }
-            self.successCount.wrappingSubtract(1, ordering: .relaxed)
-            if enclosing != 0 { self.keep(moment, under: enclosing, in: &table) }
+            self.successCount.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+            // Not to a call that already ended (a task it started that outlived it): kept there for ever.
+            if enclosing != 0,
+                self.ended[Int(enclosing % Self.endedSlots)].load(ordering: .sequentiallyConsistent) != enclosing
+            {
+                self.keep(moment, under: enclosing, in: &table)
+            }
         }
     }
 

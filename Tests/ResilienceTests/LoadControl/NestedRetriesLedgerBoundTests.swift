@@ -56,45 +56,6 @@ struct NestedRetriesLedgerBoundTests {
             twice.count == 0, "\(twice.count) of \(callers) POSTs sent more than once (sends: \(Set(twice.map(\.2))))")
         #expect(results.allSatisfy { $0.1.stopReason == .notIdempotent })
     }
-
-    /// Same, callers that retried the shared failure to exhaustion: more than the bound, and each
-    /// outer policy stops (3 attempts a caller, not 6 or 9).
-    @Test func moreCallersThanTheBoundSharingOneErrorDoNotMultiplyAttempts() async throws {
-        let clock = TestClock()
-        let shared = await Self.failedRequest(id: 1802)
-        let callers = NestedRetryLedger.Entry.capacity + 8
-        let caught = Countdown()
-        let results = await withTaskGroup(of: (RetryOutcome<Int>, Int).self) { group in
-            for _ in 0..<callers {
-                group.addTask {
-                    let (outer, inner) = (try! Self.policy(clock), try! Self.policy(clock))
-                    let attempts = Counter()
-                    let firstFailure = Counter()
-                    let outcome = await outer.outcome {
-                        do {
-                            return try await inner.execute {
-                                attempts.increment()
-                                return try await shared.value
-                            }
-                        } catch {
-                            if firstFailure.increment() == 1 {
-                                caught.increment()
-                                await caught.wait(untilReaching: callers)
-                            }
-                            throw error
-                        }
-                    }
-                    return (outcome, attempts.value)
-                }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
-        }
-        let multiplied = results.filter { $0.1 != 3 }
-        #expect(
-            multiplied.count == 0,
-            "\(multiplied.count) of \(callers) callers multiplied (attempts: \(Set(multiplied.map(\.1))))")
-        #expect(results.allSatisfy { $0.0.stopReason == .retriedByInnerPolicy })
-    }
 }
 
 private struct LedgerBurstDown: Error {}
@@ -127,5 +88,60 @@ struct NestedRetriesLedgerSweepTests {
         let kept = NestedRetryLedger.count
         #expect(
             kept < burst / 2, "\(kept) error boxes still have records in the ledger, though none of their errors live")
+    }
+}
+
+/// What a call that hears of nested successes leaves behind once it ended.
+@Suite("Nested retries: successes noted after their call ended", .serialized, .timeLimit(.minutes(1)))
+struct NestedRetriesLateSuccessTests {
+    /// A declared call that starts an unstructured task (fire and forget: an analytics `POST`)
+    /// and returns; the task's own declared call succeeds after the outer call ended. Nothing is
+    /// kept for the ended call.
+    @Test func aFireAndForgetPostInsideADeclaredCallLeavesNothingBehind() async throws {
+        let clock = TestClock()
+        let (outer, inner) = (
+            try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock),
+            try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        )
+        let before = NestedRetryLedger.successEntries
+        let calls = 50
+        for _ in 0..<calls {
+            let gate = Countdown()
+            let background = try await outer.execute(idempotency: .notIdempotent) {
+                Task {
+                    await gate.wait(untilReaching: 1)
+                    return try await inner.execute(idempotency: .notIdempotent) { 1 }
+                }
+            }
+            gate.increment()
+            _ = try await background.value
+        }
+        let after = NestedRetryLedger.successEntries
+        #expect(after - before <= 0, "\(after - before) entries left behind by \(calls) ended calls")
+    }
+
+    /// A call with a deadline (it hands a scope down) whose operation starts a task that sends a
+    /// `POST` after the call ended: the success is not kept under the ended call's number.
+    @Test func aSuccessNotedAfterItsCallEndedIsNotKeptForEver() async throws {
+        let clock = TestClock()
+        let outer = try RetryPolicy(maximumAttempts: 1, deadline: .seconds(60), clock: clock)
+        let post = try RetryPolicy(maximumAttempts: 1, clock: clock)
+        let before = NestedRetryLedger.successEntries
+        let rounds = 50
+        for _ in 0..<rounds {
+            let gate = Countdown()
+            let sent = Countdown()
+            _ = try await outer.execute {
+                Task {
+                    await gate.wait(untilReaching: 1)
+                    _ = try await post.execute(idempotency: .notIdempotent) {}
+                    sent.increment()
+                }
+            }
+            gate.increment()
+            await sent.wait(untilReaching: 1)
+        }
+        let after = NestedRetryLedger.successEntries
+        #expect(after - before <= 0, "\(after - before) entries left after \(rounds) calls that all ended")
     }
 }

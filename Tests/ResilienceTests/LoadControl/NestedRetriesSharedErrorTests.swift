@@ -222,9 +222,9 @@ struct NestedRetriesSharedErrorTests {
     }
 
     /// When one error value holds as many words as the ledger keeps for it, a new word displaces
-    /// none: every kept word stays, and a call that finds no word of its own (its word found no
-    /// room) stops, "not idempotent" when a dropped word said so.
-    @Test func aFullErrorValueDisplacesNoWordAndFailsClosed() {
+    /// the oldest "exhausted" one, never a "not idempotent" one; with only those left, a further
+    /// "not idempotent" word is dropped, and a call that finds no word of its own stops as told so.
+    @Test func aFullErrorValueNeverDisplacesANotIdempotentWord() {
         let failure: any Error = TransientError(id: 47)
         let mark = NestedRetryLedger.mark
         let post = NestedRetryLedger.newCall()
@@ -239,18 +239,23 @@ struct NestedRetriesSharedErrorTests {
         func taker(_ call: UInt64) -> NestedRetryLedger.Taker {
             .init(call: call, task: 1, ownsCall: true)
         }
-        #expect(NestedRetryLedger.take(failure, by: taker(post), writtenAfter: mark) == .notIdempotent)
-        // Kept words are taken as written; the last one found no room, and its call stops all the same.
-        #expect(NestedRetryLedger.take(failure, by: taker(others[0]), writtenAfter: mark) == .exhausted)
+        // The oldest "exhausted" word gave way; the newest is kept.
+        #expect(NestedRetryLedger.take(failure, by: taker(others[0]), writtenAfter: mark) == nil)
         #expect(
             NestedRetryLedger.take(failure, by: taker(others[others.count - 1]), writtenAfter: mark) == .exhausted
         )
-        // A new word takes the place of one already taken.
-        let droppedPost = NestedRetryLedger.newCall()
-        NestedRetryLedger.record(.notIdempotent, for: failure, to: .init(call: droppedPost, tasks: [1]))
-        #expect(NestedRetryLedger.take(failure, by: taker(droppedPost), writtenAfter: mark) == .notIdempotent)
-        // Dated before the attempt: a later call is not stopped by the dropped words.
+        #expect(NestedRetryLedger.take(failure, by: taker(post), writtenAfter: mark) == .notIdempotent)
+
+        let full: any Error = TransientError(id: 48)
+        for _ in 0..<NestedRetryLedger.Entry.capacity {
+            NestedRetryLedger.record(
+                .notIdempotent, for: full, to: .init(call: NestedRetryLedger.newCall(), tasks: [1]))
+        }
+        let dropped = NestedRetryLedger.newCall()
+        NestedRetryLedger.record(.notIdempotent, for: full, to: .init(call: dropped, tasks: [1]))
+        #expect(NestedRetryLedger.take(full, by: taker(dropped), writtenAfter: mark) == .notIdempotent)
+        // Dated before a later attempt: it does not stop that one.
         let later = NestedRetryLedger.mark
-        #expect(NestedRetryLedger.take(failure, by: taker(NestedRetryLedger.newCall()), writtenAfter: later) == nil)
+        #expect(NestedRetryLedger.take(full, by: taker(NestedRetryLedger.newCall()), writtenAfter: later) == nil)
     }
 }
