@@ -56,12 +56,15 @@ struct CallScope: Sendable {
     /// The task-local that holds ``current``, for inlinable code that binds a scope around an operation.
     @usableFromInline static var handedDown: TaskLocal<CallScope> { Self.$current }
 
-    /// Whether a library time limit enclosing this task has fired.
+    /// Whether a library time limit enclosing this task has fired, while the task runs inside
+    /// the limited attempt: a task the attempt started that outlived it reads `false` (see
+    /// ``TimeLimitSignal/anyFired(from:)``).
     var timeLimitFired: Bool {
         TimeLimitSignal.anyFired(from: self.timeLimits)
     }
 
-    /// Whether an attempt enclosing this task lost a hedging race.
+    /// Whether an attempt enclosing this task lost a hedging race, while the task runs inside
+    /// that attempt, as ``timeLimitFired`` reads it.
     var supersededFired: Bool {
         TimeLimitSignal.anyFired(from: self.supersessions)
     }
@@ -218,7 +221,8 @@ final class TimeLimitSignal: Sendable {
     /// Whether the attempt's operation returned after the limit fired or the caller's
     /// cancellation settled the signal (``complete()`` lost the race): the limit is over then,
     /// though its state still says who ended it. An attempt that completes first leaves it
-    /// `false`, its state saying so (``isCompleted``).
+    /// `false`, its state saying so (``isCompleted``), until a hedging race supersedes it all
+    /// the same (``fire()``), which sets it.
     private let returnedAfterSettled = Atomic<Bool>(false)
     /// For a ``Timeout``: the registration of the running attempt's deadline, which holds
     /// the attempt's task; ``Self/pending`` before the attempt started, ``Self/cancelledEarly``
@@ -310,7 +314,16 @@ final class TimeLimitSignal: Sendable {
     }
 
     /// Records that the time limit, not the caller, is about to cancel the attempt, whatever its state.
+    ///
+    /// An attempt that had completed already is marked as ended all the same
+    /// (``attemptHasEnded``), before its state says fired: a task it started that outlived it
+    /// must not read the supersession as its own.
     func fire() {
+        let (exchanged, original) = self.state.compareExchange(
+            expected: Self.pending, desired: Self.fired, successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring)
+        guard !exchanged else { return }
+        if original == Self.completed { self.returnedAfterSettled.store(true, ordering: .releasing) }
         self.state.store(Self.fired, ordering: .releasing)
     }
 
@@ -521,7 +534,7 @@ final class TimeLimitSignal: Sendable {
     /// have left (``sawARequestLeave``): for a failure read in the task a limit cancelled.
     static func anyFiredSawARequestLeave(from innermost: TimeLimitSignal?) -> Bool {
         var signal = innermost
-        while let current = signal {
+        while let current = signal, !current.attemptHasEnded {  // as ``anyFired(from:)`` reads them
             if current.hasFired, current.sawARequestLeave { return true }
             signal = current.enclosing
         }
@@ -757,10 +770,11 @@ final class TimeLimitSignal: Sendable {
     }
 
     /// Tells every fired limit from `innermost` outwards that a policy nested in it ends with
-    /// `error`, received `age` before (see ``noteLateError(_:age:)``).
+    /// `error`, received `age` before (see ``noteLateError(_:age:)``); the limits whose attempt
+    /// the policy runs in only (see ``anyFired(from:)``).
     static func noteLateError(_ error: any Error, age: Duration, from innermost: TimeLimitSignal?) {
         var signal = innermost
-        while let current = signal {
+        while let current = signal, !current.attemptHasEnded {
             if current.hasFired { current.noteLateError(error, age: age) }
             signal = current.enclosing
         }
@@ -873,14 +887,33 @@ final class TimeLimitSignal: Sendable {
         return false
     }
 
-    /// Whether `innermost` or any signal enclosing it fired.
+    /// Whether `innermost` or any signal enclosing it fired while its attempt runs: whether a
+    /// library time limit (or a hedging race), not the caller, is cancelling the task asking.
+    ///
+    /// The walk stops at the first signal whose attempt has ended (``attemptHasEnded``): the
+    /// task asking outlived that attempt, so it is an unstructured task the attempt's operation
+    /// started (a background refresh, `Task { … }`), which took the call's scope with it. No
+    /// limit cancels such a task, neither that attempt's nor one enclosing it; its owner does,
+    /// and that is the caller's cancellation. A limit the task sets up itself sits inside the
+    /// ended signal and still counts.
     static func anyFired(from innermost: TimeLimitSignal?) -> Bool {
         var signal = innermost
-        while let current = signal {
+        while let current = signal, !current.attemptHasEnded {
             if current.hasFired { return true }
             signal = current.enclosing
         }
         return false
+    }
+
+    /// Whether the operation of this signal's attempt has ended (returned or thrown, a
+    /// cancellation among the throws): ``complete()`` ran, whoever settled the signal, or the
+    /// attempt had ended before a hedging race superseded it (``fire()``).
+    ///
+    /// Read on failure paths only, by a task that holds this signal in its scope: a task inside
+    /// the attempt reads `false`, a task the attempt's operation started and that outlived it
+    /// reads `true`.
+    var attemptHasEnded: Bool {
+        self.isCompleted || self.returnedAfterSettled.load(ordering: .acquiring)
     }
 }
 
