@@ -64,6 +64,12 @@ extension RetryPolicy {
     /// last error it failed with, and ``CloudKitBatchResult/stopReason`` says why the
     /// call stopped.
     ///
+    /// `operation` runs in the caller's isolation, as every call's operation does, but unlike
+    /// ``execute(operation:)`` this call leaves the caller's executor, on its success path too.
+    /// The items need not be `Sendable`, so each attempt is a plain nonisolated closure: it runs
+    /// on the global concurrent executor, and a call from an actor switches back to the actor to
+    /// run `operation` and away again. A batch's network round trip dwarfs the switches.
+    ///
     /// ```swift
     /// let result = try await policy.retryingFailedItems(recordIDs) { ids in
     ///     try await save(records.filter { ids.contains($0.recordID) })

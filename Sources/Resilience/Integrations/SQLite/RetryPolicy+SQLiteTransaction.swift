@@ -15,8 +15,9 @@ extension RetryPolicy {
     /// do nothing else: one `BEGIN` (with `DEFERRED`, `IMMEDIATE` or `EXCLUSIVE`, and
     /// `TRANSACTION`, if wanted), or one `SAVEPOINT` and its name. Keywords may be in any case;
     /// whitespace and comments (`--` to the end of the line, `/* … */`) may stand before the
-    /// statement, between its words, and after it. The savepoint's name is a bare word, or a
-    /// name quoted with `"…"`, `'…'` or backquotes (the quote doubled for one inside) or with
+    /// statement, between its words, and after it. The savepoint's name is a bare word SQLite
+    /// takes for a name (not a reserved word such as `select`, `from` or `transaction`, nor
+    /// `savepoint`, which `RELEASE` would read as its keyword), or a name quoted with `"…"`, `'…'` or backquotes (the quote doubled for one inside) or with
     /// `[…]`, spaces allowed; `RELEASE` and `ROLLBACK TO` name it as written. Any number of `;`
     /// may follow the statement (SQLite runs an empty statement as nothing), and nothing else.
     /// Any other statement throws ``ConfigurationError`` before anything runs: one that begins
@@ -252,15 +253,19 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
     /// keyword, between its words, and after it, around any number of `;` (SQLite runs an empty
     /// statement as nothing). Keywords are read in any case. `BEGIN` may be followed by one of
     /// `DEFERRED`, `IMMEDIATE` and `EXCLUSIVE`, then by `TRANSACTION` and a name SQLite ignores.
-    /// A name follows SQLite's grammar: a bare word, or a name quoted with `"…"`, `'…'` or
-    /// backquotes (the quote doubled for one inside), or with `[…]`.
+    /// A name follows SQLite's grammar: a bare word that is not one of SQLite's reserved words
+    /// (`select`, `from`, `transaction`; nor, after `SAVEPOINT`, `savepoint`, which `RELEASE`
+    /// would read as its keyword), or a name quoted with `"…"`, `'…'` or backquotes (the quote
+    /// doubled for one inside), or with `[…]`.
     static func savepointName(in statement: String) throws -> Substring? {
         var rest = Self.droppingSpace(Substring(statement).unicodeScalars)
         var savepoint: Substring.UnicodeScalarView?
         switch Self.keyword(at: rest) {
         case "SAVEPOINT":
             rest = Self.droppingSpace(rest.dropFirst("SAVEPOINT".unicodeScalars.count))
-            guard let name = Self.identifier(at: rest) else {
+            // `RELEASE savepoint` and `ROLLBACK TO savepoint` read the word as the keyword, and
+            // the name they need is missing.
+            guard let name = Self.identifier(at: rest), Self.keyword(at: name) != "SAVEPOINT" else {
                 throw Self.malformed(statement)
             }
             savepoint = name
@@ -308,7 +313,7 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
         ConfigurationError(
             setting: "beginStatement", value: statement,
             accepted:
-                #"BEGIN (with DEFERRED, IMMEDIATE or EXCLUSIVE, and TRANSACTION, if wanted) or SAVEPOINT followed by one name (a bare word, or quoted with "", '', [] or ``), with nothing but ";", whitespace and comments after it"#
+                #"BEGIN (with DEFERRED, IMMEDIATE or EXCLUSIVE, and TRANSACTION, if wanted) or SAVEPOINT followed by one name (a bare word SQLite does not reserve, or quoted with "", '', [] or ``), with nothing but ";", whitespace and comments after it"#
         )
     }
 
@@ -346,7 +351,20 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
         return rest
     }
 
-    /// The identifier `text` starts with, or `nil` when it starts with none.
+    /// SQLite's keywords that it never reads as a bare name (`SAVEPOINT select` is a syntax
+    /// error), as listed by `sqlite3_keyword_name` in SQLite 3.40 and refused by its parser
+    /// where a name must stand. Its other keywords fall back to names (`SAVEPOINT end`).
+    private static let reservedWords: Set<String> = [
+        "ADD", "ALL", "ALTER", "AND", "AS", "AUTOINCREMENT", "BETWEEN", "CASE", "CHECK", "COLLATE", "COMMIT",
+        "CONSTRAINT", "CREATE", "DEFAULT", "DEFERRABLE", "DELETE", "DISTINCT", "DROP", "ELSE", "ESCAPE", "EXCEPT",
+        "EXISTS", "FOREIGN", "FROM", "GROUP", "HAVING", "IN", "INDEX", "INSERT", "INTERSECT", "INTO", "IS",
+        "ISNULL", "JOIN", "LIMIT", "NOT", "NOTHING", "NOTNULL", "NULL", "ON", "OR", "ORDER", "PRIMARY",
+        "REFERENCES", "RETURNING", "SELECT", "SET", "TABLE", "THEN", "TO", "TRANSACTION", "UNION", "UNIQUE",
+        "UPDATE", "USING", "VALUES", "WHEN", "WHERE",
+    ]
+
+    /// The identifier `text` starts with, or `nil` when it starts with none or with a word
+    /// SQLite reserves.
     private static func identifier(at text: Substring.UnicodeScalarView) -> Substring.UnicodeScalarView? {
         guard let first = text.first else { return nil }
         let closing: Unicode.Scalar? =
@@ -360,7 +378,9 @@ struct SQLiteTransactionStatements: Sendable, Hashable {
         guard let closing else {
             // A bare word, not starting with a digit or `$`.
             guard Self.isWordCharacter(first), !("0"..."9").contains(first), first != "$" else { return nil }
-            return text.prefix(while: Self.isWordCharacter)
+            let word = text.prefix(while: Self.isWordCharacter)
+            if let keyword = Self.keyword(at: word), Self.reservedWords.contains(keyword) { return nil }
+            return word
         }
         // A quoted name: up to the closing character; in "…", '…' and `…`, a doubled one stands for itself.
         let doubles = closing != "]"

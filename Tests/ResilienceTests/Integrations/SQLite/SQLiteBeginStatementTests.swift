@@ -1,3 +1,4 @@
+import CSQLite
 import Resilience
 import ResilienceTesting
 import Testing
@@ -18,7 +19,7 @@ struct SQLiteBeginStatementTests {
         "BEGIN", "begin", "BEGIN DEFERRED", "Begin Immediate", "BEGIN EXCLUSIVE;", "BEGIN TRANSACTION",
         "BEGIN IMMEDIATE TRANSACTION;;", "BEGIN TRANSACTION batch", #"begin exclusive transaction "night batch";"#,
         "/* nightly */ BEGIN -- take the lock\n IMMEDIATE; ; -- done", "BEGIN/**/TRANSACTION/**/;",
-        "BEGIN TRANSACTION; /* never closed",
+        "BEGIN TRANSACTION; /* never closed", "BEGIN TRANSACTION end", "BEGIN IMMEDIATE TRANSACTION savepoint",
     ])
     func everyBeginSQLiteTakesRunsTheWorkInsideItsTransaction(beginStatement: String) async throws {
         let database = try TemporaryDatabase()
@@ -44,7 +45,8 @@ struct SQLiteBeginStatementTests {
         "", "   ", "-- begin", "/* BEGIN */", ";", "SELECT 1", "COMMIT", "END", "ROLLBACK", "SAVEPOINTS",
         "BEGINIMMEDIATE", "BEGIN NOW", "BEGIN IMMEDIATE DEFERRED", "BEGIN TRANSACTION a b", "; BEGIN",
         "BEGIN; INSERT INTO t VALUES ('begun')", "BEGIN IMMEDIATE; SELECT 1", "BEGIN TRANSACTION; COMMIT",
-        "SAVEPOINT a; BEGIN", "BEGİN",
+        "SAVEPOINT a; BEGIN", "BEGİN", "SAVEPOINT select", "BEGIN TRANSACTION select", "SAVEPOINT from",
+        "SAVEPOINT Transaction", "BEGIN TRANSACTION transaction", "SAVEPOINT savepoint",
     ])
     func aStatementThatIsNotOneBeginOrSavepointIsRefusedBeforeAnythingRuns(beginStatement: String) async throws {
         let database = try TemporaryDatabase()
@@ -261,5 +263,47 @@ extension SQLiteBeginStatementTests {
         #expect(connection.isInTransaction)
         try connection.execute("COMMIT")
         #expect(try connection.strings("SELECT x FROM t") == ["callers"])
+    }
+
+    /// For every keyword the real libsqlite3 lists, the helper takes it for a name exactly when
+    /// SQLite does: a savepoint name in `SAVEPOINT`, and in the `RELEASE` and `ROLLBACK TO` that
+    /// end it; the ignored name after `BEGIN TRANSACTION`. SQLite is asked to prepare each
+    /// statement on an in-memory connection, which runs nothing.
+    @Test func aKeywordIsTakenForANameExactlyWhenSQLiteTakesIt() async throws {
+        var handle: OpaquePointer?
+        defer { sqlite3_close_v2(handle) }
+        #expect(sqlite3_open(":memory:", &handle) == SQLITE_OK)
+        func sqlitePrepares(_ sql: String) -> Bool {
+            var statement: OpaquePointer?
+            defer { sqlite3_finalize(statement) }
+            return sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK
+        }
+        struct Ran: Error {}
+        func helperTakes(_ beginStatement: String) async throws -> Bool {
+            do {
+                try await self.policy().writeTransaction(
+                    beginStatement: beginStatement, executeSQL: { _ in throw Ran() }, operation: {})
+                return true
+            } catch is Ran {
+                return true
+            } catch is ConfigurationError {
+                return false
+            }
+        }
+        let count = sqlite3_keyword_count()
+        #expect(count > 100)
+        for index in 0..<count {
+            var characters: UnsafePointer<CChar>?
+            var length: Int32 = 0
+            #expect(sqlite3_keyword_name(index, &characters, &length) == SQLITE_OK)
+            let bytes = UnsafeRawBufferPointer(start: characters, count: Int(length))
+            for word in [String(decoding: bytes, as: UTF8.self)].flatMap({ [$0, $0.lowercased()] }) {
+                let savepoint = ["SAVEPOINT \(word)", "RELEASE \(word)", "ROLLBACK TO \(word)"].allSatisfy(
+                    sqlitePrepares)
+                #expect(try await helperTakes("SAVEPOINT \(word)") == savepoint, "SAVEPOINT \(word)")
+                let begin = "BEGIN TRANSACTION \(word)"
+                #expect(try await helperTakes(begin) == sqlitePrepares(begin), "\(begin)")
+            }
+        }
     }
 }
