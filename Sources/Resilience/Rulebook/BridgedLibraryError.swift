@@ -22,6 +22,46 @@ enum BridgedLibraryError {
     static let timeoutDomain = "Resilience.TimeoutError"
     /// The domain of ``AttemptTimeoutError``.
     static let attemptTimeoutDomain = "Resilience.AttemptTimeoutError"
+    /// The domain of ``HTTPResponseError``, whose code is the status.
+    static let httpResponseDomain = "Resilience.HTTPResponseError"
+    /// The domain of ``RESTServiceError``, whose code is the SDK's.
+    static let restServiceDomain = "Resilience.RESTServiceError"
+    /// The domain of ``SQLiteError``, whose code is the result code.
+    static let sqliteDomain = "Resilience.SQLiteError"
+
+    /// The `userInfo` key under which a bridged error keeps its HTTP status: the first of
+    /// ``ErrorHints/httpStatusKeys``.
+    static let httpStatusKey = "HTTPStatusCode"
+    /// The `userInfo` key of a bridged ``RESTServiceError``'s server error code.
+    static let serverErrorCodeKey = "ResilienceServerErrorCode"
+    /// The `userInfo` key of a bridged error's message, as the Swift value had it.
+    static let messageKey = "ResilienceMessage"
+
+    /// The ``SQLiteError`` the node's error was, when it is a plain `NSError` in its domain.
+    static func sqliteError(of node: ErrorChain.Node) -> SQLiteError? {
+        guard node.kinds.contains(.nsError), let nsError = node.nsError, nsError.domain == Self.sqliteDomain,
+            let code = Int32(exactly: nsError.code)
+        else { return nil }
+        return SQLiteError(code: code, message: node.userInfo[Self.messageKey] as? String)
+    }
+
+    /// The ``SQLiteError`` `error` was, when it is a plain `NSError` in its domain.
+    static func sqliteError(of error: any Error) -> SQLiteError? {
+        self.sqliteError(of: ErrorChain.Node(error))
+    }
+
+    /// The ``RESTServiceError`` the node's error was, when it is a plain `NSError` in its domain;
+    /// its underlying error stays below it in the chain, under `NSUnderlyingErrorKey`.
+    static func restServiceError(of node: ErrorChain.Node) -> RESTServiceError? {
+        guard node.kinds.contains(.nsError), let nsError = node.nsError, nsError.domain == Self.restServiceDomain
+        else { return nil }
+        let userInfo = node.userInfo
+        return RESTServiceError(
+            sdkCode: nsError.code, httpStatus: userInfo[Self.httpStatusKey] as? Int,
+            serverErrorCode: userInfo[Self.serverErrorCodeKey] as? String,
+            message: userInfo[Self.messageKey] as? String,
+            retryAfter: userInfo[Self.retryAfterKey].flatMap(ErrorHints.seconds(from:)))
+    }
 
     /// The code of a time limit's error: its request may have been sent.
     static let timedOutCode = 1

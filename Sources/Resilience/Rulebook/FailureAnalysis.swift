@@ -440,7 +440,8 @@ public struct FailureAnalysis: Sendable, Hashable {
                     if CloudKitErrorCode.serviceBusyCodes.contains(code) { self.sawServiceBusy = true }
                 }
             }
-            let rest = error as? RESTServiceError
+            // A library error bridged to a plain `NSError` is judged as its Swift value.
+            let rest = error as? RESTServiceError ?? BridgedLibraryError.restServiceError(of: node)
             if let code = rest?.serverErrorCode,
                 RESTServiceErrorClassifier.standardServerCodeDecisions[code]?.stopReason == .authenticationRequired
             {
@@ -449,7 +450,8 @@ public struct FailureAnalysis: Sendable, Hashable {
             if self.ruling == nil {
                 // Only until an error speaks: the errors below the first one a rule speaks for cost nothing more.
                 self.ruling = DefaultRetryClassifier.Ruling(
-                    of: error, rest: rest, cloudKitCode: cloudKitCode, speaksHTTP: status != nil || urlCode != nil)
+                    of: BridgedLibraryError.sqliteError(of: node) ?? error, rest: rest, cloudKitCode: cloudKitCode,
+                    speaksHTTP: status != nil || urlCode != nil)
             }
         }
 

@@ -59,7 +59,8 @@ public struct SQLiteRetryClassifier: RetryClassifier {
         let final = SQLiteResultCode.error.rawValue
         if error is SQLiteRollbackError { return final }
         return ErrorChain.first(in: error) { node in
-            node is SQLiteRollbackError ? final : self.resultCode(node)
+            node is SQLiteRollbackError
+                ? final : self.resultCode(node) ?? BridgedLibraryError.sqliteError(of: node)?.code.rawValue
         }
     }
 }
