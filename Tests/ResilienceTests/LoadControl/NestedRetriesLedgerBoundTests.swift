@@ -7,49 +7,15 @@ import Testing
 /// words for, and the records a burst of failures leaves behind.
 @Suite("Nested retries: the ledger's bounds", .timeLimit(.minutes(1)))
 struct NestedRetriesLedgerBoundTests {
-    private static func policy(_ clock: TestClock, attempts: Int = 3) throws -> RetryPolicy {
-        try RetryPolicy(maximumAttempts: attempts, backoff: .constant(.zero), jitter: .none, clock: clock)
-    }
-
-    private static func failedRequest(id: Int) async -> Task<Int, any Error> {
-        let shared = Task<Int, any Error> { throw TransientError(id: id) }
-        _ = await shared.result
-        return shared
-    }
-
     /// More callers than the ledger keeps words for one error value, each a `POST` (declared not
     /// idempotent) awaiting one shared failed request, each logging the failure (an await) before
     /// rethrowing it unchanged. Each `POST` is sent once, whatever the count.
     @Test(arguments: [40, NestedRetryLedger.Entry.capacity, NestedRetryLedger.Entry.capacity + 1, 100])
     func moreCallersThanTheBoundSharingOneErrorNeverSendAPostTwice(callers: Int) async throws {
         let clock = TestClock()
-        let shared = await Self.failedRequest(id: 1801)
-        let caught = Countdown()
-        let results = await withTaskGroup(of: (Int, RetryOutcome<Int>, Int).self) { group in
-            for index in 0..<callers {
-                group.addTask {
-                    let (outer, inner) = (try! Self.policy(clock), try! Self.policy(clock))
-                    let sends = Counter()
-                    let firstFailure = Counter()
-                    let outcome = await outer.outcome {
-                        do {
-                            return try await inner.execute(idempotency: .notIdempotent) {
-                                sends.increment()
-                                return try await shared.value
-                            }
-                        } catch {
-                            // A log write, say: every caller gets here before any rethrows.
-                            if firstFailure.increment() == 1 {
-                                caught.increment()
-                                await caught.wait(untilReaching: callers)
-                            }
-                            throw error
-                        }
-                    }
-                    return (index, outcome, sends.value)
-                }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
+        let shared = await NestedRetriesSharedErrorTests.failedRequest(id: 1801)
+        let results = await NestedRetriesSharedErrorTests.callers(callers, sharing: shared, clock: clock) { _ in
+            .notIdempotent
         }
         let twice = results.filter { $0.2 != 1 }
         #expect(

@@ -24,14 +24,50 @@ struct NestedRetriesSharedErrorTests {
         var testDescription: String { self.rawValue }
     }
 
-    private static func policy(_ clock: TestClock) throws -> RetryPolicy {
+    static func policy(_ clock: TestClock) throws -> RetryPolicy {
         try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
     }
 
-    private static func failedRequest(id: Int) async -> Task<Int, any Error> {
+    static func failedRequest(id: Int) async -> Task<Int, any Error> {
         let shared = Task<Int, any Error> { throw TransientError(id: id) }
         _ = await shared.result  // the shared request has failed: every caller gets its one error value
         return shared
+    }
+
+    /// `count` callers, each `outer` around `inner` with its own pair of policies, all awaiting
+    /// `shared`: each inner policy runs its caller's `idempotency`, and each caller rethrows its
+    /// first failure out of the inner policy unchanged only once every caller caught its own (a
+    /// log write, say). Returns each caller's index, outcome and the inner operation's runs.
+    static func callers(
+        _ count: Int, sharing shared: Task<Int, any Error>, clock: TestClock,
+        idempotency: @escaping @Sendable (Int) -> Idempotency
+    ) async -> [(Int, RetryOutcome<Int>, Int)] {
+        let caught = Countdown()
+        return await withTaskGroup(of: (Int, RetryOutcome<Int>, Int).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    let (outer, inner) = (try! Self.policy(clock), try! Self.policy(clock))
+                    let runs = Counter()
+                    let firstFailure = Counter()
+                    let outcome = await outer.outcome {
+                        do {
+                            return try await inner.execute(idempotency: idempotency(index)) {
+                                runs.increment()
+                                return try await shared.value
+                            }
+                        } catch {
+                            if firstFailure.increment() == 1 {
+                                caught.increment()
+                                await caught.wait(untilReaching: count)
+                            }
+                            throw error
+                        }
+                    }
+                    return (index, outcome, runs.value)
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
     }
 
     /// One caller: `outer` around `inner`; `operation` is the inner policy's operation. Its first
@@ -125,32 +161,8 @@ struct NestedRetriesSharedErrorTests {
         let clock = TestClock()
         let shared = await Self.failedRequest(id: 43)
         let callers = 24
-        let caught = Countdown()
-        let results = await withTaskGroup(of: (Int, RetryOutcome<Int>, Int).self) { group in
-            for index in 0..<callers {
-                group.addTask {
-                    let (outer, inner) = (try! Self.policy(clock), try! Self.policy(clock))
-                    let attempts = Counter()
-                    let firstFailure = Counter()
-                    let idempotency: Idempotency = index % 3 == 0 ? .notIdempotent : .idempotent
-                    let outcome = await outer.outcome {
-                        do {
-                            return try await inner.execute(idempotency: idempotency) {
-                                attempts.increment()
-                                return try await shared.value
-                            }
-                        } catch {
-                            if firstFailure.increment() == 1 {
-                                caught.increment()
-                                await caught.wait(untilReaching: callers)
-                            }
-                            throw error
-                        }
-                    }
-                    return (index, outcome, attempts.value)
-                }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
+        let results = await Self.callers(callers, sharing: shared, clock: clock) {
+            $0 % 3 == 0 ? .notIdempotent : .idempotent
         }
         #expect(results.count == callers)
         for (index, outcome, attempts) in results {
