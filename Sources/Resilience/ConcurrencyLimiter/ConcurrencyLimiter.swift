@@ -157,6 +157,13 @@ public final class ConcurrencyLimiter: Sendable {
                     caller.resolve(.failure(CancellationError()))
                 }
             }
+            // A slot handed over just as the caller was cancelled (granted first, the caller's task
+            // not yet run on): the operation has not started, so it never does, and the slot
+            // passes to the next caller.
+            if Task.isCancelled {
+                self.release()
+                throw CancellationError()
+            }
         } catch let rejection as LimiterRejectionError {
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
             throw rejection

@@ -201,6 +201,9 @@ public final class RateLimiter: Sendable {
             if retryAfter > self.maximumWait - waited { throw self.rejection(.noPermit, retryAfter: retryAfter) }
             do {
                 try await self.clock.sleepUntil(now + retryAfter)
+                // A cancellation that came as the wait ended (the sleep returned, the task had not yet
+                // run on) still ends the wait: the caller takes no permit and the operation never runs.
+                try Task.checkCancellation()
             } catch is CancellationError where LateOperationError.enclosingLimitFired() {
                 // A library time limit, not the caller, ended the wait: the operation never ran, and
                 // the limit keeps this as its late error, so no breaker counts the time-out. The

@@ -190,6 +190,8 @@ public final class RateLimitGate: Sendable {
         let (wait, ticket) = self.reserve(issuing: true)
         if let ticket { return ticket }
         try await self.clock.sleepUntil(self.clock.now() + wait)
+        // A cancellation that came as the wait ended counts as one during it: no ticket, no request.
+        try Task.checkCancellation()
         return self.ticket()
     }
 

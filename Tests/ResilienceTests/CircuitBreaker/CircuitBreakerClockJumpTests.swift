@@ -7,7 +7,7 @@ import Testing
 /// A clock that goes back (a wall clock set back, a custom clock) while a breaker counts on
 /// it: the jump counts as no time elapsed, so an open breaker stays open for what was left of
 /// its open time, counted from the readings after the jump, not for the jump on top of it.
-@Suite(.timeLimit(.minutes(1))) struct CircuitBreakerClockJumpTests {
+@Suite(.timeLimit(.minutes(5))) struct CircuitBreakerClockJumpTests {
     static func breaker(
         clock: TestClock, tripRule: CircuitBreakerTripRule = .consecutiveFailures(1)
     ) throws -> CircuitBreaker {

@@ -5,7 +5,7 @@ import Testing
 /// Half-open admission under a stampede, hung probes and late results, with
 /// operations that really overlap: each parks on the test clock until the test
 /// moves time.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct CircuitBreakerConcurrencyTests {
     enum Outcome: Sendable {
         case ran

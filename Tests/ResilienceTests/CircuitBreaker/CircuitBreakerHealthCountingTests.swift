@@ -84,7 +84,7 @@ enum BreakerPlacement: String, CaseIterable, Sendable {
 }
 
 /// A breaker counts what says something about its dependency's health, and nothing else.
-@Suite("What a breaker counts: waits cut short, refusals, partial failures", .timeLimit(.minutes(1)))
+@Suite("What a breaker counts: waits cut short, refusals, partial failures", .timeLimit(.minutes(5)))
 struct CircuitBreakerHealthCountingTests {
     /// Runs `operation` through `breaker` and `timeout`, the breaker placed as `placement` says.
     static func run<Value: Sendable>(

@@ -7,7 +7,7 @@ import Testing
 /// own throttle rejects calls is kept, as an open one is, since forgetting it would hand its
 /// host's clients a throttle that lets everything through; a throttle other keys share keeps
 /// nothing, since forgetting one of its breakers loses nothing of it.
-@Suite(.timeLimit(.minutes(1))) struct CircuitBreakerRegistryThrottleBoundTests {
+@Suite(.timeLimit(.minutes(5))) struct CircuitBreakerRegistryThrottleBoundTests {
     private static func throttle(clock: some Clock<Duration>) -> AdaptiveThrottle? {
         try? AdaptiveThrottle(
             window: .seconds(120), floor: 0, clock: clock, generator: SeededRandomNumberGenerator(seed: 7))

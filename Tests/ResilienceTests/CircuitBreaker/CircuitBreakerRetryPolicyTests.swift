@@ -25,7 +25,7 @@ final class ScriptedService: Sendable {
 }
 
 /// Both nestings of ``RetryPolicy`` and ``CircuitBreaker``, as documented on ``CircuitBreaker``.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct CircuitBreakerRetryPolicyTests {
     @Test func retryAroundBreakerWaitsOutTheOpenTimeAndThenSucceeds() async throws {
         let clock = TestClock()

@@ -7,7 +7,7 @@ import Testing
 /// window, checked call by call against a plain model that keeps every call and judges the
 /// rule after each one. The breaker counts many of those successes without its lock; it must
 /// open exactly when the model does, on the call that meets the rule, and never otherwise.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct CircuitBreakerTimeWindowModelTests {
     /// The rule, worked out from every call kept: no buckets to hand over, no lock-free path.
     struct Model {

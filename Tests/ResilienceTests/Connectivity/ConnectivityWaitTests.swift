@@ -4,7 +4,7 @@ import ResilienceTesting
 import Testing
 
 /// Waiting for the network on the test clock: no real time passes.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct ConnectivityWaitTests {
     /// An operation that fails offline while `network` is offline, and succeeds once it is online.
     final class Service: Sendable {

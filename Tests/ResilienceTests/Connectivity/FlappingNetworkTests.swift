@@ -6,7 +6,7 @@ import Testing
 /// A network that comes back only to drop again as each attempt goes out: the waits for it
 /// take no attempt, but a call makes only so many of them (``ConnectivityWait/maximumWaits``),
 /// after which an offline failure counts as any other, so the call ends.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct FlappingNetworkTests {
     /// An operation on a network that drops as each request goes out.
     final class FlappingService: Sendable {

@@ -5,7 +5,7 @@ import Testing
 
 /// A request that never left an offline device says nothing of the dependency: no breaker counts
 /// it, no throttle records it, and retrying it costs no budget token.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct OfflineFailureCountingTests {
     private func makeBreaker(
         clock: TestClock, classifier: any CircuitBreakerFailureClassifier = DefaultCircuitBreakerFailureClassifier()

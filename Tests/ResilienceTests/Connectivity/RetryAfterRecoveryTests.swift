@@ -5,7 +5,7 @@ import Testing
 
 /// The retry after the network returns, or after a credential refresh, still honours the retry-after
 /// hint the failure carried: it waits the rest of it, and a hint over `maximumRetryAfter` stops the call.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct RetryAfterRecoveryTests {
     static func networkUnavailable(retryAfter seconds: Int) -> NSError {
         NSError(

@@ -5,7 +5,7 @@ import Testing
 
 /// The nested-retry ledger past its bound: more callers sharing one error value than it keeps
 /// words for, and the records a burst of failures leaves behind.
-@Suite("Nested retries: the ledger's bounds", .timeLimit(.minutes(1)))
+@Suite("Nested retries: the ledger's bounds", .timeLimit(.minutes(5)))
 struct NestedRetriesLedgerBoundTests {
     /// More callers than the ledger keeps words for one error value, each a `POST` (declared not
     /// idempotent) awaiting one shared failed request, each logging the failure (an await) before
@@ -27,7 +27,7 @@ struct NestedRetriesLedgerBoundTests {
 private struct LedgerBurstDown: Error {}
 
 /// The ledger's table after a burst of failures: serialized, it counts the boxes kept.
-@Suite("Nested retries: the ledger after a burst", .serialized, .timeLimit(.minutes(1)))
+@Suite("Nested retries: the ledger after a burst", .serialized, .timeLimit(.minutes(5)))
 struct NestedRetriesLedgerSweepTests {
     /// A burst of failures whose errors the app held at once (a batch), then released; the
     /// failures after it are allocated where the burst's dead boxes were, so their records replace
@@ -58,7 +58,7 @@ struct NestedRetriesLedgerSweepTests {
 }
 
 /// What a call that hears of nested successes leaves behind once it ended.
-@Suite("Nested retries: successes noted after their call ended", .serialized, .timeLimit(.minutes(1)))
+@Suite("Nested retries: successes noted after their call ended", .serialized, .timeLimit(.minutes(5)))
 struct NestedRetriesLateSuccessTests {
     /// A declared call that starts an unstructured task (fire and forget: an analytics `POST`)
     /// and returns; the task's own declared call succeeds after the outer call ended. Nothing is

@@ -8,7 +8,7 @@ import Testing
 /// helper and by a caller that wraps a sequence of those helpers. Its layers send what layers of
 /// two instances send: the innermost retries, the others stop because it did, and a request that
 /// may not run twice is sent once.
-@Suite("Nested retries: one policy instance nested in itself", .timeLimit(.minutes(1)))
+@Suite("Nested retries: one policy instance nested in itself", .timeLimit(.minutes(5)))
 struct NestedRetriesSameInstanceTests {
     private typealias Sent = NestedSend
 

@@ -8,7 +8,7 @@ import Testing
 /// rethrows the error unchanged after an await (a log write, say), during which the other
 /// caller's inner policy stops on that same value. Each caller's outer policy must still read the
 /// word its own inner policy left, whichever wrote last and whichever reads first.
-@Suite("Nested retries: callers sharing one error value", .timeLimit(.minutes(1)))
+@Suite("Nested retries: callers sharing one error value", .timeLimit(.minutes(5)))
 struct NestedRetriesSharedErrorTests {
     /// The order of the story's steps, waited for explicitly: no sleeping, no timing.
     private final class Steps: Sendable {

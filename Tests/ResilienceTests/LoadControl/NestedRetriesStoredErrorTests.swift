@@ -13,7 +13,7 @@ import Testing
 /// value, is called again and again in one task: each call sends what the inner policy sends,
 /// however many calls came before it, and the outer policy stops each time because the inner
 /// one retried.
-@Suite("Nested retries: one stored error value, call after call", .timeLimit(.minutes(1)))
+@Suite("Nested retries: one stored error value, call after call", .timeLimit(.minutes(5)))
 struct NestedRetriesStoredErrorTests {
     /// A stored failure of a kind an app keeps.
     enum Stored: String, CaseIterable, CustomTestStringConvertible {

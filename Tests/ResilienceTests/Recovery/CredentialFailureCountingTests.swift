@@ -6,7 +6,7 @@ import Testing
 /// A stale credential is the caller's to renew, not a sign of a failing dependency: the default
 /// breaker classifier leaves every shape of it uncounted, as it does HTTP 401, and a throttle
 /// records it as accepted.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct CredentialFailureCountingTests {
     static let shapes: [String] = ["CloudKit notAuthenticated", "URLError userAuthenticationRequired", "HTTP 401"]
 

@@ -34,7 +34,7 @@ final class TokenService: Sendable {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct CredentialRecoveryTests {
     private func makePolicy(maximumAttempts: Int = 3) throws -> RetryPolicy {
         try RetryPolicy(maximumAttempts: maximumAttempts, backoff: .constant(.zero), jitter: .none, clock: TestClock())
@@ -259,7 +259,7 @@ struct CredentialRecoveryTests {
 
 /// What stands for a 401 (CloudKit's `notAuthenticated`, `URLError.userAuthenticationRequired`)
 /// is refreshed and sent once more like the 401, even when the call is not idempotent.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct StandInRefusalRecoveryTests {
     static let refusals: [any Error & Sendable] = [
         StatusError(status: 401),

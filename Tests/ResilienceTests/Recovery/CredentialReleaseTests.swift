@@ -2,7 +2,7 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 /// A credential or a refresh error the recovery lets go of is released with its lock released:
 /// a class's deinitializer is the app's code, and may call back into the recovery.
 struct CredentialReleaseTests {

@@ -5,7 +5,7 @@ import Testing
 
 /// A refresh that ``CredentialRecovery/replace(with:)`` overtook answers its waiting calls with
 /// the newer credential, whatever the refresh itself did: its failure is not theirs to pay for.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct OvertakenRefreshChargeTests {
     /// Tokens left after a call whose refresh `replace(with:)` overtook, and that refresh then failed with `failure`.
     static func tokensLeft(after failure: any Error) async throws -> (tokens: Double, outcome: RetryOutcome<String>) {

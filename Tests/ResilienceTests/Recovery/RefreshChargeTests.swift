@@ -28,7 +28,7 @@ enum RefreshChargeLocals {
 
 /// A failed refresh costs the budget of the call that waited for it one token, even when that
 /// call is cancelled as it learns of the failure.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct RefreshChargeCancellationTests {
     static let operation = RefreshedTokenAPI.operation
 
@@ -95,7 +95,7 @@ struct RefreshChargeCancellationTests {
 
 /// A failed refresh shared by calls of two policies costs each budget one token, whichever
 /// call learns of the failure first.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct RefreshChargeSharedBudgetTests {
     static let operation = RefreshedTokenAPI.operation
 
@@ -147,7 +147,7 @@ struct RefreshChargeSharedBudgetTests {
 /// A call that stops waiting for a shared refresh before its answer (at its deadline, or
 /// cancelled) is not charged for the refresh when it fails later, unless a call still waiting
 /// shares its budget.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct RefreshChargeDepartureTests {
     enum Departure: String, CaseIterable, CustomTestStringConvertible {
         case deadline, cancellation

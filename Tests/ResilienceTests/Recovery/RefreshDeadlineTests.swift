@@ -2,7 +2,7 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 /// A call's deadline bounds its wait for a shared refresh, as it bounds every other wait.
 struct RefreshDeadlineTests {
     static let operation = RefreshedTokenAPI.operation

@@ -3,7 +3,7 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 /// How a call through a policy accounts for a refresh that failed for now: what it costs the
 /// retry budget, which refusals end it at once, which waits it refuses, and which answers of
 /// the auth server leave the session alone.
@@ -162,7 +162,7 @@ struct RefreshRetryAccountingTests {
             }
         }
         // Until every later call either sleeps out the hint or has ended.
-        while clock.sleeperCount + finished.value < 10 { await Task.yield() }
+        try await yieldUntil { clock.sleeperCount + finished.value >= 10 }
         #expect(refreshes.value == 1, "no request was made for the nine")
         clock.advance(by: .seconds(30))
         var outcomes = [await first.value]

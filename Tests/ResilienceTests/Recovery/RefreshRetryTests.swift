@@ -7,7 +7,7 @@ import Testing
 /// waits (the jittered backoff, or the refresh's retry-after hint if longer) and refreshes again,
 /// each refresh retry taking one of its attempts. The calls that shared a refresh share the
 /// retried one. A 429 from the auth server still stops at once.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct RefreshRetryTests {
     /// A seed with which, of two calls backing off together, the one that wakes first sleeps
     /// again past the other's wake (see `callsThatSharedAFailedRefreshShareEachRetriedOne`).

@@ -11,7 +11,7 @@ import Testing
 /// ends the wait. An answer that comes after the deadline passed finds the wait over, as its
 /// timer would have found it: the call stops at the deadline, schedules no retry and retries no
 /// refresh, and the observer and the statistics hear of none.
-@Suite("A wait for a refresh or the network ended by a time limit or a passed deadline", .timeLimit(.minutes(1)))
+@Suite("A wait for a refresh or the network ended by a time limit or a passed deadline", .timeLimit(.minutes(5)))
 struct RefreshWaitEndingTests {
     static let operation = RefreshedTokenAPI.operation
 

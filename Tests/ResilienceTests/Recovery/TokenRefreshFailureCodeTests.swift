@@ -7,7 +7,7 @@ import Testing
 /// (Kii's `codeRefreshTokenFailed`) ends the session under a credential recovery, whatever status
 /// came with it: on the refresh's own error, and on a call's error (the SDK refreshed on its own
 /// and failed). Kii asks apps to show the login screen after a failed refresh.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct TokenRefreshFailureCodeTests {
     /// Stands in for the SDK's "refresh token failed" code.
     static let refreshFailed = 417

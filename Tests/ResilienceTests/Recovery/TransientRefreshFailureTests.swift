@@ -10,7 +10,7 @@ import Testing
 /// The policies here allow one attempt, so that a call ends with the first failed refresh and
 /// the next call shows what the recovery remembers; `RefreshRetryTests` covers a call that
 /// has attempts left and retries the refresh.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct TransientRefreshFailureTests {
     static let operation = RefreshedTokenAPI.operation
 

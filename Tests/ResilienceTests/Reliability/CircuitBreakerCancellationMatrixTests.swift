@@ -9,7 +9,7 @@ extension CircuitBreakerReliability {
     /// call's would), and during an attempt while closed. In each: the call returns without
     /// the test clock moving, no further attempt starts, a probe slot taken comes back
     /// without a transition, and the cancellation is never counted as a failure.
-    @Suite("Circuit breaker cancellation matrix", .timeLimit(.minutes(1)))
+    @Suite("Circuit breaker cancellation matrix", .timeLimit(.minutes(5)))
     struct CancellationMatrixTests {
         /// Where a probe waits when it is cancelled.
         enum ProbeWait: String, Sendable, CaseIterable {

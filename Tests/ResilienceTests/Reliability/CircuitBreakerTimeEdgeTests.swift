@@ -9,7 +9,7 @@ extension CircuitBreakerReliability {
     /// centuries, one that goes back, and one that never moves. No trap, no overflow: every
     /// time the breaker reports is clamped to `0...Duration.resilienceMaximum` (about 146
     /// years), and the breaker keeps working.
-    @Suite("Circuit breaker time edges", .timeLimit(.minutes(1)))
+    @Suite("Circuit breaker time edges", .timeLimit(.minutes(5)))
     struct TimeEdgeTests {
         static let maximum = Duration.resilienceMaximum
         /// `Int64.max` seconds and a little less than a second: the largest duration with components.

@@ -294,7 +294,7 @@ struct SeamObserved {
 }
 
 @Suite(
-    .timeLimit(.minutes(1)),
+    .timeLimit(.minutes(5)),
     .disabled(if: runsUnderThreadSanitizer, "starved under ThreadSanitizer; runs in the plain test step"))
 struct EntryPointCrossProductTests {
     static let hangLength: Duration = .seconds(30)
@@ -470,7 +470,7 @@ struct EntryPointCrossProductTests {
 
         let task = Task<Int, any Error> {
             try await CallClock.$isCallTask.withValue(true) {
-                while rootTask.withLock({ $0 }) == nil { await Task.yield() }
+                try await yieldUntil { rootTask.withLock({ $0 }) != nil }
                 return try await call()
             }
         }

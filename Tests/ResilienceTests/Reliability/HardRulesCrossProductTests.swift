@@ -375,7 +375,7 @@ struct HardRuleObserved {
 /// everything, pass-through layers), the sends and every policy's stop reason are exact.
 @Suite(
     "Hard rules cross product: no 429 retried, nothing that may have been sent sent again",
-    .timeLimit(.minutes(2)),
+    .timeLimit(.minutes(5)),
     // One seed at a time: six seeds at once, when their drivers still polled, took the two cores
     // from the suites that move their own test clocks.
     .serialized,

@@ -26,7 +26,7 @@ private enum Fate: Int, CaseIterable {
 }
 
 @Suite(
-    .timeLimit(.minutes(1)), .serialized,
+    .timeLimit(.minutes(5)), .serialized,
     .disabled(
         if: runsUnderThreadSanitizer,
         "seeded rounds on the test clock starve under ThreadSanitizer; run in the plain test step"))

@@ -133,7 +133,7 @@ struct DeinitTrackedStage: ResilienceStrategy {
 }
 
 @Suite(
-    .serialized, .timeLimit(.minutes(1)),
+    .serialized, .timeLimit(.minutes(5)),
     .disabled(
         if: runsUnderThreadSanitizer,
         "threads that wait on timers starve under ThreadSanitizer; runs in the plain test step"))
@@ -482,10 +482,10 @@ struct ReentrancyTests {
         }
         let gate = Gate()
         let holder = Task { try await limiter.execute { await gate.wait() } }
-        while limiter.inFlight == 0 { await Task.yield() }
+        try await yieldUntil { limiter.inFlight > 0 }
         let ok = await finishesAsync {
             async let queued: Void? = try? await limiter.execute { () }
-            while limiter.queued == 0 { await Task.yield() }
+            while limiter.queued == 0, !Task.isCancelled { await Task.yield() }
             _ = try? await limiter.execute { () }  // queue full: rejected
             await base.waitForSleepers(count: 1)
             base.advance(by: .seconds(1))  // the queued caller times out

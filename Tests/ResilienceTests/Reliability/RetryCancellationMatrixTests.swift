@@ -10,7 +10,7 @@ extension Reliability {
     /// (so it cannot have waited out a delay), nothing is left sleeping on the
     /// clock, and the retry budget is left as it was when the task was cancelled,
     /// because cancellation is not a failure of the dependency.
-    @Suite("Retry cancellation matrix", .timeLimit(.minutes(1)))
+    @Suite("Retry cancellation matrix", .timeLimit(.minutes(5)))
     struct RetryCancellationMatrixTests {
         @Test(
             "Cancellation stops the call at once, starts no further attempt and costs no budget",

@@ -7,7 +7,7 @@ import Testing
 /// when the caller cancels before the limit's timer has woken (on a test clock, `advance`
 /// only resumes the timer's sleep, so the cancellation that follows at once always comes
 /// first); a caller that cancels before the limit passed stays the cause of the call's end.
-@Suite("Retry policy attempt limit and deadline against the caller's cancellation", .timeLimit(.minutes(1)))
+@Suite("Retry policy attempt limit and deadline against the caller's cancellation", .timeLimit(.minutes(5)))
 struct AttemptDeadlineCancellationTests {
     static func policy(
         _ clock: TestClock, attempts: Int = 1, deadline: Duration? = nil
@@ -197,7 +197,7 @@ struct AttemptDeadlineCancellationTests {
             call.cancel()  // before the limit
             for await _ in cleaning.stream { break }
             // The timer has stopped sleeping; the attempt is still cleaning up.
-            while clock.sleeperCount > 0 { await Task.yield() }
+            try await yieldUntil { clock.sleeperCount == 0 }
             for _ in 0..<10 { await Task.yield() }
             cleanup.continuation.finish()
             let outcome = await call.value
@@ -256,7 +256,7 @@ struct LateWakingClock: Clock {
 
 /// The same races on a clock whose timers wake late: the limit's timer, and a timeout's
 /// watcher, still sleep when the caller cancels after the deadline.
-@Suite("Time limits whose timers wake late against the caller's cancellation", .timeLimit(.minutes(1)))
+@Suite("Time limits whose timers wake late against the caller's cancellation", .timeLimit(.minutes(5)))
 struct LateWakingDeadlineCancellationTests {
     @Test func aCancellationAfterTheAttemptLimitPassedIsATimeOutBeforeItsTimerWakes() async throws {
         let clock = TestClock()

@@ -3,7 +3,7 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 /// An attempt that spends none of ``RetryPolicy/maximumAttempts`` (the one after a wait for the
 /// network, or after a recovered credential) moves the backoff schedule on no more than it
 /// spends an attempt: the first retry that does spend one waits the schedule's first delay.

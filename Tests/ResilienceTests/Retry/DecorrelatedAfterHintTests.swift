@@ -5,7 +5,7 @@ import Testing
 /// Decorrelated jitter grows from the previous sleep (the AWS formula's `sleep * 3`): when a
 /// server's retry-after hint made that sleep longer than the draw, the next draw grows from
 /// the wait the call actually made.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct DecorrelatedAfterHintTests {
     static let backoff = Backoff.exponential(initial: .seconds(1), maximum: .seconds(100))
 

@@ -2,7 +2,7 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 /// A time-limited attempt nested in a call whose deadline has already passed does not start.
 struct EnclosingDeadlineAttemptTests {
     @Test func aNestedTimeLimitedAttemptDoesNotStartOnceTheEnclosingDeadlinePassed() async throws {

@@ -11,7 +11,7 @@ import Testing
 /// caller cancels: the deadline came first, and the call stops with `deadlineExceeded` and the
 /// error it would have stopped with had the wait's timer woken first, whether it has woken or not
 /// (on a `TestClock`, `advance` only resumes the timer's sleep; on a `LateWakingClock` it sleeps on).
-@Suite("Waits for a refresh or the network: the deadline against the caller's cancellation", .timeLimit(.minutes(1)))
+@Suite("Waits for a refresh or the network: the deadline against the caller's cancellation", .timeLimit(.minutes(5)))
 struct WaitDeadlineCancellationTests {
     static let rounds = 20
     static let operation = RefreshedTokenAPI.operation

@@ -5,7 +5,7 @@ import Testing
 
 /// The batch helper waits for the network after an offline failure, as CloudKit asks for
 /// `networkUnavailable`, instead of spending its attempts on backoff. No real time passes.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct CloudKitBatchConnectivityTests {
     private func cloudKitError(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> NSError {
         NSError(domain: CloudKitErrorCode.domain, code: code.rawValue, userInfo: userInfo)

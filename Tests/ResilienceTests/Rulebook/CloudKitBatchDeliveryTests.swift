@@ -6,7 +6,7 @@ import Testing
 /// A batch that may not be sent twice is judged item by item: an item whose own error proves it
 /// had no effect is sent again even when another item of the same attempt may have been applied,
 /// and an item that may have been applied is held back and reported as such.
-@Suite(.timeLimit(.minutes(1))) struct CloudKitBatchDeliveryTests {
+@Suite(.timeLimit(.minutes(5))) struct CloudKitBatchDeliveryTests {
     private func cloudKitError(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> NSError {
         NSError(domain: CloudKitErrorCode.domain, code: code.rawValue, userInfo: userInfo)
     }

@@ -5,7 +5,7 @@ import Testing
 
 /// The batch helper's wait is set by the items it sends again, and a call that stops, cancelled or given
 /// up by the policy, still says which items were saved once an attempt has reported on them.
-@Suite(.timeLimit(.minutes(1))) struct CloudKitBatchStopTests {
+@Suite(.timeLimit(.minutes(5))) struct CloudKitBatchStopTests {
     private func cloudKitError(_ code: CloudKitErrorCode, userInfo: [String: Any] = [:]) -> NSError {
         NSError(domain: CloudKitErrorCode.domain, code: code.rawValue, userInfo: userInfo)
     }

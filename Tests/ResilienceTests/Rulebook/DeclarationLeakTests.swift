@@ -5,7 +5,7 @@ import Testing
 /// The word a call declared not idempotent leaves for the layers around it is for those layers
 /// alone: one error value that reaches two unrelated calls (a shared task both awaited, a cached
 /// failure) does not carry a `POST`'s declaration into a `GET`'s policy.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct DeclarationLeakTests {
     enum Declarer: String, CaseIterable, Sendable {
         case hedging, timeout, pipeline

@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// A call declared not idempotent is never run twice, whatever a request inside it says of itself.
-@Suite(.timeLimit(.minutes(1))) struct DeclaredCallOverRequestReportTests {
+@Suite(.timeLimit(.minutes(5))) struct DeclaredCallOverRequestReportTests {
     private func policy() throws -> RetryPolicy {
         try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())
     }

@@ -6,7 +6,7 @@ import Testing
 /// A call that knows its request may not run twice, nested inside an attempt that a
 /// library time limit ends: the limit's error must say so, or the layer above sends the
 /// request again.
-@Suite("An enclosing time limit reports the not-idempotent call it ended", .timeLimit(.minutes(1)))
+@Suite("An enclosing time limit reports the not-idempotent call it ended", .timeLimit(.minutes(5)))
 struct EnclosingLimitIdempotencyTests {
     /// Which library time limit ends the outer attempt.
     enum Limit: String, CaseIterable, Sendable {

@@ -7,7 +7,7 @@ import Testing
 /// receipt), not from when a layer above learned of it: a hint an inner policy was already
 /// waiting on when an enclosing time limit cut it short reaches the layers above with the
 /// time it had waited taken off.
-@Suite("A late hint runs from its response", .timeLimit(.minutes(1)))
+@Suite("A late hint runs from its response", .timeLimit(.minutes(5)))
 struct LateHintReceiptTests {
     /// The server answers 503 with `Retry-After: 30` at 0 s; the inner policy waits it out; the
     /// outer policy's attempt time limit fires at 10 s. The outer policy re-sends at 30 s.

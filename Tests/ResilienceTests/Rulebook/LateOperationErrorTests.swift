@@ -11,7 +11,7 @@ import Testing
 /// or was past its last cancellation point) says things about its request the rules must
 /// honour: the limit's error keeps that failure, so a policy around the limit does not send
 /// a `POST` again, nor retry a 429.
-@Suite("A time limit keeps the operation's late failure", .timeLimit(.minutes(1)))
+@Suite("A time limit keeps the operation's late failure", .timeLimit(.minutes(5)))
 struct LateOperationErrorTests {
     /// Which library time limit ends the attempt, under an outer policy of 3 attempts.
     enum Limit: String, CaseIterable, Sendable {
@@ -361,7 +361,7 @@ struct LateOperationErrorTests {
         clock.advance(by: .seconds(10))
         network.set(.online)
         // The outer policy either stops now or waits its backoff before sending again.
-        while ended.value == 0, clock.sleepRequests.count < 3 { await Task.yield() }
+        try await yieldUntil { ended.value > 0 || clock.sleepRequests.count >= 3 }
         if clock.sleepRequests.count >= 3 { clock.advance(by: clock.sleepRequests[2]) }
         let outcome = await call.value
         #expect(outcome.stopReason == .succeeded)
@@ -403,7 +403,7 @@ struct LateOperationErrorTests {
         // sleep, after the time limit, the inner backoff and the wait's limit). The network comes
         // back only then: back at once, it could wake the inner wait before the limit, due at the
         // same instant, fired, and the inner policy's next try would answer the attempt.
-        while ended.value == 0, clock.sleepRequests.count < 4 { await Task.yield() }
+        try await yieldUntil { ended.value > 0 || clock.sleepRequests.count >= 4 }
         network.set(.online)
         if clock.sleepRequests.count >= 4 { clock.advance(by: clock.sleepRequests[3]) }
         let outcome = await call.value
@@ -488,7 +488,7 @@ struct LateOperationErrorTests {
         clock.advance(by: .seconds(10))
         // The outer policy either stops now or waits its backoff before sending again; the network
         // comes back only then, so that it cannot wake the inner wait before the limit fired.
-        while ended.value == 0, clock.sleepRequests.count < 3 { await Task.yield() }
+        try await yieldUntil { ended.value > 0 || clock.sleepRequests.count >= 3 }
         network.set(.online)
         if clock.sleepRequests.count >= 3 { clock.advance(by: clock.sleepRequests[2]) }
         let outcome = await call.value

@@ -202,7 +202,7 @@ struct NestingRandomizedTests {
 
     @Test(
         "No layer retries a 429, a cancellation or a request that may have reached the server",
-        .timeLimit(.minutes(3)), arguments: seeds)
+        .timeLimit(.minutes(5)), arguments: seeds)
     func randomNestingsKeepTheRules(seed: UInt64) async throws {
         var generator = SeededRandomNumberGenerator(seed: seed)
         for _ in 0..<Self.casesPerSeed {

@@ -7,7 +7,7 @@ import Testing
 /// (``LimiterRejectionError/Reason/noTimeLeft``) is a deadline's outcome, not load
 /// shedding: no reading of it counts it as a limiter's rejection, in any shape, yet it
 /// still proves nothing was sent and says nothing against the dependency.
-@Suite("A refusal for want of time is not a rejection", .timeLimit(.minutes(1)))
+@Suite("A refusal for want of time is not a rejection", .timeLimit(.minutes(5)))
 struct NoTimeLeftRefusalTests {
     static let refusal = LimiterRejectionError(limiterName: "inner", reason: .noTimeLeft)
 

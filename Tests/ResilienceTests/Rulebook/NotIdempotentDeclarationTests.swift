@@ -6,7 +6,7 @@ import Testing
 /// A call declared not idempotent by one of the library's entry points, nested in a retry
 /// policy's attempt: the policy runs outside the declaration, so the call must tell it,
 /// whichever entry point made the declaration and however the operation wrapped its error.
-@Suite("A call declared not idempotent stops the policies around it", .timeLimit(.minutes(1)))
+@Suite("A call declared not idempotent stops the policies around it", .timeLimit(.minutes(5)))
 struct NotIdempotentDeclarationTests {
     /// The entry point that declares the inner call.
     enum Declarer: String, CaseIterable, Sendable {

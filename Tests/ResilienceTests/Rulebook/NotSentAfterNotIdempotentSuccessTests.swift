@@ -8,7 +8,7 @@ import Testing
 /// reach, a full bulkhead). The failure speaks for that step alone: the `POST` of the same attempt
 /// reached the server, so the call, declared not idempotent, must not run the attempt again,
 /// though the rules let a not-idempotent call retry a request that was never sent.
-@Suite("A not-sent failure after a not-idempotent success is not retried", .timeLimit(.minutes(1)))
+@Suite("A not-sent failure after a not-idempotent success is not retried", .timeLimit(.minutes(5)))
 struct NotSentAfterNotIdempotentSuccessTests {
     /// The failure of the step after the `POST`, each proving its own request never left.
     enum NotSent: String, CaseIterable, Sendable {

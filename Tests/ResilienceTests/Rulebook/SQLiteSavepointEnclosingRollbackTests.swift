@@ -5,7 +5,7 @@ import Testing
 
 /// A savepoint nested in the caller's transaction is never retried once SQLite has rolled back
 /// that whole transaction: the retry would commit the nested work on its own.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct SQLiteSavepointAfterTheEnclosingTransactionIsGoneTests {
     /// A connection that knows whether it is inside a transaction, as `sqlite3_get_autocommit` tells.
     final class TransactionalConnection: Sendable {

@@ -6,7 +6,7 @@ import Testing
 /// A transaction that provably did nothing (SQLite refused its `BEGIN`, or its rollback
 /// succeeded) is retried inside a call declared not idempotent, and that word stays with the
 /// transaction: the enclosing call and the calls nested in the work keep their declaration.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct SQLiteTransactionInsideANotIdempotentCallTests {
     typealias ScriptedConnection = SQLiteTransactionSeamTests.ScriptedConnection
 

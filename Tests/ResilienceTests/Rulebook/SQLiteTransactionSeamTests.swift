@@ -5,7 +5,7 @@ import Testing
 
 /// The SQLite transaction helper: what ends a transaction, what is retried, and
 /// what happens when rolling back fails, against a scripted connection and the real libsqlite3.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct SQLiteTransactionSeamTests {
     struct BusinessRuleViolation: Error {}
 

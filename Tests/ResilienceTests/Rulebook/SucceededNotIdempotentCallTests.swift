@@ -7,7 +7,7 @@ import Testing
 /// everything, and the attempt then fails on the app's own check of the answer: its request
 /// reached the server, so the outer policy must not run the attempt again, wherever it learns
 /// of the success (a scope of its own, or one around the attempt).
-@Suite("A not-idempotent call that succeeded is not sent again by the layers around it", .timeLimit(.minutes(1)))
+@Suite("A not-idempotent call that succeeded is not sent again by the layers around it", .timeLimit(.minutes(5)))
 struct SucceededNotIdempotentCallTests {
     /// The app's check of an answer the server sent: the request was acted on.
     struct Rejected: Error {}

@@ -15,7 +15,7 @@ import Testing
 /// attempt may not run again ("Which calls may be repeated": "an attempt that holds it and fails
 /// afterwards ... is not run again. The policy around stops with notIdempotent and the attempt's
 /// own error ... however its classifier judges that error").
-@Suite("A succeeded POST stops the declared call around it", .timeLimit(.minutes(1)))
+@Suite("A succeeded POST stops the declared call around it", .timeLimit(.minutes(5)))
 struct SucceededPOSTInDeclaredCallTests {
     enum After: String, CaseIterable, Sendable {
         case refusedConnection, rateLimiterRejection, breakerRejection, http401

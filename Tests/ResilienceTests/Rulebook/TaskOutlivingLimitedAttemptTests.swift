@@ -8,7 +8,7 @@ import Testing
 /// inherits the call's task-locals, the fired limit's signal among them. The limit's attempt
 /// has ended by the time the task's owner cancels it: that cancellation is the caller's, not
 /// the limit's, for every reader of the signal.
-@Suite("A task that outlives a limited attempt", .serialized, .timeLimit(.minutes(1)))
+@Suite("A task that outlives a limited attempt", .serialized, .timeLimit(.minutes(5)))
 struct TaskOutlivingLimitedAttemptTests {
     struct Unavailable: Error, HTTPStatusReporting { var httpStatusCode: Int? { 503 } }
 

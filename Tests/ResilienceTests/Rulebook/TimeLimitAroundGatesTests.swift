@@ -8,7 +8,7 @@ import Testing
 /// cannot rule out: that the request may have been sent. A gate that let a POST out
 /// earlier in the same call, or an unstructured task that inherited the limit, must not
 /// make it read otherwise.
-@Suite("A time limit around the library's gates", .timeLimit(.minutes(1)))
+@Suite("A time limit around the library's gates", .timeLimit(.minutes(5)))
 struct TimeLimitAroundGatesTests {
     /// Two gates: the first lets every attempt through at once, the second has spent its
     /// one permit and frees the next a minute later.

@@ -6,7 +6,7 @@ import Testing
 /// A seeded fuzz of the `Retry-After` list reading: every well-formed member of a list, in
 /// any of the three date forms or as seconds, joined as a recipient joins lines sent twice,
 /// gives the longest of the members' own delays; a list with one malformed member gives `nil`.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct RetryAfterListFuzzTests {
     static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     static let longDays = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]

@@ -52,6 +52,25 @@ struct StatusError: HTTPStatusReporting, RetryAfterProviding, Equatable {
     var retryAfter: Duration? { self.hint }
 }
 
+/// Yields until `condition` holds, for a test that waits on other tasks' progress that neither a
+/// clock nor an event marks.
+///
+/// Once the test is cancelled (its time limit has passed) it records an issue and throws
+/// `CancellationError`: Swift Testing waits for a timed-out test to return, so a loop that only
+/// yields would keep the test, and with it the whole run, from ever ending.
+func yieldUntil(
+    _ what: String = "its condition held", sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () -> Bool
+) async throws {
+    while !condition() {
+        if Task.isCancelled {
+            Issue.record("cancelled before \(what)", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        await Task.yield()
+    }
+}
+
 /// Advances `clock` through `count` consecutive sleeps, waiting for each one to be requested first.
 func advanceThroughSleeps(_ clock: TestClock, count: Int) async {
     for _ in 0..<count {

@@ -5,7 +5,7 @@ import Testing
 
 // Under ThreadSanitizer its 10,000-task stress tests share two cores with the whole sanitized run
 // and wait for the pool longer than a minute; they run there all the same, with more room.
-@Suite("Concurrency limiter", .timeLimit(.minutes(runsUnderThreadSanitizer ? 3 : 1)))
+@Suite("Concurrency limiter", .timeLimit(.minutes(5)))
 struct ConcurrencyLimiterTests {
     @Test func rejectsTheCallPastTheLimitWhenThereIsNoQueue() async throws {
         let limiter = try ConcurrencyLimiter(name: "uploads", limit: 2, clock: TestClock())

@@ -5,7 +5,7 @@ import Testing
 
 /// The deadline watcher whose sleep outlives the last registration, as on the system's
 /// clocks, forced on a test clock so that every sleep can be seen and timed.
-@Suite("Deadline watcher: a sleep that lingers", .timeLimit(.minutes(1)))
+@Suite("Deadline watcher: a sleep that lingers", .timeLimit(.minutes(5)))
 struct DeadlineWatcherLingeringTests {
     /// An expiry that does nothing; the state machine tests only look at what it returns.
     struct NoExpiry: DeadlineExpiry {

@@ -6,7 +6,7 @@ import Testing
 
 /// What a hedged call records and spends: the latency the percentile delay learns from,
 /// the budget's tokens, and where a pipeline's Hedging stage starts its attempts.
-@Suite("Hedging: latencies, budget and isolation", .timeLimit(.minutes(1)))
+@Suite("Hedging: latencies, budget and isolation", .timeLimit(.minutes(5)))
 struct HedgingAccountingTests {
     // MARK: - The latency the percentile learns from
 

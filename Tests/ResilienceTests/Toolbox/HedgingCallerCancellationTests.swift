@@ -12,7 +12,7 @@ import Testing
 /// In each test the operation itself cancels the caller's task and then fails, so nothing
 /// runs between the cancellation and the failure: a nested layer that does not see the
 /// cancellation by then retries or counts the failure.
-@Suite("Hedging: the caller's cancellation reaches every attempt at once", .timeLimit(.minutes(1)))
+@Suite("Hedging: the caller's cancellation reaches every attempt at once", .timeLimit(.minutes(5)))
 struct HedgingCallerCancellationTests {
     /// A breaker that would count every failure and never opens.
     static func breaker(_ clock: TestClock) throws -> CircuitBreaker {

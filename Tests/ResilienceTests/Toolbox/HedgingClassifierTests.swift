@@ -8,7 +8,7 @@ import Testing
 /// What a hedged call asks about a failed attempt before it starts another: the rules, then the
 /// classifier a retry policy would ask (the default rules for a call alone, the retry stage's in a
 /// pipeline).
-@Suite("Hedging: the classifier a failed attempt is judged by", .timeLimit(.minutes(1)))
+@Suite("Hedging: the classifier a failed attempt is judged by", .timeLimit(.minutes(5)))
 struct HedgingClassifierTests {
     /// An app's failure the default rules retry, and a classifier of the app's says is final.
     struct DeclinedError: Error, Equatable {}
@@ -135,7 +135,7 @@ struct HedgingClassifierTests {
         }
         await clock.waitForSleepers(count: 2)  // the first attempt and the hedge timer
         clock.advance(by: .seconds(1))  // t = 1: the hedge starts and fails
-        while hedging.failuresTaken.load(ordering: .acquiring) == 0 { await Task.yield() }
+        try await yieldUntil { hedging.failuresTaken.load(ordering: .acquiring) > 0 }
         await clock.waitForSleepRequests(count: 3)  // the next hedge's timer, due at t = 2
         clock.advance(by: .seconds(2))  // t = 2: no hedge; t = 3: the first attempt fails
         let error = await #expect(throws: TransientError.self) { try await call.value }

@@ -6,7 +6,7 @@ import Testing
 @testable import Resilience
 
 @Suite(
-    .timeLimit(.minutes(1)), .serialized,
+    .timeLimit(.minutes(5)), .serialized,
     .disabled(
         if: runsUnderThreadSanitizer,
         "seeded rounds on the test clock starve under ThreadSanitizer; run in the plain test step"))

@@ -10,7 +10,7 @@ import Testing
 ///
 /// The limit's clock wakes its sleepers an hour late (`LateWakingClock`), so the hedge's timer,
 /// on the test clock itself, wakes first every run.
-@Suite("Time limits stop the hedged calls nested in them at their deadline", .timeLimit(.minutes(1)))
+@Suite("Time limits stop the hedged calls nested in them at their deadline", .timeLimit(.minutes(5)))
 struct HedgingInPassedLimitTests {
     /// Where the limit sits around the hedged call.
     enum Nesting: CaseIterable, CustomStringConvertible {

@@ -118,7 +118,7 @@ struct HedgingNestedHintTests {
 
         /// Moves the clock to t = 1, when the inner call hears the hint, and on until the outer
         /// call's first attempt has taken it in.
-        func playToTheHint() async {
+        func playToTheHint() async throws {
             // The inner call's first request and the two hedge timers.
             await self.clock.waitForSleepers(count: 3)
             self.clock.advance(by: .milliseconds(250))  // t = 0.25: the inner hedge starts
@@ -133,17 +133,17 @@ struct HedgingNestedHintTests {
                 // The inner call ends on it at once, and the outer attempt takes its slow path.
                 await self.clock.waitForSleepRequests(count: requests + 1)
             } else {
-                while self.inner.failuresTaken.load(ordering: .acquiring) == 0 { await Task.yield() }
+                try await yieldUntil { self.inner.failuresTaken.load(ordering: .acquiring) > 0 }
             }
             await self.clock.waitForSleepers(count: 2)  // the policy's request, and the slow inner attempt or path
         }
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: Route.all)
+    @Test(.timeLimit(.minutes(5)), arguments: Route.all)
     func aPolicyInAnotherAttemptOfTheEnclosingCallWaitsOutAHintANestedCallHeard(_ route: Route) async throws {
         let scene = try Scene(route, patience: .seconds(60))
         let call = Task { try await scene.call() }
-        await scene.playToTheHint()
+        try await scene.playToTheHint()
         let requests = scene.clock.sleepRequests.count
         scene.clock.advance(by: .seconds(1))  // t = 2: the policy's request fails
         await scene.clock.waitForSleepRequests(count: requests + 1)
@@ -157,15 +157,15 @@ struct HedgingNestedHintTests {
         #expect(scene.clock.sleeperCount == 0)
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: Route.all)
+    @Test(.timeLimit(.minutes(5)), arguments: Route.all)
     func aPolicyInAnotherAttemptThatWillNotWaitOutAHintANestedCallHeardStops(_ route: Route) async throws {
         let scene = try Scene(route, patience: .seconds(20))
         let call = Task { try await scene.call() }
-        await scene.playToTheHint()
+        try await scene.playToTheHint()
         let requests = scene.clock.sleepRequests.count
         scene.clock.advance(by: .seconds(1))  // t = 2: the policy's request fails, and the policy stops
-        while scene.outer.failuresTaken.load(ordering: .acquiring) == 0, scene.clock.sleepRequests.count == requests {
-            await Task.yield()
+        try await yieldUntil {
+            scene.outer.failuresTaken.load(ordering: .acquiring) > 0 || scene.clock.sleepRequests.count != requests
         }
         scene.clock.advance(by: .seconds(1))  // t = 3: when the policy's backoff would have ended
         scene.clock.advance(by: .seconds(38))  // t = 41: the first attempt answers
@@ -174,7 +174,7 @@ struct HedgingNestedHintTests {
         #expect(scene.clock.sleeperCount == 0)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func aPolicyInAnotherAttemptWaitsOutAHintAPolicyInTheFirstAttemptWaitsOut() async throws {
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.milliseconds(500)), maximumHedges: 1, clock: clock)
@@ -233,7 +233,7 @@ struct HedgingNestedHintTests {
         #expect(clock.sleeperCount == 0)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func aPolicyOnAnotherClockThanTheHedgedCallAroundItWaitsOutItsOwnHintOnce() async throws {
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.seconds(3_600)), maximumHedges: 1, clock: TestClock())
@@ -252,7 +252,7 @@ struct HedgingNestedHintTests {
         clock.advance(by: .seconds(2))
         // Either the policy sends again now, or it waits once more, for its own hint read on the
         // hedging's clock, which has not moved.
-        while sends.values.count < 2, clock.sleepRequests.count < 2 { await Task.yield() }
+        try await yieldUntil { sends.values.count >= 2 || clock.sleepRequests.count >= 2 }
         #expect(clock.sleepRequests == [.seconds(2)], "the policy waited again for its own hint")
         guard clock.sleepRequests.count == 1 else {
             call.cancel()  // it would wait for ever: the hedging's clock never moves
@@ -263,7 +263,7 @@ struct HedgingNestedHintTests {
         #expect(sends.values == [.zero, .seconds(2)])
     }
 
-    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    @Test(.timeLimit(.minutes(5)), arguments: [false, true])
     func theEnclosingCallStartsNoHedgeBeforeAHintANestedCallHeardHasPassed(_ throughPipelines: Bool) async throws {
         let clock = TestClock()
         let outer = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: clock)
@@ -303,11 +303,11 @@ struct HedgingNestedHintTests {
         await clock.waitForSleepRequests(count: 4)
         await clock.waitForSleepers(count: 3)
         clock.advance(by: .milliseconds(500))  // t = 0.75: the inner call hears the 30 s hint
-        while inner.failuresTaken.load(ordering: .acquiring) == 0 { await Task.yield() }
+        try await yieldUntil { inner.failuresTaken.load(ordering: .acquiring) > 0 }
         let requests = clock.sleepRequests.count
         clock.advance(by: .milliseconds(250))  // t = 1: the outer hedge is due
         // Either the hedge starts now, or the outer call's timer waits for the hint.
-        while hedgeStarts.values.isEmpty, clock.sleepRequests.count == requests { await Task.yield() }
+        try await yieldUntil { !hedgeStarts.values.isEmpty || clock.sleepRequests.count != requests }
         #expect(hedgeStarts.values.isEmpty, "a hedge started before the hint had passed")
         clock.advance(by: .milliseconds(29_749))
         for _ in 0..<10 { await Task.yield() }

@@ -6,7 +6,7 @@ import Testing
 
 /// A ``Hedging`` given a classifier of its own: it judges failed attempts with it, over a
 /// pipeline's retry stage's, and reads its declared idempotency as a policy does.
-@Suite("Hedging: a classifier of its own", .timeLimit(.minutes(1)))
+@Suite("Hedging: a classifier of its own", .timeLimit(.minutes(5)))
 struct HedgingOwnClassifierTests {
     typealias Shared = HedgingClassifierTests
 

@@ -11,7 +11,7 @@ import Testing
 /// runs them, so a hop (a job enqueued on the caller's executor) shows as a job left over.
 /// The suite has a time limit because a hedge armed too late leaves a call waiting for a
 /// clock that no one moves: a wrong start then fails the test instead of hanging the run.
-@Suite("Hedging start", .serialized, .timeLimit(.minutes(1)))
+@Suite("Hedging start", .serialized, .timeLimit(.minutes(5)))
 struct HedgingStartTests {
     @Test func aFirstAttemptThatReturnsWithoutSuspendingLeavesTheWatcherUntouched() async throws {
         let hedging = try Hedging(delay: .fixed(.seconds(5)), clock: TestClock())

@@ -21,7 +21,7 @@ private enum CallEnd: Equatable {
 }
 
 @Suite(
-    .timeLimit(.minutes(1)), .serialized,
+    .timeLimit(.minutes(5)), .serialized,
     .disabled(
         if: runsUnderThreadSanitizer,
         "seeded rounds on the test clock starve under ThreadSanitizer; run in the plain test step"))
@@ -60,7 +60,7 @@ struct LimiterAccountingTests {
                     } catch { return .other("\(error)") }
                 })
         }
-        while limiter.inFlight < limit { await Task.yield() }
+        try await yieldUntil { limiter.inFlight >= limit }
         // Callers beyond: some queue, the rest are refused at once. Each queues at its own time.
         let callers = queueLimit + Int.random(in: 0...2, using: &random)
         var waiters: [Task<CallEnd, Never>] = []
@@ -81,7 +81,7 @@ struct LimiterAccountingTests {
                         return .cancelled
                     } catch { return .other("\(error)") }
                 })
-            while events.count(.queued) + events.count(.rejected) == before { await Task.yield() }
+            try await yieldUntil { events.count(.queued) + events.count(.rejected) != before }
             if index < queueLimit { clock.advance(by: .seconds(Int64(Int.random(in: 0...3, using: &random)))) }
         }
         #expect(limiter.queued == queueLimit)
@@ -132,8 +132,8 @@ struct LimiterAccountingTests {
                     }
                 })
         }
-        while entered.value < limit || events.count(.rejected) - refusedBefore < 2 || limiter.queued < queueLimit {
-            await Task.yield()
+        try await yieldUntil {
+            entered.value >= limit && events.count(.rejected) - refusedBefore >= 2 && limiter.queued >= queueLimit
         }
         #expect(limiter.inFlight == limit)
         #expect(entered.value == limit, "a leaked or doubly freed slot: \(entered.value) ran of \(limit)")
@@ -284,7 +284,7 @@ struct LimiterAccountingTests {
         let limiter = try ConcurrencyLimiter(name: "bulk", limit: 1, queueLimit: 1, observer: events, clock: clock)
         let gate = Gate()
         let holder = Task { try await limiter.execute { await gate.wait() } }
-        while limiter.inFlight == 0 { await Task.yield() }
+        try await yieldUntil { limiter.inFlight > 0 }
         let timeout = try Timeout(.seconds(1), clock: clock)
         let seen = Lock<(any Error)?>(nil)
         let call = Task {
@@ -295,7 +295,7 @@ struct LimiterAccountingTests {
                 }
             }
         }
-        await events.waitForQueued()
+        try await events.waitForQueued()
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(1))
         _ = await call.result
@@ -310,7 +310,7 @@ struct LimiterAccountingTests {
 }
 
 extension StrategyEventRecorder {
-    func waitForQueued() async {
-        while self.count(.queued) == 0 { await Task.yield() }
+    func waitForQueued() async throws {
+        try await yieldUntil { self.count(.queued) > 0 }
     }
 }

@@ -3,7 +3,7 @@ import Resilience
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1))) struct PipelineRegistryBoundTests {
+@Suite(.timeLimit(.minutes(5))) struct PipelineRegistryBoundTests {
     struct ServerDown: Error {}
 
     /// At most two pipelines of one breaker each, which one failure opens for a minute.

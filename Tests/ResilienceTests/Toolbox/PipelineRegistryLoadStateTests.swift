@@ -8,7 +8,7 @@ import Testing
 /// probability above zero) keeps its pipeline, since a fresh one would let the key's clients
 /// retry or send at full rate into the overload; one that other keys' pipelines share keeps
 /// nothing, since forgetting one of them loses nothing of it.
-@Suite(.timeLimit(.minutes(1))) struct PipelineRegistryLoadStateTests {
+@Suite(.timeLimit(.minutes(5))) struct PipelineRegistryLoadStateTests {
     struct ServerDown: Error {}
 
     /// A breaker that one failure opens for a minute.

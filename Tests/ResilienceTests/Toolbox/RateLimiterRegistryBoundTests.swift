@@ -5,7 +5,7 @@ import Testing
 
 /// What a rate limiter registry forgets at its bound: never a limiter whose key would get a
 /// full allowance early from a fresh one, while a limiter back at its full allowance is there.
-@Suite(.timeLimit(.minutes(1))) struct RateLimiterRegistryBoundTests {
+@Suite(.timeLimit(.minutes(5))) struct RateLimiterRegistryBoundTests {
     static let bucket = try! RateLimiterAlgorithm.tokenBucket(capacity: 2, tokensPerPeriod: 2, period: .seconds(10))
     static let window = try! RateLimiterAlgorithm.slidingWindow(limit: 2, window: .seconds(10), segments: 2)
 

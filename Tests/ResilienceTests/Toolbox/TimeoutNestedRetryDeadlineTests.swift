@@ -11,7 +11,7 @@ import Testing
 /// The limit's clock wakes its sleepers an hour late (`LateWakingClock`), so its timer is
 /// still asleep when the first attempt fails after the jump: the race is decided the same way
 /// every run, and a policy that retried at once would do so before the limit could stop it.
-@Suite("Time limits stop the policies nested in them at their deadline", .timeLimit(.minutes(1)))
+@Suite("Time limits stop the policies nested in them at their deadline", .timeLimit(.minutes(5)))
 struct TimeoutNestedRetryDeadlineTests {
     /// Where the limit sits, and the policy under it.
     enum Nesting: CaseIterable, CustomStringConvertible {

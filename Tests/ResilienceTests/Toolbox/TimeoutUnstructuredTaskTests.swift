@@ -8,7 +8,7 @@ import Testing
 /// A task the timed operation starts and does not await (`Task { }`) takes the operation's
 /// task-local scope, the limit's signal with it, but not its cancellation: a limit that fired
 /// and whose operation has returned ends nothing for a policy running in such a task.
-@Suite("An unstructured task outliving a time limit", .timeLimit(.minutes(1)))
+@Suite("An unstructured task outliving a time limit", .timeLimit(.minutes(5)))
 struct TimeoutUnstructuredTaskTests {
     /// Holds one value handed across tasks.
     private final class Slot<T: Sendable>: Sendable {

@@ -6,7 +6,7 @@ import Testing
 /// How a call's idempotency, declared or not, decides what CloudKit failures it sends again and
 /// what it reports: a partial failure whose every item lacks its zone, a batch that holds items
 /// back, a lost response beside a dropped connection, and the codes by which CloudKit is busy.
-@Suite(.timeLimit(.minutes(1))) struct CloudKitDeclaredIdempotencyTests {
+@Suite(.timeLimit(.minutes(5))) struct CloudKitDeclaredIdempotencyTests {
     private func policy(
         maximumAttempts: Int = 3, maximumRetryAfter: Duration = .seconds(60), clock: TestClock = TestClock()
     ) throws -> RetryPolicy {

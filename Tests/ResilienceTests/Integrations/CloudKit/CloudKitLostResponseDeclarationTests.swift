@@ -8,7 +8,7 @@ import Testing
 /// not idempotent it stops as such; with no declaration the classifier's flag decides, as before
 /// (not retried by default). The same at every entry point, for the error in every shape.
 @Suite(
-    .timeLimit(.minutes(1)),
+    .timeLimit(.minutes(5)),
     .disabled(if: runsUnderThreadSanitizer, "seeded rounds starve under ThreadSanitizer; run alone"))
 struct CloudKitLostResponseDeclarationTests {
     static let seeds: [UInt64] = [1, 2, 3, 4]

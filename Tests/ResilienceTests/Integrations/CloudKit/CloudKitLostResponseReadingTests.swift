@@ -14,7 +14,7 @@ import Testing
 /// "idempotent" (`HTTPRetryClassifier(method: "GET")`) speaks for HTTP requests, not for CloudKit's,
 /// and is no such word.
 @Suite(
-    .timeLimit(.minutes(2)),
+    .timeLimit(.minutes(5)),
     .disabled(
         if: runsUnderThreadSanitizer,
         "seeded rounds on the test clock starve under ThreadSanitizer; run in the plain test step"))

@@ -9,7 +9,7 @@ import Testing
 /// not that it will never work (`notRetryable`, `permanent`). The same at every entry point, in every
 /// shape of the error, under every classifier that applies CloudKit's rules.
 @Suite(
-    .timeLimit(.minutes(2)),
+    .timeLimit(.minutes(5)),
     .disabled(
         if: runsUnderThreadSanitizer,
         "seeded rounds on the test clock starve under ThreadSanitizer; run in the plain test step"))

@@ -14,7 +14,7 @@ import Testing
 ///
 /// Each test holds the refresh until every call has been refused once and waits
 /// for it, so every call's first request carries the stale token.
-@Suite(.timeLimit(.minutes(3)), .serialized)
+@Suite(.timeLimit(.minutes(5)), .serialized)
 struct CredentialRecoveryLiveTests {
     static let callCount = 1_000
 

@@ -10,7 +10,7 @@ import Testing
 
 /// Retry policies against a real nginx, through the real `URLSession`; request
 /// counts come from nginx's access log.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct NginxIntegrationTests {
     @Test(.enabled(if: NginxServer.canRun, "nginx is not installed; .ci/steps/15-integration-deps.sh installs it"))
     func serviceUnavailableIsRetriedAfterItsRetryAfterAndSucceedsOnceRecovered() async throws {

@@ -11,7 +11,7 @@ import Testing
 /// Requests the scripted server redirects, sent through the HTTP helpers and the real
 /// `URLSession`: a redirect is an answer, so a request that is not idempotent is not sent
 /// again after it, whatever the failure that follows says.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct RedirectedRequestLiveTests {
     /// The URL at which the server answers `key` with `status` and `Location: location`.
     static func redirect(on server: ScriptedHTTPServer, key: String, status: Int, to location: String) -> URL {

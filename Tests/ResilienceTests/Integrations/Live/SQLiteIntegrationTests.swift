@@ -5,7 +5,7 @@ import Testing
 
 /// Write transactions retried under a ``RetryPolicy`` against the real
 /// libsqlite3: two connections to one database file, one holding a lock.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct SQLiteIntegrationTests {
     @Test func writeBlockedByAnotherWriterIsRetriedAndCommitsOnce() async throws {
         let database = try TemporaryDatabase()

@@ -13,7 +13,7 @@ import Testing
 /// after a part of the body (`reset`), or reset before any answer (`abort`). The request
 /// reached the server each time, so a `GET` is retried and a `POST` is sent once, as the
 /// HTTP article's table says for a response lost, garbled or cut short.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct TruncatedResponseLiveTests {
     static let modes = ["cut", "reset", "abort"]
 

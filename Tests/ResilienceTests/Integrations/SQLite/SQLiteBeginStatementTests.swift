@@ -7,7 +7,7 @@ import Testing
 /// that starts a transaction or a savepoint and does nothing else, since the helper's promise
 /// (a failed attempt leaves nothing behind, and its rows are written once) rests on the work
 /// running inside it.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(5)))
 struct SQLiteBeginStatementTests {
     private func policy() throws -> RetryPolicy {
         try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: TestClock())

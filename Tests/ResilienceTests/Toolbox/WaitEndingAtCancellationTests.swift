@@ -1,0 +1,111 @@
+import Resilience
+import ResilienceTesting
+import Testing
+
+/// A caller cancelled just as its wait ends (the wait over, its task not yet run on) sends
+/// nothing. On any real clock a wait's end and the caller's cancellation can come together, and
+/// on a busy machine the caller's task may run on only after both: the operation must not start
+/// then for a caller that has already left.
+///
+/// The callers run on ``HeldCaller``, whose jobs run only when the test runs them, so the test
+/// cancels between the wait's end and the caller's next step every time.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct WaitEndingAtCancellationTests {
+    @Test func aRateLimiterCallerCancelledAsItsWaitEndsTakesNoPermitAndSendsNothing() async throws {
+        let clock = TestClock()
+        let limiter = try RateLimiter(
+            .tokenBucket(capacity: 1, tokensPerPeriod: 1, period: .seconds(2)), maximumWait: .seconds(30),
+            clock: clock)
+        _ = try await limiter.execute { 0 }  // the only token, spent until t = 2
+        let sends = Counter()
+        let ended = Counter()
+        let call = Task { @HeldCaller in
+            defer { ended.increment() }
+            return try await limiter.execute { @HeldCaller in sends.increment() }
+        }
+        await HeldCaller.executor.runOne()  // the caller finds no permit and waits
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(2))  // the wait ends...
+        await HeldCaller.executor.waitForJob()  // ...and the caller's task is ready to run on
+        call.cancel()
+        await HeldCaller.executor.run { ended.value == 1 }
+
+        #expect(await call.result.failureValue is CancellationError)
+        #expect(sends.value == 0, "the operation ran for a caller that had left")
+        // The permit the wait was for is still there: the next caller takes it without waiting.
+        let nextEnded = Counter()
+        let next = Task {
+            defer { nextEnded.increment() }
+            return try await limiter.execute { 7 }
+        }
+        try await yieldUntil("the next caller ended or waited") { nextEnded.value == 1 || clock.sleeperCount == 1 }
+        #expect(clock.sleeperCount == 0, "the next caller waited: the cancelled one took the permit")
+        clock.advance(by: .seconds(2))  // lets a next caller that waited go
+        #expect(try await next.value == 7)
+    }
+
+    @Test func aBulkheadCallerCancelledAsItIsHandedASlotSendsNothingAndPassesTheSlotOn() async throws {
+        let limiter = try ConcurrencyLimiter(limit: 1, queueLimit: 4)
+        let gate = Gate()
+        let holder = Task { try await limiter.execute { await gate.wait() } }
+        try await yieldUntil("the holder took the slot") { limiter.inFlight == 1 }
+        let sends = Counter()
+        let ended = Counter()
+        let call = Task { @HeldCaller in
+            defer { ended.increment() }
+            return try await limiter.execute { @HeldCaller in sends.increment() }
+        }
+        await HeldCaller.executor.runOne()  // the caller queues
+        #expect(limiter.queued == 1)
+        gate.open()  // the holder ends and hands its slot to the queued caller...
+        await HeldCaller.executor.waitForJob()  // ...whose task is ready to run on
+        #expect(limiter.queued == 0 && limiter.inFlight == 1, "the slot was handed over")
+        call.cancel()
+        await HeldCaller.executor.run { ended.value == 1 }
+        _ = try await holder.value
+
+        #expect(await call.result.failureValue is CancellationError)
+        #expect(sends.value == 0, "the operation ran for a caller that had left")
+        #expect(limiter.inFlight == 0 && limiter.queued == 0, "the slot was not given back")
+        #expect(try await limiter.execute { 7 } == 7)
+    }
+
+    @Test func aRateLimitGateCallerCancelledAsItsWaitEndsGetsNoTicket() async throws {
+        let base = TestClock()
+        let gate = try RateLimitGate(maximumWait: .seconds(30), clock: CancellingAtWakeClock(base))
+        gate.record(headers: ["RateLimit": #""minute";r=0;t=10"#])
+        let call = Task { try await gate.acquire() }
+        await base.waitForSleepers(count: 1)
+        base.advance(by: .seconds(10))
+        #expect(await call.result.failureValue is CancellationError, "a ticket for a caller that had left")
+    }
+}
+
+/// A clock whose sleeps, once they have run their full length, cancel the sleeping task before
+/// they return: the caller cancelled as its wait ended, whatever thread runs it on.
+private struct CancellingAtWakeClock: Clock {
+    typealias Instant = TestClock.Instant
+
+    let base: TestClock
+
+    init(_ base: TestClock) { self.base = base }
+
+    var now: Instant { self.base.now }
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try await self.base.sleep(until: deadline, tolerance: tolerance)
+        withUnsafeCurrentTask { $0?.cancel() }
+    }
+}
+
+/// A global actor whose jobs run only when a test runs them (``ManualExecutor``).
+@globalActor
+private actor HeldCaller {
+    static let shared = HeldCaller()
+    static let executor = ManualExecutor()
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor {
+        Self.executor.asUnownedSerialExecutor()
+    }
+}
