@@ -46,3 +46,26 @@ actor DedicatedThread {
         Self.executor.asUnownedSerialExecutor()
     }
 }
+
+/// A task executor that runs its jobs on Dispatch's global queue and counts those enqueued and
+/// not yet finished, so that a test can tell when the tasks that prefer it have all come to rest.
+///
+/// A task started with it as its preference (`Task(executorPreference:)`) runs its nonisolated
+/// code here, and so do the child tasks it starts; a job counts from its enqueueing (a sleeper
+/// woken, a child started) until it has run. With nothing pending, every such task is suspended
+/// or done. Code isolated to an actor still runs on the actor.
+final class CountingTaskExecutor: TaskExecutor {
+    private let count = Lock(0)
+
+    /// The jobs enqueued and not yet run to their end.
+    var pending: Int { self.count.withLock { $0 } }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        self.count.withLock { $0 += 1 }
+        DispatchQueue.global().async {
+            job.runSynchronously(on: self.asUnownedTaskExecutor())
+            self.count.withLock { $0 -= 1 }
+        }
+    }
+}
