@@ -9,17 +9,19 @@ import Testing
 /// test clock (or before the call starts), the clock moved in random steps and jumps.
 ///
 /// The driver, the composition and its operation run on the main actor, whose jobs run one at
-/// a time in the order they were enqueued, and the driver cancels or moves the clock only once
-/// the composition has settled: nothing the driver can see has changed for many rounds of
-/// yielding, and the watchers of the hedging and the timeout, which run off the main actor,
-/// are asleep on the clock or parked. So a decision of the library to start an operation is
-/// taken wholly before the cancellation or wholly after it, and the same seed gives the same
+/// a time in the order they were enqueued; the composition's tasks off the main actor (an
+/// attempt's child task, a woken sleeper) run on a ``CountingTaskExecutor``. The driver cancels
+/// or moves the clock only once the composition has settled: nothing the driver can see has
+/// changed for many rounds of yielding, no job of the composition is pending on that executor,
+/// and the watchers of the hedging and the timeout, which run on the cooperative pool, are
+/// asleep on the clock or parked. So a decision of the library to start an operation is taken
+/// wholly before the cancellation or wholly after it, and the same seed gives the same
 /// compositions, instants and clock moves whatever the machine's load.
 ///
 /// What it holds the library to is what it promises a caller that cancels:
-/// - after the cancellation no operation starts, except, for a caller cancelled before the
-///   call started, the first attempt, which runs as a bare call would; an operation that does
-///   start sees `Task.isCancelled`;
+/// - after the cancellation no operation starts, except the first attempt of a caller that had
+///   sent nothing and waited in no limiter (cancelled before the call started, say), which
+///   runs as a bare call would; an operation that does start sees `Task.isCancelled`;
 /// - the caller gets a value only if an operation returned it before the cancellation;
 /// - when no operation had answered by then, the caller fails with `CancellationError`, or
 ///   with a time limit's outcome (`TimeoutError`, `AttemptTimeoutError`, a
