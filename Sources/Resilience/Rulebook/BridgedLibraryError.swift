@@ -11,6 +11,9 @@ import Foundation
 /// a breaker's or a limiter's refusal, a time limit's end, and how far the request got.
 /// A time limit's error keeps its operation's late error in its `userInfo` (see
 /// ``ErrorHints/lateOperationErrorKey``), whose rule facts are read as from the Swift value.
+/// The SQLite helper's own errors (``SQLiteRollbackError``, ``SQLiteEnclosingTransactionLostError``,
+/// ``SQLiteEnclosingTransactionStaleError``) keep what they wrap under `NSUnderlyingErrorKey`,
+/// which the chain walks; a failed rollback's domain alone makes it final.
 enum BridgedLibraryError {
     /// The domain of ``CircuitBreakerOpenError``.
     static let breakerOpenDomain = "Resilience.CircuitBreakerOpenError"
@@ -28,6 +31,15 @@ enum BridgedLibraryError {
     static let restServiceDomain = "Resilience.RESTServiceError"
     /// The domain of ``SQLiteError``, whose code is the result code.
     static let sqliteDomain = "Resilience.SQLiteError"
+    /// The domain of ``SQLiteRollbackError``, whose code is ``sqliteTransactionErrorCode``.
+    static let sqliteRollbackDomain = "Resilience.SQLiteRollbackError"
+    /// The domain of ``SQLiteEnclosingTransactionLostError``, whose code is ``sqliteTransactionErrorCode``.
+    static let sqliteEnclosingTransactionLostDomain = "Resilience.SQLiteEnclosingTransactionLostError"
+    /// The domain of ``SQLiteEnclosingTransactionStaleError``, whose code is ``sqliteTransactionErrorCode``.
+    static let sqliteEnclosingTransactionStaleDomain = "Resilience.SQLiteEnclosingTransactionStaleError"
+    /// The code of the SQLite helper's own errors, each of one meaning; what they wrap is kept
+    /// under `NSUnderlyingErrorKey`, where the chain reads it.
+    static let sqliteTransactionErrorCode = 1
 
     /// The `userInfo` key under which a bridged error keeps its HTTP status: the first of
     /// ``ErrorHints/httpStatusKeys``.
@@ -48,6 +60,12 @@ enum BridgedLibraryError {
     /// The ``SQLiteError`` `error` was, when it is a plain `NSError` in its domain.
     static func sqliteError(of error: any Error) -> SQLiteError? {
         self.sqliteError(of: ErrorChain.Node(error))
+    }
+
+    /// Whether the node's error was an ``SQLiteRollbackError``, as a plain `NSError` in its domain:
+    /// final, as the Swift value is, whatever the errors below it say.
+    static func isSQLiteRollbackError(_ node: ErrorChain.Node) -> Bool {
+        node.kinds.contains(.nsError) && node.nsError?.domain == Self.sqliteRollbackDomain
     }
 
     /// The ``RESTServiceError`` the node's error was, when it is a plain `NSError` in its domain;

@@ -449,9 +449,13 @@ public struct FailureAnalysis: Sendable, Hashable {
             }
             if self.ruling == nil {
                 // Only until an error speaks: the errors below the first one a rule speaks for cost nothing more.
-                self.ruling = DefaultRetryClassifier.Ruling(
-                    of: BridgedLibraryError.sqliteError(of: node) ?? error, rest: rest, cloudKitCode: cloudKitCode,
-                    speaksHTTP: status != nil || urlCode != nil)
+                // A failed rollback, bridged, is final as its Swift value is (a `RetryableError`).
+                self.ruling =
+                    BridgedLibraryError.isSQLiteRollbackError(node)
+                    ? .retryable(false)
+                    : DefaultRetryClassifier.Ruling(
+                        of: BridgedLibraryError.sqliteError(of: node) ?? error, rest: rest, cloudKitCode: cloudKitCode,
+                        speaksHTTP: status != nil || urlCode != nil)
             }
         }
 

@@ -39,7 +39,7 @@ public struct SQLiteRetryClassifier: RetryClassifier {
     /// The outermost error in `error`'s chain with a result code decides, so an ``SQLiteError``
     /// wrapped in an app's own error is judged as it would be thrown directly. The search does
     /// not look inside an ``SQLiteRollbackError``, which is never retried: the connection may
-    /// still be inside the failed transaction.
+    /// still be inside the failed transaction. Nor inside one bridged to `NSError`.
     public func decision(for error: any Error, context: RetryContext) -> RetryDecision? {
         // The common shape, an error that carries its code itself, needs no walk.
         let code = self.resultCode(error) ?? self.codeInChain(of: error)
@@ -58,9 +58,14 @@ public struct SQLiteRetryClassifier: RetryClassifier {
         // `SQLITE_ERROR`: final, whatever the rolled-back transaction failed with.
         let final = SQLiteResultCode.error.rawValue
         if error is SQLiteRollbackError { return final }
-        return ErrorChain.first(in: error) { node in
-            node is SQLiteRollbackError
-                ? final : self.resultCode(node) ?? BridgedLibraryError.sqliteError(of: node)?.code.rawValue
+        var code: Int32?
+        ErrorChain.walkNodes(error) { node in
+            // A rollback failure bridged to a plain `NSError` (on Linux) is one still.
+            code =
+                node.error is SQLiteRollbackError || BridgedLibraryError.isSQLiteRollbackError(node)
+                ? final : self.resultCode(node.error) ?? BridgedLibraryError.sqliteError(of: node)?.code.rawValue
+            return code == nil
         }
+        return code
     }
 }
