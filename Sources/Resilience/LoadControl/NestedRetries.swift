@@ -564,6 +564,13 @@ enum NestedRetryLedger {
         self.records.withLock { $0.byError.count }
     }
 
+    /// How many records are kept now, and how many of those are of boxes still alive; for tests.
+    static var counts: (kept: Int, live: Int) {
+        self.records.withLock { records in
+            (records.byError.count, records.byError.values.count { $0.first.error != nil })
+        }
+    }
+
     /// How many records `error` has now, one for each call they are addressed to; for tests.
     static func recordCount(for error: any Error) -> Int {
         let box = self.box(of: error)
