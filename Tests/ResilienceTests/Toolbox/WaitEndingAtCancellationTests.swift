@@ -197,6 +197,38 @@ struct WaitEndingAtCancellationTests {
         #expect(await call.result.failureValue is CancellationError, "a credential for a caller that had left")
         #expect(recovery.current.credential == "new", "the refresh is kept for the other callers")
     }
+
+    @Test func aRecoveringPolicyCallerCancelledAsTheRefreshAnswersSendsNoRetry() async throws {
+        let clock = TestClock()
+        let policy = try Self.retryingPolicy(clock)
+        let gate = Gate()
+        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ in
+            await gate.wait()
+            return "new"
+        }
+        let sends = Counter()
+        let ended = Counter()
+        let executor = HeldTaskExecutor()
+        let call = Task(executorPreference: executor) {
+            defer { ended.increment() }
+            return try await policy.execute(recovering: recovery) { token in
+                sends.increment()
+                return try await RefreshedTokenAPI.operation(token)
+            }
+        }
+        // The first request is refused; the call starts the refresh and waits for it.
+        while gate.waiting == 0 {
+            try await yieldUntil("a held job, or the refresh started") { executor.pending > 0 || gate.waiting == 1 }
+            if executor.pending > 0 { await executor.runOne() }
+        }
+        gate.open()  // the refresh answers...
+        await executor.waitForJob()  // ...and the caller's task is ready to run on
+        call.cancel()
+        await executor.run { ended.value == 1 }
+
+        #expect(await call.result.failureValue is CancellationError)
+        #expect(sends.value == 1, "the refreshed request went out for a caller that had left")
+    }
 }
 
 /// A task executor whose jobs run only when a test runs them: a task that prefers it runs its
