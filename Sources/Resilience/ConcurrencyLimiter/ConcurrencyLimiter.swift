@@ -88,7 +88,9 @@ public final class ConcurrencyLimiter: Sendable {
     ///   queue is full or the wait outlasted ``queueTimeout``, or, for
     ///   ``LimiterRejectionError/Reason/waitCutShort``, when a library time limit enclosing
     ///   the call ended it while queued; `CancellationError` when the caller's task is
-    ///   cancelled while queued; otherwise the operation's own error, unchanged.
+    ///   cancelled while queued, or as a slot is handed to it (its task not yet run on): the
+    ///   operation never runs and the slot passes to the next caller; otherwise the
+    ///   operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
         if !self.tryAcquire() {

@@ -220,7 +220,9 @@ public final class Hedging: Sendable {
     /// - Throws: The first failure the rules end the call on (a 429, say), as soon as it
     ///   comes, unless an attempt had already succeeded; otherwise, when every attempt
     ///   failed, the one with the longest retry-after hint, else the last, as the
-    ///   operation threw it.
+    ///   operation threw it. `CancellationError` when the caller's task is cancelled (see
+    ///   above for an enclosing time limit): no hedge or replacement starts after that, also
+    ///   when its delay ended just as the caller was cancelled (the caller's task not yet run on).
     @inlinable
     public nonisolated(nonsending) func execute<Value: Sendable>(
         idempotency: Idempotency? = nil,

@@ -122,8 +122,9 @@ public final class RateLimiter: Sendable {
     /// - Throws: ``LimiterRejectionError`` without running the operation when no
     ///   permit frees within ``maximumWait``, or, for ``LimiterRejectionError/Reason/waitCutShort``,
     ///   when a library time limit enclosing the call ended it while it waited;
-    ///   `CancellationError` when the caller's task is cancelled while waiting; otherwise the
-    ///   operation's own error, unchanged.
+    ///   `CancellationError` when the caller's task is cancelled while waiting, or as its wait
+    ///   ends (the permit free, the task not yet run on): the caller takes no permit and the
+    ///   operation never runs; otherwise the operation's own error, unchanged.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(operation: () async throws -> Value) async throws -> Value {
         if let retryAfter = self.tryAcquire() {

@@ -111,10 +111,16 @@ public final class CredentialRecovery<Credential: Sendable>: Sendable {
     /// - Returns: The newer credential.
     /// - Throws: The refresh's error when it failed: now, or earlier for this same
     ///   credential when that refresh failed for good or its retry-after hint has not
-    ///   passed yet. `CancellationError` as soon as the calling task is cancelled,
-    ///   which leaves the refresh running for the other callers.
+    ///   passed yet. `CancellationError` as soon as the calling task is cancelled while it
+    ///   waits, or as its wait ends (the answer came, the task had not yet run on): no
+    ///   credential for a caller that has left, so it sends no request with it. The
+    ///   refresh goes on for the other callers.
     public func recover(after stale: Snapshot) async throws -> Snapshot {
-        try Snapshot(await self.storage.recover(after: stale.generation).result.get())
+        let answer = await self.storage.recover(after: stale.generation)
+        // A cancellation that came as the wait ended counts as one during it. Only after a wait:
+        // a credential newer than `stale`, found at once, is returned as it is.
+        if answer.waited, Task.isCancelled { throw CancellationError() }
+        return try Snapshot(answer.result.get())
     }
 
     /// Waits as ``recover(after:)`` does, for a call through a ``RetryPolicy`` that may ask again

@@ -15,6 +15,8 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         var failedRound: UInt64?
         /// When that failure's retry-after hint runs out on the recovery's clock, if it had one.
         var until: Duration?
+        /// Whether the call waited for the answer (parked), rather than finding it at once.
+        var waited = false
 
         init(_ result: Result<Stamped, any Error>, failed: (round: UInt64, until: Duration?)?) {
             self.result = result
@@ -94,7 +96,8 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         judge: RESTServiceErrorClassifier? = nil
     ) async -> Answer {
         let id = self.state.withLock { $0.machine.makeWaiterID() }
-        let result = await withTaskCancellationHandler {
+        var parked = false
+        var result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
                 let now = self.clock.now()
                 let (action, failed, watchers, _) = self.state.withLock { state in
@@ -120,8 +123,9 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
                 case .resume(let result):
                     continuation.resume(returning: Answer(result, failed: failed))
                 case .park:
-                    break
+                    parked = true
                 case .parkAndRefresh(let credential, let generation):
+                    parked = true
                     self.startRefresh(from: credential, generation: generation)
                 }
             }
@@ -137,6 +141,7 @@ final class CredentialRecoveryStorage<Credential: Sendable>: Sendable {
         }
         // A cancellation that came after the call was resumed another way left a note; drop it.
         self.state.withLock { $0.machine.forget(id: id) }
+        result.waited = parked
         return result
     }
 

@@ -66,7 +66,8 @@ extension RetryPolicy {
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged; the refresh's error when the
     ///   recovery failed, for good or for now; `CancellationError` when the task was
-    ///   cancelled while waiting. A library time limit around the call that cuts a wait short
+    ///   cancelled while waiting (for a refresh, the network or a retry), or as that wait
+    ///   ended: nothing more is sent for a caller that has left. A library time limit around the call that cuts a wait short
     ///   keeps the error the deadline would have ended the call with: the refresh's, once one
     ///   failed for now.
     public nonisolated(nonsending) func execute<Value, Credential>(

@@ -286,8 +286,9 @@ public final actor RetryPolicy {
     /// - Returns: The operation's value from the first attempt that succeeds.
     /// - Throws: The error of the last attempt, unchanged (a ``CircuitBreakerOpenError``
     ///   retried to exhaustion comes as an equal error in a box of its own), or `CancellationError` when
-    ///   the task was cancelled while waiting to retry (the last attempt's error when one of the
-    ///   library's time limits enclosing the call cancelled it, so that the limit keeps it).
+    ///   the task was cancelled while waiting to retry, or as that wait ended (no retry goes out
+    ///   once the caller has left), the last attempt's error when one of the library's time
+    ///   limits enclosing the call cancelled it, so that the limit keeps it.
     @inlinable
     public nonisolated(nonsending) func execute<Value>(
         operation: () async throws -> Value

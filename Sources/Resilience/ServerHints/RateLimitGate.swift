@@ -184,7 +184,8 @@ public final class RateLimitGate: Sendable {
     /// record its response with (``record(headers:for:)``).
     ///
     /// - Returns: The request's ticket, issued when it may go.
-    /// - Throws: `CancellationError` when the task is cancelled while waiting.
+    /// - Throws: `CancellationError` when the task is cancelled while waiting, or as its wait
+    ///   ends (the wait over, the task not yet run on): no ticket, so no request goes.
     @discardableResult
     public func acquire() async throws -> Ticket {
         let (wait, ticket) = self.reserve(issuing: true)

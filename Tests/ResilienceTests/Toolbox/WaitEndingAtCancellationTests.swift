@@ -7,8 +7,10 @@ import Testing
 /// on a busy machine the caller's task may run on only after both: the operation must not start
 /// then for a caller that has already left.
 ///
-/// The callers run on ``HeldCaller``, whose jobs run only when the test runs them, so the test
-/// cancels between the wait's end and the caller's next step every time.
+/// The callers run on ``HeldCaller``, or prefer a ``HeldTaskExecutor`` for their nonisolated
+/// code, whose jobs run only when the test runs them, so the test cancels between the wait's end
+/// and the caller's next step every time; or they sleep on a ``CancellingAtWakeClock``. The
+/// retry and hedging tests guard waits that already check as they end.
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct WaitEndingAtCancellationTests {
     @Test func aRateLimiterCallerCancelledAsItsWaitEndsTakesNoPermitAndSendsNothing() async throws {
@@ -78,6 +80,210 @@ struct WaitEndingAtCancellationTests {
         await base.waitForSleepers(count: 1)
         base.advance(by: .seconds(10))
         #expect(await call.result.failureValue is CancellationError, "a ticket for a caller that had left")
+    }
+
+    // MARK: - Guards: waits that already check as they end
+
+    /// A policy whose backoff before a retry ends as the caller is cancelled.
+    static func retryingPolicy(_ clock: some Clock<Duration>) throws -> RetryPolicy {
+        try RetryPolicy(
+            name: "p", maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none,
+            classifier: ClosureRetryClassifier { _, _ in .retry }, clock: clock,
+            generator: SeededRandomNumberGenerator(seed: 1))
+    }
+
+    @Test func aRetryCallerCancelledAsItsBackoffEndsSendsNoRetry() async throws {
+        let clock = TestClock()
+        let policy = try Self.retryingPolicy(clock)
+        let sends = Counter()
+        let ended = Counter()
+        let call = Task { @HeldCaller in
+            defer { ended.increment() }
+            return try await policy.execute { @HeldCaller () throws -> Int in
+                sends.increment()
+                throw TransientError()
+            }
+        }
+        // The first attempt fails, and the caller sleeps out the backoff (the clock's sleep runs
+        // off the held actor).
+        while clock.sleeperCount == 0 {
+            try await yieldUntil("a held job, or the backoff asleep") {
+                HeldCaller.executor.pending > 0 || clock.sleeperCount == 1
+            }
+            if HeldCaller.executor.pending > 0 { await HeldCaller.executor.runOne() }
+        }
+        clock.advance(by: .seconds(1))  // the backoff ends...
+        await HeldCaller.executor.waitForJob()  // ...and the caller's task is ready to run on
+        call.cancel()
+        await HeldCaller.executor.run { ended.value == 1 }
+
+        #expect(await call.result.failureValue is CancellationError)
+        #expect(sends.value == 1, "a retry went out for a caller that had left")
+    }
+
+    @Test func aRetryCallerCancelledAsItsBackoffSleepReturnsSendsNoRetry() async throws {
+        let base = TestClock()
+        let policy = try Self.retryingPolicy(CancellingAtWakeClock(base))
+        let sends = Counter()
+        let call = Task {
+            try await policy.execute { () throws -> Int in
+                sends.increment()
+                throw TransientError()
+            }
+        }
+        await base.waitForSleepers(count: 1)
+        base.advance(by: .seconds(1))
+        #expect(await call.result.failureValue is CancellationError)
+        #expect(sends.value == 1, "a retry went out for a caller that had left")
+    }
+
+    @Test func aHedgedCallerCancelledAsTheHedgeDelayEndsStartsNoHedge() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: clock)
+        let gate = Gate()
+        let starts = Counter()
+        let ended = Counter()
+        // The call's loop and its attempts run nonisolated, here on the held task executor.
+        let executor = HeldTaskExecutor()
+        let call = Task(executorPreference: executor) {
+            defer { ended.increment() }
+            return try await hedging.execute { @Sendable () async -> Int in
+                starts.increment()
+                await gate.wait()
+                return 1
+            }
+        }
+        // The first attempt runs and waits; the call arms the hedge delay's timer and waits for
+        // its next event. The timer sleeps in a task of its own, off the held executor.
+        while !(clock.sleeperCount == 1 && executor.pending == 0) {
+            try await yieldUntil("a held job, or the hedge timer asleep and no job held") {
+                executor.pending > 0 || clock.sleeperCount == 1
+            }
+            if executor.pending > 0 { await executor.runOne() }
+        }
+        #expect(starts.value == 1)
+        clock.advance(by: .seconds(1))  // the delay ends...
+        await executor.waitForJob()  // ...and the caller's task is ready to run on
+        call.cancel()
+        gate.open()
+        await executor.run { ended.value == 1 }
+        // A hedge started now would have its first job held here.
+        while executor.pending > 0 { await executor.runOne() }
+
+        #expect(ended.value == 1, "the call did not end")
+        #expect(starts.value == 1, "a hedge started for a caller that had left")
+    }
+
+    @Test func aRecoveryCallerCancelledAsTheRefreshAnswersGetsNoCredential() async throws {
+        let gate = Gate()
+        let recovery = CredentialRecovery(credential: "old") { _ in
+            await gate.wait()
+            return "new"
+        }
+        let stale = recovery.current
+        let executor = HeldTaskExecutor()
+        let ended = Counter()
+        let call = Task(executorPreference: executor) {
+            defer { ended.increment() }
+            return try await recovery.recover(after: stale).credential
+        }
+        await executor.runOne()  // the caller starts the refresh and waits for it
+        try await yieldUntil("the refresh started") { gate.waiting == 1 }
+        gate.open()  // the refresh answers...
+        await executor.waitForJob()  // ...and the caller's task is ready to run on
+        call.cancel()
+        await executor.run { ended.value == 1 }
+
+        #expect(await call.result.failureValue is CancellationError, "a credential for a caller that had left")
+        #expect(recovery.current.credential == "new", "the refresh is kept for the other callers")
+    }
+
+    @Test func aRecoveringPolicyCallerCancelledAsTheRefreshAnswersSendsNoRetry() async throws {
+        let clock = TestClock()
+        let policy = try Self.retryingPolicy(clock)
+        let gate = Gate()
+        let recovery = CredentialRecovery(credential: "old", clock: clock) { _ in
+            await gate.wait()
+            return "new"
+        }
+        let sends = Counter()
+        let ended = Counter()
+        let executor = HeldTaskExecutor()
+        let call = Task(executorPreference: executor) {
+            defer { ended.increment() }
+            return try await policy.execute(recovering: recovery) { token in
+                sends.increment()
+                return try await RefreshedTokenAPI.operation(token)
+            }
+        }
+        // The first request is refused; the call starts the refresh and waits for it.
+        while gate.waiting == 0 {
+            try await yieldUntil("a held job, or the refresh started") { executor.pending > 0 || gate.waiting == 1 }
+            if executor.pending > 0 { await executor.runOne() }
+        }
+        gate.open()  // the refresh answers...
+        await executor.waitForJob()  // ...and the caller's task is ready to run on
+        call.cancel()
+        await executor.run { ended.value == 1 }
+
+        #expect(await call.result.failureValue is CancellationError)
+        #expect(sends.value == 1, "the refreshed request went out for a caller that had left")
+    }
+}
+
+/// A task executor whose jobs run only when a test runs them: a task that prefers it runs its
+/// nonisolated code here, so the test cancels it between a wait's end and its next step.
+private final class HeldTaskExecutor: TaskExecutor {
+    private struct State {
+        var jobs: [UnownedJob] = []
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Lock(State())
+
+    /// The jobs enqueued and not yet run.
+    var pending: Int { self.state.withLock { $0.jobs.count } }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let waiter = self.state.withLock { state in
+            state.jobs.append(job)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Runs held jobs one at a time until `done` holds or the test is cancelled.
+    func run(until done: () -> Bool) async {
+        while !done(), !Task.isCancelled { await self.runOne() }
+    }
+
+    /// Waits for a held job and runs it; none when the test is cancelled first.
+    func runOne() async {
+        await self.waitForJob()
+        let next = self.state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() }
+        next?.runSynchronously(on: self.asUnownedTaskExecutor())
+    }
+
+    /// Waits until a job is held, without running it, or until the waiting task is cancelled.
+    func waitForJob() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = self.state.withLock { state in
+                    if !state.jobs.isEmpty || Task.isCancelled { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = self.state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
     }
 }
 
