@@ -231,62 +231,6 @@ struct WaitEndingAtCancellationTests {
     }
 }
 
-/// A task executor whose jobs run only when a test runs them: a task that prefers it runs its
-/// nonisolated code here, so the test cancels it between a wait's end and its next step.
-private final class HeldTaskExecutor: TaskExecutor {
-    private struct State {
-        var jobs: [UnownedJob] = []
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let state = Lock(State())
-
-    /// The jobs enqueued and not yet run.
-    var pending: Int { self.state.withLock { $0.jobs.count } }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let waiter = self.state.withLock { state in
-            state.jobs.append(job)
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Runs held jobs one at a time until `done` holds or the test is cancelled.
-    func run(until done: () -> Bool) async {
-        while !done(), !Task.isCancelled { await self.runOne() }
-    }
-
-    /// Waits for a held job and runs it; none when the test is cancelled first.
-    func runOne() async {
-        await self.waitForJob()
-        let next = self.state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() }
-        next?.runSynchronously(on: self.asUnownedTaskExecutor())
-    }
-
-    /// Waits until a job is held, without running it, or until the waiting task is cancelled.
-    func waitForJob() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = self.state.withLock { state in
-                    if !state.jobs.isEmpty || Task.isCancelled { return true }
-                    state.waiter = continuation
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = self.state.withLock { state in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
-        }
-    }
-}
-
 /// A clock whose sleeps, once they have run their full length, cancel the sleeping task before
 /// they return: the caller cancelled as its wait ended, whatever thread runs it on.
 private struct CancellingAtWakeClock: Clock {
