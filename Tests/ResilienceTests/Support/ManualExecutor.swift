@@ -1,3 +1,5 @@
+import Testing
+
 @testable import Resilience
 
 /// A serial executor that holds its jobs until the test runs them, one at a time,
@@ -48,6 +50,16 @@ extension HeldJobExecutor {
     /// test is cancelled (its time limit).
     func run(until done: () -> Bool) async {
         while !done(), !Task.isCancelled { await self.runOne() }
+    }
+
+    /// Runs held jobs as they come until `done` holds, where what `done` waits for may happen off
+    /// this executor (a sleep on the clock, a queue entry): it waits for a held job or for `done`,
+    /// whichever comes first, and throws once the test is cancelled (``yieldUntil(_:sourceLocation:_:)``).
+    func runJobs(until what: String, _ done: () -> Bool) async throws {
+        while !done() {
+            try await yieldUntil(what) { self.pending > 0 || done() }
+            if self.pending > 0 { await self.runOne() }
+        }
     }
 
     /// Waits for a held job and runs it on the calling thread; runs none when the test is

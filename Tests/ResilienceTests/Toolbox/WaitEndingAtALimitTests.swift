@@ -27,7 +27,7 @@ struct WaitEndingAtALimitTests {
             defer { ended.increment() }
             return try await limiter.execute { @LimitHeldCaller in sends.increment() }
         }
-        try await Self.runHeldJobs(until: "the first caller queued") { limiter.queued == 1 }
+        try await LimitHeldCaller.executor.runJobs(until: "the first caller queued") { limiter.queued == 1 }
         await clock.waitForSleepers(count: 1)  // its queue timer
         clock.advance(by: .seconds(1))
         let secondRan = Counter()
@@ -62,7 +62,7 @@ struct WaitEndingAtALimitTests {
         let call = LimitedCall(timeout: try Timeout(.seconds(1), clock: clock)) { send in
             try await limiter.execute { @LimitHeldCaller in send() }
         }
-        try await Self.runHeldJobs(until: "the caller queued") { limiter.queued == 1 }
+        try await LimitHeldCaller.executor.runJobs(until: "the caller queued") { limiter.queued == 1 }
         await clock.waitForSleepers(count: 1)  // the timeout's timer
         gate.open()  // the slot is handed to the caller...
         await LimitHeldCaller.executor.waitForJob()  // ...whose task is ready to run on
@@ -85,30 +85,14 @@ struct WaitEndingAtALimitTests {
             try await limiter.execute { @LimitHeldCaller in send() }
         }
         // The limiter's wait and the timeout's timer.
-        try await Self.runHeldJobs(until: "the caller waits") { clock.sleeperCount == 2 }
+        try await LimitHeldCaller.executor.runJobs(until: "the caller waits") { clock.sleeperCount == 2 }
         clock.advance(by: .seconds(2))  // the wait ends as the time limit fires
         let result = try await call.end()
 
         call.expectWaitCutShort(result)
         #expect(limiter.storage.waiters.load(ordering: .sequentiallyConsistent) == 0)
         // The permit the wait was for is still there: the next caller takes it without waiting.
-        let nextEnded = Counter()
-        let next = Task {
-            defer { nextEnded.increment() }
-            return try await limiter.execute { 7 }
-        }
-        try await yieldUntil("the next caller ended or waited") { nextEnded.value == 1 || clock.sleeperCount == 1 }
-        #expect(clock.sleeperCount == 0, "the next caller waited: the permit was taken")
-        clock.advance(by: .seconds(2))  // lets a next caller that waited go
-        #expect(try await next.value == 7)
-    }
-
-    /// Runs ``LimitHeldCaller``'s jobs until `done` holds, waiting for a job or the condition.
-    static func runHeldJobs(until what: String, _ done: @escaping @Sendable () -> Bool) async throws {
-        while !done() {
-            try await yieldUntil(what) { LimitHeldCaller.executor.pending > 0 || done() }
-            if LimitHeldCaller.executor.pending > 0 { await LimitHeldCaller.executor.runOne() }
-        }
+        try await expectNextCallerTakesAPermitAtOnce(limiter, clock, "the permit was taken")
     }
 }
 
@@ -148,7 +132,7 @@ private final class LimitedCall: Sendable {
     /// end, and returns its result.
     func end() async throws -> Result<Void, any Error> {
         try await yieldUntil("the time limit cancelled the operation") { self.cancelled.value == 1 }
-        try await WaitEndingAtALimitTests.runHeldJobs(until: "the call ended") { self.ended.value == 1 }
+        try await LimitHeldCaller.executor.runJobs(until: "the call ended") { self.ended.value == 1 }
         return await self.task.withLock { $0 }!.result
     }
 

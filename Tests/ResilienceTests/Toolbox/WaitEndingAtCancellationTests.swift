@@ -35,15 +35,7 @@ struct WaitEndingAtCancellationTests {
         #expect(await call.result.failureValue is CancellationError)
         #expect(sends.value == 0, "the operation ran for a caller that had left")
         // The permit the wait was for is still there: the next caller takes it without waiting.
-        let nextEnded = Counter()
-        let next = Task {
-            defer { nextEnded.increment() }
-            return try await limiter.execute { 7 }
-        }
-        try await yieldUntil("the next caller ended or waited") { nextEnded.value == 1 || clock.sleeperCount == 1 }
-        #expect(clock.sleeperCount == 0, "the next caller waited: the cancelled one took the permit")
-        clock.advance(by: .seconds(2))  // lets a next caller that waited go
-        #expect(try await next.value == 7)
+        try await expectNextCallerTakesAPermitAtOnce(limiter, clock, "the cancelled one took the permit")
     }
 
     @Test func aBulkheadCallerCancelledAsItIsHandedASlotSendsNothingAndPassesTheSlotOn() async throws {
@@ -106,12 +98,7 @@ struct WaitEndingAtCancellationTests {
         }
         // The first attempt fails, and the caller sleeps out the backoff (the clock's sleep runs
         // off the held actor).
-        while clock.sleeperCount == 0 {
-            try await yieldUntil("a held job, or the backoff asleep") {
-                HeldCaller.executor.pending > 0 || clock.sleeperCount == 1
-            }
-            if HeldCaller.executor.pending > 0 { await HeldCaller.executor.runOne() }
-        }
+        try await HeldCaller.executor.runJobs(until: "the backoff is asleep") { clock.sleeperCount > 0 }
         clock.advance(by: .seconds(1))  // the backoff ends...
         await HeldCaller.executor.waitForJob()  // ...and the caller's task is ready to run on
         call.cancel()
@@ -155,11 +142,8 @@ struct WaitEndingAtCancellationTests {
         }
         // The first attempt runs and waits; the call arms the hedge delay's timer and waits for
         // its next event. The timer sleeps in a task of its own, off the held executor.
-        while !(clock.sleeperCount == 1 && executor.pending == 0) {
-            try await yieldUntil("a held job, or the hedge timer asleep and no job held") {
-                executor.pending > 0 || clock.sleeperCount == 1
-            }
-            if executor.pending > 0 { await executor.runOne() }
+        try await executor.runJobs(until: "the hedge timer is asleep and no job is held") {
+            clock.sleeperCount == 1 && executor.pending == 0
         }
         #expect(starts.value == 1)
         clock.advance(by: .seconds(1))  // the delay ends...
@@ -229,6 +213,23 @@ struct WaitEndingAtCancellationTests {
         #expect(await call.result.failureValue is CancellationError)
         #expect(sends.value == 1, "the refreshed request went out for a caller that had left")
     }
+}
+
+/// Expects that a caller of `limiter` (a token bucket refilling within 2 s on `clock`) takes a
+/// permit without waiting; a caller that did wait is let go, so the test ends either way.
+func expectNextCallerTakesAPermitAtOnce(
+    _ limiter: RateLimiter, _ clock: TestClock, _ otherwise: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let ended = Counter()
+    let next = Task {
+        defer { ended.increment() }
+        return try await limiter.execute { 7 }
+    }
+    try await yieldUntil("the next caller ended or waited") { ended.value == 1 || clock.sleeperCount == 1 }
+    #expect(clock.sleeperCount == 0, "the next caller waited: \(otherwise)", sourceLocation: sourceLocation)
+    clock.advance(by: .seconds(2))  // lets a next caller that waited go
+    #expect(try await next.value == 7, sourceLocation: sourceLocation)
 }
 
 /// A clock whose sleeps, once they have run their full length, cancel the sleeping task before
