@@ -342,7 +342,49 @@ enum NestedRetryLedger {
         /// Entries replaced by (or removed for) a new box at a dead one's address since the last sweep.
         var replacedSinceSweep = 0
         static let minimumSweepThreshold = 64
+        /// Runs under the lock for each error box a sweep finds alive, as the sweep holds it; for
+        /// tests, which let the error go there as another thread may (see ``sweep(_:)``).
+        var sweepProbe: (@Sendable (AnyObject) -> Void)?
     }
+
+    /// Sweeps out the records whose errors are gone; under the lock. Returns the boxes it found
+    /// alive, for the caller to let go once the lock is released.
+    ///
+    /// Telling a record alive loads its weak reference: a strong reference to the box, for that
+    /// moment. Should the app let go of the error meanwhile, on another thread, releasing that
+    /// reference would be the last release, and run the box's `deinit` (the app's error's, an app
+    /// class's) under the lock. So each box loaded is kept until the lock is released.
+    private static func sweep(_ records: inout Records) -> [AnyObject] {
+        var alive: [AnyObject] = []
+        alive.reserveCapacity(records.byError.count)
+        let probe = records.sweepProbe
+        records.byError = records.byError.filter { entry in
+            guard let box = entry.value.first.error else { return false }
+            alive.append(box)
+            probe?(box)
+            return true
+        }
+        records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
+        records.replacedSinceSweep = 0
+        return alive
+    }
+
+    /// Has `probe` run under the lock for each error box the sweeps find alive, and the next
+    /// record written sweep the ledger; `nil` to stop. For tests.
+    static func probeSweeps(with probe: (@Sendable (AnyObject) -> Void)?) {
+        let replaced = self.records.withLock { records in
+            defer {
+                records.sweepProbe = probe
+                if probe != nil { records.sweepThreshold = 0 }
+            }
+            return records.sweepProbe
+        }
+        // The probe replaced, and what it holds, let go outside the lock.
+        _ = replaced
+    }
+
+    /// Whether the ledger's lock is held now, by any thread; for tests.
+    static var isLockHeld: Bool { self.records.isHeld }
 
     private static let records = Lock(Records())
 
@@ -473,21 +515,23 @@ enum NestedRetryLedger {
         let new = Record(
             error: box, sequence: sequence, notIdempotentSince: word == .notIdempotent ? sequence : 0,
             address: address)
-        self.records.withLock { records in
-            // Another call's word for this very error is kept beside it (see ``Entry``).
+        let swept = self.records.withLock { records -> [AnyObject] in
+            // Another call's word for this very error is kept beside it (see ``Entry``). The weak
+            // reference loaded here answers with `box` or nothing: no other box lives at its
+            // address, and this call holds `box`, so no release here can be an error's last.
             if records.byError[key]?.first.error === box {
                 records.byError[key]?.write(new)
-                return
+                return []
             }
             // A box at a dead one's address replaces its records rather than adding: counted too,
             // or failures landing where a burst's errors were would never reach the threshold.
             if records.byError.updateValue(Entry(first: new), forKey: key) != nil { records.replacedSinceSweep += 1 }
-            if records.byError.count + records.replacedSinceSweep >= records.sweepThreshold {
-                records.byError = records.byError.filter { $0.value.first.error != nil }
-                records.sweepThreshold = Swift.max(Records.minimumSweepThreshold, records.byError.count * 2)
-                records.replacedSinceSweep = 0
-            }
+            guard records.byError.count + records.replacedSinceSweep >= records.sweepThreshold else { return [] }
+            return self.sweep(&records)
         }
+        // The boxes the sweep loaded are let go here, with the lock released: one may be the last
+        // reference to an error, whose `deinit` is the app's code.
+        withExtendedLifetime(swept) {}
     }
 
     /// Leaves word for the policies around a call that declared `idempotency` itself and
@@ -566,9 +610,11 @@ enum NestedRetryLedger {
 
     /// How many records are kept now, and how many of those are of boxes still alive; for tests.
     static var counts: (kept: Int, live: Int) {
-        self.records.withLock { records in
-            (records.byError.count, records.byError.values.count { $0.first.error != nil })
+        let (kept, alive) = self.records.withLock { records in
+            (records.byError.count, records.byError.values.compactMap { $0.first.error })
         }
+        // Let go outside the lock, as a sweep's (see ``sweep(_:)``).
+        return (kept, alive.count)
     }
 
     /// How many records `error` has now, one for each call they are addressed to; for tests.
@@ -586,7 +632,7 @@ enum NestedRetryLedger {
     }
 
     /// The heap box an `any Error` refers to: the value's identity, stable across rethrows.
-    private static func box(of error: any Error) -> AnyObject {
+    static func box(of error: any Error) -> AnyObject {
         // An existential `any Error` is a single strong reference to a box (on Apple
         // platforms an Objective-C object, an `NSError` itself for one), on every platform.
         // `as any Error` keeps the existential closed: opened, the cast would see the

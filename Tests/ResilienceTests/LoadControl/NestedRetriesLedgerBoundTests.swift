@@ -3,6 +3,12 @@ import Testing
 
 @testable import Resilience
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The nested-retry ledger past its bound: more callers sharing one error value than it keeps
 /// words for, and the records a burst of failures leaves behind.
 @Suite("Nested retries: the ledger's bounds", .timeLimit(.minutes(5)))
@@ -25,6 +31,26 @@ struct NestedRetriesLedgerBoundTests {
 }
 
 private struct LedgerBurstDown: Error {}
+
+/// An app's error of its own class, whose `deinit` tells whether it ran under the ledger's lock.
+private final class WatchedError: Error, Sendable {
+    let atDeinit: @Sendable (_ underTheLedgersLock: Bool) -> Void
+
+    init(atDeinit: @escaping @Sendable (_ underTheLedgersLock: Bool) -> Void) {
+        self.atDeinit = atDeinit
+    }
+
+    deinit {
+        // Held by this thread, the lock stays held however long it waits; held by another thread
+        // (a suite running meanwhile), it is released soon.
+        var held = NestedRetryLedger.isLockHeld
+        for _ in 0..<10_000 where held {
+            sched_yield()
+            held = NestedRetryLedger.isLockHeld
+        }
+        self.atDeinit(held)
+    }
+}
 
 /// The ledger's table after a burst of failures: serialized, it counts the boxes kept.
 @Suite("Nested retries: the ledger after a burst", .serialized, .timeLimit(.minutes(5)))
@@ -58,6 +84,37 @@ struct NestedRetriesLedgerSweepTests {
             kept - live <= Swift.max(64, 2 * live),
             "\(kept - live) error boxes still have records in the ledger, though none of their errors live (\(live) live)"
         )
+    }
+
+    /// The app lets go of an error on another thread just as a sweep finds its record alive,
+    /// holding it for that moment: the error's `deinit`, the app's code, runs once the ledger's
+    /// lock is released, never under it.
+    @Test func anErrorLetGoAsASweepHoldsItIsReleasedOutsideTheLock() async throws {
+        let holder = Lock<(any Error)?>(nil)
+        let underTheLock = Lock<Bool?>(nil)
+        let watched = Self.recordWatchedError(heldBy: holder) { held in underTheLock.withLock { $0 = held } }
+        NestedRetryLedger.probeSweeps { box in
+            guard ObjectIdentifier(box) == watched else { return }
+            // The app's last reference goes now: the sweep's is the only one left.
+            let error = holder.withLock { held in held.take() }
+            withExtendedLifetime(error) {}
+        }
+        defer { NestedRetryLedger.probeSweeps(with: nil) }
+        // Sweeps the ledger: the probe asks for it.
+        NestedRetryLedger.record(
+            .exhausted, for: TransientError(id: 2001), to: .init(call: NestedRetryLedger.newCall(), tasks: [1]))
+        try await yieldUntil("the error's deinit ran") { underTheLock.withLock { $0 } != nil }
+        #expect(underTheLock.withLock { $0 } == false, "the error's deinit ran under the ledger's lock")
+    }
+
+    /// Records an exhausted word about a new ``WatchedError`` that only `holder` keeps; returns its box.
+    private static func recordWatchedError(
+        heldBy holder: Lock<(any Error)?>, atDeinit: @escaping @Sendable (Bool) -> Void
+    ) -> ObjectIdentifier {
+        let error: any Error = WatchedError(atDeinit: atDeinit)
+        NestedRetryLedger.record(.exhausted, for: error, to: .init(call: NestedRetryLedger.newCall(), tasks: [1]))
+        holder.withLock { $0 = error }
+        return ObjectIdentifier(NestedRetryLedger.box(of: error))
     }
 }
 
