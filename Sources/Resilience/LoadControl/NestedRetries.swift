@@ -77,13 +77,14 @@ public import Synchronization
 ///   A record is taken only by the call it is addressed to, once: a layer further
 ///   out sees it only when that call passes it on. Calls sharing one error value each
 ///   keep their own record, so a later one never overwrites an earlier one's word. No
-///   record is dropped while its error lives, unless more than 64 calls at once are owed
-///   a word about that one value: the oldest word that the policies stopped on as exhausted
-///   then gives way (its call retries, as with ``everyLayer``). A "not idempotent" word never
-///   does: with 64 of those kept, a further one finds no room, and every call holding that
-///   value that finds no word of its own then stops as if told "not idempotent". That errs
-///   towards sending less; a `POST` declared not idempotent is never sent twice, however
-///   many callers share the value.
+///   record is dropped while its error lives, unless more than about 1,000 calls at once
+///   are owed a word about that one value (64 words are kept in full, and 1,024 more that
+///   the policies stopped on as exhausted in brief): the oldest of those then gives way (its
+///   call retries, as with ``everyLayer``). A "not idempotent" word never does: with 64 of
+///   those kept, a further one finds no room, and every call holding that value that finds
+///   no word of its own then stops as if told "not idempotent". That errs towards sending
+///   less; a `POST` declared not idempotent is never sent twice, however many callers share
+///   the value.
 /// - Shared error values: some libraries throw one stored value again and again
 ///   (a `static let` error). A record is taken only if it was written after the
 ///   taker's attempt began, so a stored error that some policy exhausted earlier
@@ -133,7 +134,8 @@ public struct NestedRetries: Sendable, Hashable, CustomStringConvertible {
 /// dead one was never matches), and records whose errors are gone are swept out
 /// as new ones are written. No error's records are dropped for lack of room, so many
 /// tasks failing at once cannot push out a record in transit. One box keeps a record for
-/// each call it is addressed to (``Entry``), up to ``Entry/capacity``: a stored error
+/// each call it is addressed to (``Entry``), up to ``Entry/capacity``, and past that the
+/// "exhausted" words in brief (``SpilledWords``), up to a bound of their own: a stored error
 /// thrown again and again to calls with nothing around them to take the word would
 /// otherwise keep one record a call for as long as it lives.
 @usableFromInline
@@ -202,12 +204,16 @@ enum NestedRetryLedger {
         /// that finds no word of its own in the box takes this one instead
         /// (``take(by:writtenAfter:)``): it fails closed, and stops.
         var overflowNotIdempotentSince: UInt64 = 0
+        /// The "exhausted" words the records gave way for, in brief; empty, allocating nothing, until
+        /// the box holds ``capacity`` words.
+        var spilled = SpilledWords()
 
-        /// Words kept at most for one box. Past that, a new word displaces the oldest "exhausted"
-        /// one not yet taken (its call retries, as with ``NestedRetries/everyLayer``), never a "not
-        /// idempotent" one; with none to displace, it is dropped, a "not idempotent" one dated
-        /// (``overflowNotIdempotentSince``): a stored error value thrown again and again to calls
-        /// with no policy around them would otherwise keep one record a call while it lives.
+        /// Words kept in full at most for one box. Past that, a new word displaces the oldest
+        /// "exhausted" one not yet taken, which is kept in brief among the ``spilled`` words, never a
+        /// "not idempotent" one; with none to displace, a new "exhausted" word goes there itself, and
+        /// a "not idempotent" one is dropped and dated (``overflowNotIdempotentSince``): a stored
+        /// error value thrown again and again to calls with no policy around them would otherwise
+        /// keep one record a call while it lives.
         static let capacity = 64
 
         var count: Int { 1 + self.others.count }
@@ -237,10 +243,14 @@ enum NestedRetryLedger {
             } else if self.count < Self.capacity {
                 self.others.append(new)
             } else if let exhausted = self.oldestExhausted() {
+                self.spilled.keep(self[exhausted])
                 self.update(exhausted) { $0 = new }
             } else if new.notIdempotentSince != 0 {
                 // Every kept word says "not idempotent": this one is dropped, and dated.
                 self.overflowNotIdempotentSince = Swift.max(self.overflowNotIdempotentSince, new.notIdempotentSince)
+            } else {
+                // Every kept word says "not idempotent": this "exhausted" one is kept in brief.
+                self.spilled.keep(new)
             }
         }
 
@@ -276,6 +286,66 @@ enum NestedRetryLedger {
                 if found != .notIdempotent { found = record.word(after: mark) }
             }
             if found == nil, self.overflowNotIdempotentSince > mark { return .notIdempotent }
+            if found == nil, self.spilled.take(by: taker, writtenAfter: mark) { return .exhausted }
+            return found
+        }
+    }
+
+    /// The "exhausted" words one box's records gave way for (``Entry/write(_:)``), each kept in
+    /// brief: the call it is for, one of its tasks (a word for several tasks is kept once for each)
+    /// and its date. A word said "not idempotent" is never among them.
+    ///
+    /// Many unrelated calls may hold one error value at once (callers awaiting one failed request),
+    /// each with a word of its own to take; a word dropped for lack of room would have its outer
+    /// policy retry, and multiply the attempts its inner policy made. Nothing tells those calls from
+    /// plain calls with no policy nested in them that throw one stored error value, whose words no
+    /// call ever takes: stopping a call that finds no word of its own after a word was dropped
+    /// would stop those plain calls after their first attempt. So words are kept, in brief, up to
+    /// ``capacity``, the oldest then giving way: a call past that many retries, as with
+    /// ``NestedRetries/everyLayer``. They go with the box's records when its error is gone.
+    struct SpilledWords {
+        struct Word {
+            var call: UInt64
+            var task: Int
+            /// When it was written, in ``written``'s count; 0 once taken.
+            var sequence: UInt64
+        }
+
+        /// The words; up to ``capacity``, then each new one in the place of the oldest (``next``).
+        var words: [Word] = []
+        var next = 0
+        /// The date of the latest word kept, or 0 for none: a taker whose attempt began after it looks no further.
+        var latest: UInt64 = 0
+
+        /// Words kept in brief at most for one box: about 24 KB.
+        static let capacity = 1_024
+
+        /// Keeps `record`'s word, in brief.
+        mutating func keep(_ record: Record) {
+            for task in record.address.tasks {
+                let word = Word(call: record.address.call, task: task, sequence: record.sequence)
+                if self.words.count < Self.capacity {
+                    self.words.append(word)
+                } else {
+                    self.words[self.next] = word
+                    self.next = (self.next + 1) % Self.capacity
+                }
+            }
+            self.latest = Swift.max(self.latest, record.sequence)
+        }
+
+        /// Takes every word for `taker` written after `mark`; whether there was one.
+        mutating func take(by taker: Taker, writtenAfter mark: UInt64) -> Bool {
+            guard self.latest > mark else { return false }
+            var found = false
+            for index in self.words.indices {
+                let word = self.words[index]
+                guard word.sequence > mark, word.call == taker.call, taker.ownsCall || word.task == taker.task else {
+                    continue
+                }
+                self.words[index].sequence = 0
+                found = true
+            }
             return found
         }
     }
@@ -623,6 +693,15 @@ enum NestedRetryLedger {
         return self.records.withLock { records in
             guard let entry = records.byError[ObjectIdentifier(box)], entry.first.error === box else { return 0 }
             return entry.count
+        }
+    }
+
+    /// How many words `error` keeps in brief now (``SpilledWords``), taken or not; for tests.
+    static func spilledCount(for error: any Error) -> Int {
+        let box = self.box(of: error)
+        return self.records.withLock { records in
+            guard let entry = records.byError[ObjectIdentifier(box)], entry.first.error === box else { return 0 }
+            return entry.spilled.words.count
         }
     }
 

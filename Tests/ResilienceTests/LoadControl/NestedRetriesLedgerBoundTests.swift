@@ -28,6 +28,93 @@ struct NestedRetriesLedgerBoundTests {
             twice.count == 0, "\(twice.count) of \(callers) POSTs sent more than once (sends: \(Set(twice.map(\.2))))")
         #expect(results.allSatisfy { $0.1.stopReason == .notIdempotent })
     }
+
+    /// More callers than the ledger keeps words for in full, each a plain policy around a plain
+    /// inner policy, all awaiting one shared failed request and logging the failure (an await)
+    /// before rethrowing it unchanged. Each inner policy retries it to exhaustion, and each outer
+    /// policy stops on its word: three attempts a caller, not six.
+    @Test(arguments: [72, 200])
+    func moreCallersThanTheBoundExhaustingOneErrorEachStopOnTheirOwnWord(callers: Int) async throws {
+        let clock = TestClock()
+        let shared = await NestedRetriesSharedErrorTests.failedRequest(id: 1802)
+        let results = await NestedRetriesSharedErrorTests.callers(callers, sharing: shared, clock: clock) { _ in nil }
+        let multiplied = results.filter { $0.2 != 3 }
+        #expect(
+            multiplied.count == 0,
+            "\(multiplied.count) of \(callers) callers made other than 3 attempts (\(Set(multiplied.map(\.2))))")
+        #expect(results.allSatisfy { $0.1.stopReason == .retriedByInnerPolicy && $0.1.attempts == 1 })
+    }
+
+    /// The control: plain calls, no policy nested in them, throwing one stored error value, while
+    /// more calls than the ledger keeps words for in full stop on it. A plain call whose attempt
+    /// began before those words were written finds none of its own, and is no outer call whose
+    /// inner word gave way: it makes all its attempts.
+    @Test func plainCallsThrowingAStoredErrorPastTheBoundMakeAllTheirAttempts() async throws {
+        let clock = TestClock()
+        let stored: any Error = TransientError(id: 1803)
+        let (writers, plain) = (NestedRetryLedger.Entry.capacity + 36, 8)
+        let writer = try RetryPolicy(maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let policy = try RetryPolicy(maximumAttempts: 3, backoff: .constant(.zero), jitter: .none, clock: clock)
+        let (started, written) = (Countdown(), Countdown())
+        let results = await withTaskGroup(of: (Int, RetryOutcome<Void>)?.self) { group -> [(Int, RetryOutcome<Void>)] in
+            for _ in 0..<plain {
+                group.addTask {
+                    let runs = Counter()
+                    let outcome = await policy.outcome {
+                        if runs.increment() == 1 {
+                            // The first attempt began; it fails once every writer stopped.
+                            started.increment()
+                            await written.wait(untilReaching: writers)
+                        }
+                        throw stored
+                    }
+                    return (runs.value, outcome)
+                }
+            }
+            for _ in 0..<writers {
+                group.addTask {
+                    await started.wait(untilReaching: plain)
+                    // Each in a task of its own, alive until all are done: a word of its own each.
+                    let outcome = await writer.outcome { throw stored }
+                    #expect(outcome.stopReason == .exhausted)
+                    written.increment()
+                    await written.wait(untilReaching: writers)
+                    return nil
+                }
+            }
+            return await group.reduce(into: [(Int, RetryOutcome<Void>)]()) { if let result = $1 { $0.append(result) } }
+        }
+        #expect(NestedRetryLedger.spilledCount(for: stored) > 0, "no word was kept in brief")
+        #expect(results.count == plain)
+        for (runs, outcome) in results {
+            #expect(runs == 3)
+            #expect(outcome.stopReason == .exhausted)
+        }
+    }
+
+    /// Past the words kept in brief for one error value, the oldest give way: memory stays bounded
+    /// while the error lives, and the newest words are still taken.
+    @Test func theWordsKeptInBriefForOneErrorAreBounded() {
+        let failure: any Error = TransientError(id: 1804)
+        let mark = NestedRetryLedger.mark
+        let total = NestedRetryLedger.Entry.capacity + NestedRetryLedger.SpilledWords.capacity + 10
+        let calls = (0..<total).map { _ in NestedRetryLedger.newCall() }
+        for call in calls {
+            NestedRetryLedger.record(.exhausted, for: failure, to: .init(call: call, tasks: [1]))
+        }
+        #expect(NestedRetryLedger.recordCount(for: failure) == NestedRetryLedger.Entry.capacity)
+        #expect(NestedRetryLedger.spilledCount(for: failure) == NestedRetryLedger.SpilledWords.capacity)
+        func take(_ index: Int) -> NestedRetryLedger.Word? {
+            NestedRetryLedger.take(failure, by: .init(call: calls[index], task: 1, ownsCall: true), writtenAfter: mark)
+        }
+        // The first ten words spilled gave way to the last ten.
+        #expect(take(0) == nil)
+        #expect(take(9) == nil)
+        #expect(take(10) == .exhausted)
+        #expect(take(total - NestedRetryLedger.Entry.capacity - 1) == .exhausted)
+        #expect(take(total - 1) == .exhausted)
+        #expect(take(total - 1) == nil)
+    }
 }
 
 private struct LedgerBurstDown: Error {}

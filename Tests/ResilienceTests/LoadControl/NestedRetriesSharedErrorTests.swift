@@ -35,12 +35,12 @@ struct NestedRetriesSharedErrorTests {
     }
 
     /// `count` callers, each `outer` around `inner` with its own pair of policies, all awaiting
-    /// `shared`: each inner policy runs its caller's `idempotency`, and each caller rethrows its
+    /// `shared`: each inner policy runs its caller's `idempotency` (a plain call for `nil`), and each caller rethrows its
     /// first failure out of the inner policy unchanged only once every caller caught its own (a
     /// log write, say). Returns each caller's index, outcome and the inner operation's runs.
     static func callers(
         _ count: Int, sharing shared: Task<Int, any Error>, clock: TestClock,
-        idempotency: @escaping @Sendable (Int) -> Idempotency
+        idempotency: @escaping @Sendable (Int) -> Idempotency?
     ) async -> [(Int, RetryOutcome<Int>, Int)] {
         let caught = Countdown()
         return await withTaskGroup(of: (Int, RetryOutcome<Int>, Int).self) { group in
@@ -51,10 +51,14 @@ struct NestedRetriesSharedErrorTests {
                     let firstFailure = Counter()
                     let outcome = await outer.outcome {
                         do {
-                            return try await inner.execute(idempotency: idempotency(index)) {
+                            let operation: @Sendable () async throws -> Int = {
                                 runs.increment()
                                 return try await shared.value
                             }
+                            guard let idempotency = idempotency(index) else {
+                                return try await inner.execute(operation: operation)
+                            }
+                            return try await inner.execute(idempotency: idempotency, operation: operation)
                         } catch {
                             if firstFailure.increment() == 1 {
                                 caught.increment()
@@ -233,9 +237,10 @@ struct NestedRetriesSharedErrorTests {
         #expect(NestedRetryLedger.take(failure, by: takerA, writtenAfter: mark) == nil)
     }
 
-    /// When one error value holds as many words as the ledger keeps for it, a new word displaces
-    /// the oldest "exhausted" one, never a "not idempotent" one; with only those left, a further
-    /// "not idempotent" word is dropped, and a call that finds no word of its own stops as told so.
+    /// When one error value holds as many words as the ledger keeps in full for it, a new word
+    /// displaces the oldest "exhausted" one, kept in brief, never a "not idempotent" one; with only
+    /// those left, a further "not idempotent" word is dropped, and a call that finds no word of its
+    /// own stops as told so.
     @Test func aFullErrorValueNeverDisplacesANotIdempotentWord() {
         let failure: any Error = TransientError(id: 47)
         let mark = NestedRetryLedger.mark
@@ -251,8 +256,10 @@ struct NestedRetriesSharedErrorTests {
         func taker(_ call: UInt64) -> NestedRetryLedger.Taker {
             .init(call: call, task: 1, ownsCall: true)
         }
-        // The oldest "exhausted" word gave way; the newest is kept.
-        #expect(NestedRetryLedger.take(failure, by: taker(others[0]), writtenAfter: mark) == nil)
+        // The oldest "exhausted" word gave way, kept in brief; the newest is kept in full.
+        #expect(NestedRetryLedger.recordCount(for: failure) == NestedRetryLedger.Entry.capacity)
+        #expect(NestedRetryLedger.spilledCount(for: failure) == 1)
+        #expect(NestedRetryLedger.take(failure, by: taker(others[0]), writtenAfter: mark) == .exhausted)
         #expect(
             NestedRetryLedger.take(failure, by: taker(others[others.count - 1]), writtenAfter: mark) == .exhausted
         )
