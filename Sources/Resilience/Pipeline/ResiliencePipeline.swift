@@ -61,6 +61,9 @@ extension ResiliencePipeline {
     /// does not prove its request never left tells them, as a policy that stops on
     /// it does (see ``NestedRetries``).
     ///
+    /// As with ``execute(operation:)``, a closure written on an actor runs there, without a
+    /// hop when every stage runs it inline.
+    ///
     /// - Parameters:
     ///   - idempotency: Whether the operation may run twice with the same effect as once.
     ///   - operation: The call to protect.
@@ -81,9 +84,7 @@ extension ResiliencePipeline {
         let enclosingSucceededCall = scope.hearSucceededCalls()
         defer { NestedRetryLedger.endSuccesses(of: scope.succeededCall, passingTo: enclosingSucceededCall) }
         do {
-            let value = try await CallScope.$current.withValue(scope) {
-                try await self.strategies.executeInPipeline(IsolatedOperation(operation))
-            }
+            let value = try await self.execute(isolation: #isolation, handingDown: scope, operation)
             scope.noteSucceeded()  // a call that may not run twice reached the dependency
             return value
         } catch {
@@ -93,6 +94,30 @@ extension ResiliencePipeline {
             NestedRetryLedger.recordFailure(error, ofCallHearing: scope.succeededCall)
             throw error
         }
+    }
+}
+
+extension ResiliencePipeline {
+    /// Runs `operation` through every stage with `scope` handed down, in the caller's isolation.
+    ///
+    /// The binding's closure calls a function isolated to the caller: a closure that only
+    /// captures the caller's isolation, or none, leaves a caller's actor before the operation
+    /// starts, and other work on that actor could run between the call and its operation.
+    func execute<Value: Sendable>(
+        isolation: isolated (any Actor)?,
+        handingDown scope: CallScope,
+        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        try await CallScope.$current.withValue(
+            scope, operation: { try await self.execute(isolation: isolation, operation) }, isolation: isolation)
+    }
+
+    /// Runs `operation` through every stage in the given isolation.
+    func execute<Value: Sendable>(
+        isolation: isolated (any Actor)?,
+        _ operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async throws -> Value {
+        try await self.strategies.executeInPipeline(IsolatedOperation(operation))
     }
 }
 
