@@ -1023,11 +1023,25 @@ private final class BreakerStressLot: Sendable {
 /// it, parked on the lot, or finished. Its driver moves time only when every call is
 /// blocked and at least one sleeps, so that time never runs ahead of the calls: each step
 /// is a moment at which the whole run has done everything it can without time moving.
+///
+/// It keeps the deadlines of its sleeps in a heap, so that a step finds the sleepers it wakes
+/// without looking at the thousands that stay asleep (a ``TestClock`` looks at each of
+/// them at every step, which was most of the driver's cost here). Like a ``TestClock``, it
+/// wakes the sleepers due at a step earliest first, and a sleep whose deadline has passed by
+/// the time it parks returns at once.
 private final class BreakerStressClock: Clock, Sendable {
     typealias Instant = TestClock.Instant
 
     private struct State {
+        var now = Instant(offset: .zero)
+        /// The sleeps begun and not yet returned (the calls blocked on the clock), by ID.
         var sleepers: [UInt64: Instant] = [:]
+        /// The deadlines of the sleeps begun, earliest first (with some of sleeps already ended).
+        var deadlines = DeadlineHeap()
+        /// The parked sleepers, by ID.
+        var parked: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        /// Sleeps cancelled before they parked, by ID.
+        var cancelledBeforeParking: Set<UInt64> = []
         var nextID: UInt64 = 0
         /// Calls parked on the lot or finished.
         var otherBlocked = 0
@@ -1044,7 +1058,6 @@ private final class BreakerStressClock: Clock, Sendable {
         }
     }
 
-    private let base = TestClock()
     private let state = Lock(State())
     private let callCount: Int
 
@@ -1052,17 +1065,40 @@ private final class BreakerStressClock: Clock, Sendable {
         self.callCount = callCount
     }
 
-    var now: Instant { self.base.now }
+    var now: Instant { self.state.withLock { $0.now } }
     var minimumResolution: Duration { .zero }
 
     func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = self.changeState { state in
             state.nextID += 1
             state.sleepers[state.nextID] = deadline
+            state.deadlines.insert(deadline, state.nextID)
             return state.nextID
         }
         defer { self.changeState { _ = $0.sleepers.removeValue(forKey: id) } }
-        try await self.base.sleep(until: deadline, tolerance: tolerance)
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                enum Action { case park, resume, cancel }
+                let action = self.state.withLock { state -> Action in
+                    if state.cancelledBeforeParking.remove(id) != nil { return .cancel }
+                    if deadline <= state.now { return .resume }
+                    state.parked[id] = continuation
+                    return .park
+                }
+                switch action {
+                case .park: break
+                case .resume: continuation.resume()
+                case .cancel: continuation.resume(throwing: CancellationError())
+                }
+            }
+        } onCancel: {
+            let continuation = self.state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                if let continuation = state.parked.removeValue(forKey: id) { return continuation }
+                state.cancelledBeforeParking.insert(id)
+                return nil
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
     }
 
     /// Returns once every call sleeps on the clock, is parked on the lot, or has finished.
@@ -1082,13 +1118,22 @@ private final class BreakerStressClock: Clock, Sendable {
         self.state.withLock { $0.sleepers.count }
     }
 
-    /// Moves time on, first counting the sleepers it wakes as no longer blocked.
+    /// Moves time on, counting the sleepers it wakes as no longer blocked, and wakes them,
+    /// earliest first.
     func advance(by duration: Duration) {
-        let target = self.base.now.advanced(by: duration)
-        self.changeState { state in
-            state.sleepers = state.sleepers.filter { $0.value > target }
+        let woken = self.changeState { state in
+            let target = state.now.advanced(by: duration)
+            state.now = target
+            var woken: [CheckedContinuation<Void, any Error>] = []
+            while let id = state.deadlines.popFirst(dueBy: target) {
+                // Counted as no longer blocked whether parked yet or not: one not yet parked
+                // returns at once when it parks.
+                state.sleepers[id] = nil
+                if let continuation = state.parked.removeValue(forKey: id) { woken.append(continuation) }
+            }
+            return woken
         }
-        self.base.advance(by: duration)
+        for continuation in woken { continuation.resume() }
     }
 
     /// A call parked on the lot (`+1`) or left it (`-1`), or finished (`+1`).
@@ -1138,5 +1183,53 @@ private final class BreakerStressClock: Clock, Sendable {
         }
         for waiter in waiters { waiter.resume() }
         return result
+    }
+}
+
+/// The deadlines of a clock's sleeps, earliest first (ties by ID, the order they began): a
+/// binary min-heap, so that a clock step takes out only the sleeps it ends.
+private struct DeadlineHeap {
+    private var entries: [(deadline: TestClock.Instant, id: UInt64)] = []
+
+    private static func precedes(
+        _ a: (deadline: TestClock.Instant, id: UInt64), _ b: (deadline: TestClock.Instant, id: UInt64)
+    ) -> Bool {
+        a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
+    }
+
+    mutating func insert(_ deadline: TestClock.Instant, _ id: UInt64) {
+        self.entries.append((deadline, id))
+        var child = self.entries.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.precedes(self.entries[child], self.entries[parent]) else { break }
+            self.entries.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    /// Takes out the earliest entry if its deadline is at most `target`, and returns its ID.
+    mutating func popFirst(dueBy target: TestClock.Instant) -> UInt64? {
+        guard let first = self.entries.first, first.deadline <= target else { return nil }
+        let last = self.entries.removeLast()
+        if !self.entries.isEmpty {
+            self.entries[0] = last
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1
+                let right = left + 1
+                var smallest = parent
+                if left < self.entries.count, Self.precedes(self.entries[left], self.entries[smallest]) {
+                    smallest = left
+                }
+                if right < self.entries.count, Self.precedes(self.entries[right], self.entries[smallest]) {
+                    smallest = right
+                }
+                guard smallest != parent else { break }
+                self.entries.swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
+        return first.id
     }
 }

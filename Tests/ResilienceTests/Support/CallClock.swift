@@ -15,7 +15,9 @@ import Testing
 /// ``nextMove(watching:)`` moves time only when the whole call waits: some wait is asleep, no
 /// sleep is due and not yet returned, no sleep was cancelled and not yet returned, and no watcher
 /// runs or is due. A sleep's task running on after its wake, or a limit's watcher that has not
-/// yet started its sleep, holds time still until it is done. Two things it cannot see: a call
+/// yet started its sleep, holds time still until it is done; a driver waits for the sleep's
+/// return without polling (``waitForChange(after:)``), and yields only while a watcher runs,
+/// which nothing on this clock marks the end of. Two things it cannot see: a call
 /// waiting for its next hedge (a retry-after hint holds it back) sleeps no wait of its own, so
 /// when the earliest deadline is a hedge's the driver moves time toward it a second at a time;
 /// and a task a wake-up starts (a hedge's attempt) is unseen until it runs, so the driver lets
@@ -36,6 +38,18 @@ final class CallClock: Clock, Sendable {
         var nextID: UInt64 = 0
         var sleeps: [UInt64: Sleep] = [:]
         var timersFired = 0
+        /// How many times a sleep began, was cancelled, or returned.
+        var changes: UInt64 = 0
+        var changeWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Waiters cancelled before they parked, by ID.
+        var cancelledWaiters: Set<UInt64> = []
+
+        /// Counts a change, and takes out the waiters to resume after unlocking.
+        mutating func changed() -> Dictionary<UInt64, CheckedContinuation<Void, Never>>.Values {
+            self.changes += 1
+            defer { self.changeWaiters = [:] }
+            return self.changeWaiters.values
+        }
     }
 
     /// The clock that keeps the time.
@@ -55,35 +69,80 @@ final class CallClock: Clock, Sendable {
     /// How many timers have ended by reaching their deadline (limits and hedges that fired).
     var timersFired: Int { self.state.withLock { $0.timersFired } }
 
+    /// How many times a sleep on this clock began, was cancelled, or returned: read it before
+    /// ``nextMove(watching:)``, and wait with ``waitForChange(after:)`` for what holds time still.
+    var changes: UInt64 { self.state.withLock { $0.changes } }
+
+    /// Suspends until a sleep on this clock has begun, been cancelled, or returned since
+    /// ``changes`` read `seen`, or until the waiting task is cancelled.
+    func waitForChange(after seen: UInt64) async {
+        let id = self.state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let parked = self.state.withLock { state in
+                    if state.cancelledWaiters.remove(id) != nil || state.changes != seen { return false }
+                    state.changeWaiters[id] = continuation
+                    return true
+                }
+                if !parked { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if let waiter = state.changeWaiters.removeValue(forKey: id) { return waiter }
+                state.cancelledWaiters.insert(id)
+                return nil
+            }
+            waiter?.resume()
+        }
+    }
+
     func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let now = self.base.now
         let isWait = Self.isCallTask && !self.timerLengths.contains(now.duration(to: deadline))
-        let id = self.state.withLock { state in
+        let (id, began) = self.state.withLock { state in
             state.nextID += 1
             state.sleeps[state.nextID] = Sleep(deadline: deadline, isWait: isWait)
-            return state.nextID
+            return (state.nextID, state.changed())
         }
+        for waiter in began { waiter.resume() }
         do {
             try await withTaskCancellationHandler {
                 try await self.base.sleep(until: deadline, tolerance: tolerance)
             } onCancel: {
                 // Marked in the canceller's thread, before the sleeper's task runs on.
-                self.state.withLock { $0.sleeps[id]?.cancelled = true }
+                let waiters = self.state.withLock { state in
+                    state.sleeps[id]?.cancelled = true
+                    return state.changed()
+                }
+                for waiter in waiters { waiter.resume() }
             }
         } catch {
-            self.state.withLock { _ = $0.sleeps.removeValue(forKey: id) }
+            let waiters = self.state.withLock { state in
+                _ = state.sleeps.removeValue(forKey: id)
+                return state.changed()
+            }
+            for waiter in waiters { waiter.resume() }
             throw error
         }
-        self.state.withLock { state in
+        let waiters = self.state.withLock { state in
             state.sleeps[id] = nil
             if !isWait { state.timersFired += 1 }
+            return state.changed()
         }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// What a driver may do now.
     enum Move: Equatable {
-        /// Something of the call runs: look again once it has.
+        /// A sleep on this clock is due, or cancelled, and has not returned: look again once it
+        /// has (``waitForChange(after:)``).
         case busy
+        /// A limit's or a hedge's watcher runs, or was woken and has not yet looked: look again
+        /// once it has had a moment (nothing on this clock marks its end; it is short).
+        case settling
         /// No wait is asleep: the call runs, or waits on something time does not end.
         case idle
         /// The call waits: time may move to this instant, the earliest deadline of any sleep.
@@ -100,11 +159,11 @@ final class CallClock: Clock, Sendable {
         var hedges: [Instant] = []
         for (watcher, isHedging) in watchers {
             switch watcher.phase {
-            case .running: return .busy
+            case .running: return .settling
             case .sleeping(let until):
                 let deadline = now.advanced(by: until - watcher.now())
                 // Woken, or about to be, and not yet done with what came due.
-                if deadline <= now { return .busy }
+                if deadline <= now { return .settling }
                 watched.append(deadline)
                 if isHedging { hedges.append(deadline) }
             case .none, .parked: break
@@ -157,8 +216,9 @@ final class WatcherList: Sendable {
 /// Time moves to the earliest deadline of anyone asleep, a limit's or a hedge's included, once
 /// the call waits for something: the limits around a hang fire, and a wait that outlasts a limit
 /// is ended by it, at the limit's own instant. While the call runs, or while a sleeper woken or
-/// cancelled has not yet run on, time stands still; while nothing of the call sleeps on the
-/// clock, the driver waits for the next sleep without polling. Returns the call's result, and
+/// cancelled has not yet run on, time stands still: the driver waits for the sleep's return, and
+/// while nothing of the call sleeps on the clock, for the next sleep, without polling; it yields
+/// only while a watcher runs, a few scheduling rounds at a time. Returns the call's result, and
 /// whether the test was cancelled (its time limit) before the call ended, which cancels the call.
 func driveCall<T: Sendable>(
     _ task: Task<T, any Error>, on clock: CallClock, watching watchers: WatcherList,
@@ -168,8 +228,12 @@ func driveCall<T: Sendable>(
     let mover = Task.detached {
         while !Task.isCancelled {
             let seen = clock.base.sleepRequests.count
+            let changes = clock.changes
             switch clock.nextMove(watching: watchers.all) {
             case .busy:
+                await clock.waitForChange(after: changes)
+                continue
+            case .settling:
                 await Task.yield()
                 continue
             case .to(let instant) where mayMove(clock.now.offset, instant.offset):

@@ -80,19 +80,25 @@ func advanceThroughSleeps(_ clock: TestClock, count: Int) async {
     }
 }
 
-/// Runs `body` while advancing `clock` by 10 ms each time a sleeper parks on it, so
-/// every wait `body` makes passes; then lets a stray sleeper go by advancing a second.
+/// Runs `body` while moving `clock` to the deadline of each sleep `body` parks on it, as soon as it
+/// parks (``TestClock/advanceToNextDeadline(within:)``), so that every wait `body` makes passes and
+/// the driver never polls; then lets a stray sleeper go by advancing a second.
+///
+/// Only sleeps due at most `horizon` after now are moved to: a longer one (a time limit watching
+/// the call, say) stays asleep while the call runs, rather than coming due under it. When the
+/// test is cancelled (its time limit), `body`'s task is cancelled too.
 func driveThroughEveryWait<T: Sendable>(
-    _ clock: TestClock, _ body: @escaping @Sendable () async -> T
+    _ clock: TestClock, within horizon: Duration = .seconds(30), _ body: @escaping @Sendable () async -> T
 ) async -> T {
     let task = Task { await body() }
     let driver = Task {
-        while !Task.isCancelled {
-            await clock.waitForSleepers(count: 1)
-            clock.advance(by: .milliseconds(10))
-        }
+        while await clock.advanceToNextDeadline(within: horizon) != nil {}
     }
-    let value = await task.value
+    let value = await withTaskCancellationHandler {
+        await task.value
+    } onCancel: {
+        task.cancel()
+    }
     driver.cancel()
     clock.advance(by: .seconds(1))
     return value
@@ -120,7 +126,11 @@ func advancingThroughEachWait<T: Sendable>(
             }
         }
     }
-    let value = await task.value
+    let value = await withTaskCancellationHandler {
+        await task.value
+    } onCancel: {
+        task.cancel()
+    }
     for driver in drivers { driver.cancel() }
     return value
 }

@@ -45,8 +45,7 @@ struct StrategyEventTests {
         }
         await clock.waitForSleepers(count: 3)
         let jumpInOne = Bool.random(using: &random)
-        await Self.passTenSeconds(on: clock, inOneMove: jumpInOne)
-        let result = await call.result
+        let result = await Self.passTenSeconds(on: clock, inOneMove: jumpInOne, sleepers: 3, during: call)
         let expected = innerSeconds < outerSeconds ? "inner" : "outer"
         guard case .failure(let error) = result, let timeout = error as? TimeoutError else {
             Issue.record("seed \(seed): \(result)")
@@ -80,8 +79,7 @@ struct StrategyEventTests {
             }
         }
         await clock.waitForSleepers(count: 3)
-        await Self.passTenSeconds(on: clock, inOneMove: jumpInOne)
-        let result = await call.result
+        let result = await Self.passTenSeconds(on: clock, inOneMove: jumpInOne, sleepers: 3, during: call)
         guard case .failure(let error) = result else {
             Issue.record("seed \(seed): \(result)")
             return
@@ -139,13 +137,29 @@ struct StrategyEventTests {
             "seed \(seed) outer \(outerSeconds) queue \(queueSeconds): steps \(stories[0]) vs jump \(stories[1])")
     }
 
-    /// Moves `clock` ten seconds on, in one move or a second at a time with the tasks given a
-    /// moment between steps.
-    private static func passTenSeconds(on clock: TestClock, inOneMove: Bool) async {
-        guard !inOneMove else { return clock.advance(by: .seconds(10)) }
-        for _ in 0..<10 {
-            clock.advance(by: .seconds(1))
-            for _ in 0..<20 { await Task.yield() }
+    /// Moves `clock` ten seconds on while `call` runs, with its `sleepers` asleep, and returns how
+    /// the call ended: in one move, or a second at a time, where the first step that wakes a
+    /// sleeper (a deadline passed) is the last until the call has ended, however late its tasks
+    /// run; the rest of the ten seconds then pass.
+    private static func passTenSeconds(
+        on clock: TestClock, inOneMove: Bool, sleepers: Int, during call: Task<Int, any Error>
+    ) async -> Result<Int, any Error> {
+        var passed = 0
+        if inOneMove {
+            clock.advance(by: .seconds(10))
+            passed = 10
+        } else {
+            while passed < 10, clock.sleeperCount >= sleepers {
+                clock.advance(by: .seconds(1))
+                passed += 1
+            }
         }
+        let result = await withTaskCancellationHandler {
+            await call.result
+        } onCancel: {
+            call.cancel()
+        }
+        clock.advance(by: .seconds(Int64(10 - passed)))
+        return result
     }
 }

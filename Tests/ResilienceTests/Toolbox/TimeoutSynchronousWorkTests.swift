@@ -1,3 +1,4 @@
+import Foundation
 import ResilienceTesting
 import Testing
 
@@ -171,10 +172,16 @@ private final class SynchronousWork: Sendable {
     /// Loops until told to stop or, when `checkingCancellation`, until cancelled; then
     /// throws `CancellationError` if it checks for cancellation and was cancelled,
     /// otherwise returns 42.
+    ///
+    /// Each look gives the processor up to any other thread ready to run (`sched_yield`,
+    /// which never suspends the task): the loop waits for the limit's watcher, and on a
+    /// loaded machine a loop that kept its processor would keep the watcher, and every
+    /// test beside it, waiting for one.
     func loop(checkingCancellation: Bool) throws -> Int {
         self.started.open()
         while !self.stop.isRaised {
             if checkingCancellation && Task.isCancelled { break }
+            sched_yield()
         }
         let cancelled = Task.isCancelled
         self.cancelled.withLock { $0 = cancelled }

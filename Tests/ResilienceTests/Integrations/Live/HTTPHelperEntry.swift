@@ -38,15 +38,10 @@ enum HTTPHelperEntry: String, CaseIterable, Sendable, CustomTestStringConvertibl
             let pipeline = try ResiliencePipeline.standardHTTP(
                 totalTimeout: .seconds(3_000), maximumAttempts: 3, attemptTimeout: .seconds(1_000), clock: clock)
             let call = Task { try await pipeline.data(for: request, session: session).data }
-            // Each sleep the call asks for (its time limits, its backoff) moves the clock by
-            // 30 seconds, past any backoff of three attempts and short of every time limit.
+            // The clock moves to the end of each backoff as soon as the call sleeps it, never
+            // to a time limit's end (1,000 seconds and more away): it stands still while a request runs.
             let mover = Task {
-                var requests = 0
-                while !Task.isCancelled {
-                    requests += 1
-                    await clock.waitForSleepRequests(count: requests)
-                    clock.advance(by: .seconds(30))
-                }
+                while await clock.advanceToNextDeadline(within: .seconds(100)) != nil {}
             }
             defer { mover.cancel() }
             return try await call.value
