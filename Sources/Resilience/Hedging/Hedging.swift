@@ -22,10 +22,11 @@ import Synchronization
 ///
 /// A failure the rules leave open goes to the ``classifier``, as it would in a ``RetryPolicy``,
 /// before a replacement or a further hedge starts: given none, a pipeline's hedging stage asks
-/// the classifier of the nearest ``RetryPolicy`` stage inside it, and otherwise
-/// ``DefaultRetryClassifier`` decides, as for a policy made with the defaults. So a failure the
-/// classifier does not retry (an HTTP 400 or 404, a `DecodingError`) starts no other attempt: the
-/// doomed request is not sent again and no budget token is spent. The attempts already running
+/// the classifier of the nearest ``RetryPolicy`` stage inside it, else that of the nearest one
+/// around it (settled when the pipeline is built), and otherwise ``DefaultRetryClassifier``
+/// decides, as for a policy made with the defaults. So a failure the classifier does not retry
+/// (an HTTP 400 or 404, a `DecodingError`) starts no other attempt: the doomed request is not
+/// sent again and no budget token is spent. The attempts already running
 /// go on, the first that succeeds still wins, and when none does the call ends with the failure
 /// that matters (below). A failure the classifier will not retry because its request may have been
 /// applied (``RetryStopReason/notIdempotent``: a CloudKit lost response in a call that declares
@@ -131,8 +132,9 @@ public final class Hedging: Sendable {
     /// Asked only when an attempt fails, after the ``Rulebook``'s rules, before a replacement
     /// or a further hedge starts (see ``Hedging``). Without one, a ``Hedging`` stage of a
     /// ``ResiliencePipeline`` asks the classifier of the nearest ``RetryPolicy`` stage inside
-    /// it, and otherwise ``DefaultRetryClassifier`` decides, as it does for a policy made with
-    /// the defaults. A `nil` answer falls back to ``DefaultRetryClassifier`` too.
+    /// it, else that of the nearest one around it in the pipeline, and otherwise
+    /// ``DefaultRetryClassifier`` decides, as it does for a policy made with the defaults. A
+    /// `nil` answer falls back to ``DefaultRetryClassifier`` too.
     public let classifier: (any RetryClassifier)?
 
     let state: Lock<HedgingStateMachine>
@@ -161,9 +163,10 @@ public final class Hedging: Sendable {
     ///   - maximumHedges: The most extra attempts per call; in 1...10.
     ///   - classifier: Decides which failed attempts are worth another; `nil` answers fall back
     ///     to ``DefaultRetryClassifier``. Without one, a pipeline's hedging stage asks the
-    ///     classifier of the nearest ``RetryPolicy`` stage inside it, else the default rules
-    ///     decide. Its ``RetryClassifier/declaredIdempotency`` counts as a policy's does: a
-    ///     classifier made for a `POST` runs calls that declare nothing once, unhedged.
+    ///     classifier of the nearest ``RetryPolicy`` stage inside it, else that of the nearest
+    ///     one around it, else the default rules decide. Its
+    ///     ``RetryClassifier/declaredIdempotency`` counts as a policy's does: a classifier made
+    ///     for a `POST` runs calls that declare nothing once, unhedged.
     ///   - budget: A budget each hedge spends from, and each successful call gives back to,
     ///     shared with retry policies if you like.
     ///   - name: The name reported in events.
@@ -228,7 +231,7 @@ public final class Hedging: Sendable {
         idempotency: Idempotency? = nil,
         @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        try await self.hedge(idempotency: idempotency, inside: (), operation: operation)
+        try await self.hedge(idempotency: idempotency, inside: (), retryClassifierAround: nil, operation: operation)
     }
 
     /// The body of ``execute(idempotency:operation:)``, for a call whose operation runs `stages`:
@@ -236,12 +239,14 @@ public final class Hedging: Sendable {
     ///
     /// `stages` is read only when an attempt fails and the strategy has no ``classifier`` of its
     /// own: the nearest ``RetryPolicy`` stage in it then lends its classifier
-    /// (``retryStageClassifier(in:)``). Always inlined into its two callers, so a direct call
-    /// pays nothing for it.
+    /// (``retryStageClassifier(in:)``), else `around` does, the classifier of the nearest retry
+    /// stage around a pipeline's hedging stage, settled when the pipeline was built. Always
+    /// inlined into its two callers, so a direct call pays nothing for them.
     @inlinable @inline(__always)
     nonisolated(nonsending) func hedge<Value: Sendable, Stages>(
         idempotency: Idempotency?,
         inside stages: Stages,
+        retryClassifierAround around: (any RetryClassifier)?,
         @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
         // Inlined into the caller, so the call's generic values are specialized for its
@@ -273,7 +278,8 @@ public final class Hedging: Sendable {
         call.started = started
         let first = call.attempt(0).signal
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
-            await self.run(&call, start, handedOver: early, inside: stages, operation: operation)
+            await self.run(
+                &call, start, handedOver: early, inside: stages, retryClassifierAround: around, operation: operation)
         } onCancel: {
             self.callerCancelled(start.id, first: first)
         }
@@ -306,13 +312,16 @@ public final class Hedging: Sendable {
     ///
     /// `handedOver` is the failure of a first attempt that failed before it first
     /// suspended: the call takes it first, as if it had been handed over. `stages` is what
-    /// the operation runs, read on a failure only (see ``hedge(idempotency:inside:operation:)``).
+    /// the operation runs, and `around` the classifier of the retry stage around a pipeline's
+    /// hedging stage, read on a failure only (see
+    /// ``hedge(idempotency:inside:retryClassifierAround:operation:)``).
     @inlinable
     nonisolated(nonsending) func run<Value: Sendable, Stages>(
         _ call: inout HedgedCall<Value>,
         _ start: HedgedCallStart,
         handedOver: Result<Timed<Value>, any Error>?,
         inside stages: Stages,
+        retryClassifierAround around: (any RetryClassifier)?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> Result<Value, any Error> {
         var early = handedOver
@@ -387,7 +396,7 @@ public final class Hedging: Sendable {
                 // attempt, and one it says may have been applied and must not be sent again ends
                 // the call as the rules' own "not idempotent" does.
                 let judged = self.note(
-                    error, of: start, attempts: call.count, inside: stages, into: &call.failures)
+                    error, of: start, attempts: call.count, inside: stages, around: around, into: &call.failures)
                 if !judged { call.mayHedge = false }
                 // A failure the rules end the call on (a 429, a request that may not be sent again,
                 // a cancellation) ends it now: the attempts still running are superseded, so a
@@ -887,7 +896,8 @@ public final class Hedging: Sendable {
     /// What a ``RetryPolicy`` asks about a failure, in its order. First the ``Rulebook``'s rules,
     /// which end the call (a 429, a request that is not idempotent, a cancellation), whatever any
     /// classifier says. Then the classifier (``classifier``, else the nearest retry stage's in
-    /// `stages`, else ``DefaultRetryClassifier``), asked with the attempts started so far (`attempts`)
+    /// `stages`, else `around`, the nearest retry stage's around a pipeline's hedging stage, else
+    /// ``DefaultRetryClassifier``), asked with the attempts started so far (`attempts`)
     /// and the call's idempotency as a policy reads it: a failure it will not retry starts no
     /// other attempt, and the attempts running go on; one it will not retry because the request
     /// may have been applied (``RetryStopReason/notIdempotent``, a CloudKit lost response in a call
@@ -904,14 +914,14 @@ public final class Hedging: Sendable {
     @usableFromInline
     func note(
         _ error: any Error, of start: HedgedCallStart, attempts: Int, inside stages: Any,
-        into failures: inout HedgedFailures
+        around: (any RetryClassifier)?, into failures: inout HedgedFailures
     ) -> Bool {
         let analysis = FailureAnalysis(error)
         failures.lastCostsToken = Rulebook.loadedTheDependency(analysis)
         // The call's idempotency as a policy with this classifier reads it: the call's declaration
         // (in its scope), an enclosing call's, the classifier's, else idempotent; the request's own
         // report then tightens it.
-        let classifier = self.classifier ?? Self.retryStageClassifier(in: stages)
+        let classifier = self.classifier ?? Self.retryStageClassifier(in: stages) ?? around
         let idempotency = (start.scope.handedDownIdempotency(over: classifier?.declaredIdempotency) ?? .idempotent)
             .tightened(by: analysis.requestIdempotency)
         var ruled = Rulebook.stopReason(for: analysis, idempotency: idempotency) != nil
