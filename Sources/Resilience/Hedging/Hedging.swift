@@ -36,7 +36,8 @@ import Synchronization
 ///
 /// With a ``RetryBudget``, each hedge spends a token from it like a retry, no hedge
 /// starts while the budget is spent, and each call that succeeds gives back the
-/// budget's ``RetryBudget/tokenRatio``, once, as a ``RetryPolicy``'s success does. An
+/// budget's ``RetryBudget/tokenRatio``, once, as a ``RetryPolicy``'s success does; a call that
+/// ends on a 429 takes a token, as a policy that stops on one does, unless its caller gave up. An
 /// attempt that replaces one the library's own gates refused before it ran (a full
 /// ``ConcurrencyLimiter``, a ``RateLimiter`` out of permits, an ``AdaptiveThrottle``,
 /// an open ``CircuitBreaker``) or a request that never left an offline device costs
@@ -97,12 +98,12 @@ import Synchronization
 /// When an enclosing library time limit (a ``Timeout``, a policy's attempt timeout) fired
 /// and an attempt then failed, the call ends with that failure as above instead, and the limit keeps
 /// it (``TimeoutError/operationError``), so what it says about the request still counts.
-/// Such a limit whose deadline has passed ends the call before its next hedge or replacement
-/// starts, also while the limit's timer still sleeps (a clock that jumped past the hedge delay
-/// and the deadline in one move may wake the hedge first): the call starts nothing, its running
-/// attempts are cancelled as the caller's, and the limit reports its time-out, as when its timer
-/// woke first. A deadline an enclosing ``RetryPolicy`` hands down that has passed starts no other
-/// attempt either.
+/// Such a limit whose deadline has passed ends the call before its first attempt, or its next
+/// hedge or replacement, starts, also while the limit's timer still sleeps (a clock that jumped
+/// past the hedge delay and the deadline in one move may wake the hedge first): the call starts
+/// nothing, its running attempts are cancelled as the caller's, and the limit reports its
+/// time-out, as when its timer woke first. A deadline an enclosing ``RetryPolicy`` hands down
+/// that has passed starts no other attempt either.
 ///
 /// The first attempt starts at once, on the caller's thread when the caller already
 /// runs where the attempt must (the same actor, or no actor); one that returns before it
@@ -255,6 +256,10 @@ public final class Hedging: Sendable {
             // The rules forbid a second copy: one run, with the declaration handed down.
             return try await self.runOnce(declaring: idempotency, operation: operation)
         }
+        // A time limit around the call whose deadline has passed, its timer perhaps still asleep,
+        // ends the call before its first attempt, as it would before a hedge: nothing is sent,
+        // and the limit, which the call claimed for it, reports its time-out.
+        if start.isEndedByALimit { throw CancellationError() }
         // One value holds the call's state, handed to the helpers `inout`: local functions
         // capturing the call's variables made each captured variable a heap box.
         var call = HedgedCall<Value>(hedgesLeft: self.hedgeLimit)
@@ -403,6 +408,8 @@ public final class Hedging: Sendable {
                 // policy inside one sends nothing more, and the call waits for none of their answers.
                 // Not once the caller gave up: its handler already cancelled them, as the caller's.
                 if call.failures.lastEndsCall, !call.callerCancelled, !Task.isCancelled {
+                    // Server pushback costs a budget token, as it does a policy that stops on it.
+                    if call.failures.lastIsTooManyRequests { self.spendOnPushback() }
                     call.mayHedge = false
                     call.isEndedByRule = true
                     call.settling = call.supersedeRunning()
@@ -756,8 +763,9 @@ public final class Hedging: Sendable {
 
     // MARK: - Out of line: what does not depend on the value type
 
-    /// Settles a hedged call's number, scope and delay, or returns `nil` when the call may
-    /// not run twice (it then runs once, through ``runOnce(declaring:operation:)``).
+    /// Settles a hedged call's number, scope and delay, and whether a time limit around it has
+    /// already passed its deadline, or returns `nil` when the call may not run twice (it then
+    /// runs once, through ``runOnce(declaring:operation:)``, as a policy's first attempt does).
     ///
     /// The number is taken without a lock; the call enters the table of calls in flight
     /// (``open(_:)``) only if its first attempt does not end at once.
@@ -773,7 +781,9 @@ public final class Hedging: Sendable {
         // its request is a `POST` must still judge it so.
         if let idempotency { scope.declare(idempotency) }
         let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
-        return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay)
+        // Without a library time limit around the call, one test of an absent reference.
+        let isEndedByALimit = scope.enclosingLimitEnds()
+        return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay, isEndedByALimit: isEndedByALimit)
     }
 
     /// Runs a call that may not run twice: once, unhedged, as a policy's call declared so runs.
@@ -924,7 +934,9 @@ public final class Hedging: Sendable {
         let classifier = self.classifier ?? Self.retryStageClassifier(in: stages) ?? around
         let idempotency = (start.scope.handedDownIdempotency(over: classifier?.declaredIdempotency) ?? .idempotent)
             .tightened(by: analysis.requestIdempotency)
-        var ruled = Rulebook.stopReason(for: analysis, idempotency: idempotency) != nil
+        let stop = Rulebook.stopReason(for: analysis, idempotency: idempotency)
+        var ruled = stop != nil
+        failures.lastIsTooManyRequests = stop == .tooManyRequests
         var refused = false
         var mayHaveBeenApplied = false
         var floor = Duration.zero
@@ -1033,6 +1045,13 @@ public final class Hedging: Sendable {
         self.calls.withLock { $0.next(of: id, parking: waiter) }
     }
 
+    /// Takes a token from the budget for a 429 the call ends on, as a ``RetryPolicy`` that stops
+    /// on one does: server pushback costs budget like any failure that might have been retried.
+    @usableFromInline
+    func spendOnPushback() {
+        self.budget?.recordFailure()
+    }
+
     /// Takes a hedge from the budget; `false` when the budget is spent.
     ///
     /// Without `charging` (a replacement of an attempt the library's own gates refused, see
@@ -1055,6 +1074,10 @@ struct HedgedCallStart: Sendable {
     @usableFromInline let scope: CallScope
     @usableFromInline let declared: Idempotency
     @usableFromInline let delay: Duration
+    /// Whether a library time limit around the call had already passed its deadline when the
+    /// call began, its timer perhaps still asleep (`CallScope.enclosingLimitEnds()`), and was
+    /// claimed for it: the call starts no attempt.
+    @usableFromInline let isEndedByALimit: Bool
 }
 
 /// Why a hedged call starts no other attempt (see ``Hedging/enclosingLimitStops(_:)``).
@@ -1256,6 +1279,9 @@ struct HedgedFailures {
     @usableFromInline var endingIsRuled = false
     /// Whether the rules end the call on the failure taken last.
     @usableFromInline var lastEndsCall = false
+    /// Whether that failure is an HTTP 429 (``RetryStopReason/tooManyRequests``), which costs a
+    /// budget token when the call ends on it.
+    @usableFromInline var lastIsTooManyRequests = false
     /// The retry-after hint of ``ending``; zero without one.
     @usableFromInline var endingHint = Duration.zero
     /// When the retry-after hint of the failure taken last ends, on the strategy's clock, if it
