@@ -144,12 +144,20 @@ public final class Hedging: Sendable {
     let fixedDelay: Duration?
     let watcher: DeadlineWatcher
     /// The calls in flight, by number: what each has to hear about, and where it waits.
-    let calls = Lock(HedgedCalls())
-    /// The number of the last call begun.
+    let calls: Lock<HedgedCalls>
+    /// The number of the last call begun (the original's, for a pipeline's copy: see ``original``).
     let callNumbers = Atomic<UInt64>(0)
     /// The failed attempts this strategy's calls have taken and carried on after, for tests
-    /// that wait until a call has heard of a failure.
+    /// that wait until a call has heard of a failure (the original's, for a pipeline's copy).
     let failuresTaken = Atomic<Int>(0)
+    /// The strategy this one is a pipeline's copy of, whose state it shares (its delay, its
+    /// calls in flight and their numbers, its watcher); `nil` for a strategy made by its caller.
+    let original: Hedging?
+    /// The classifier of the nearest ``RetryPolicy`` stage around this strategy in a pipeline,
+    /// settled when the pipeline was built (`HedgingStagesResolving`): asked when the strategy
+    /// has no ``classifier`` of its own and the stages inside it hold no retry stage. Set on a
+    /// pipeline's copy only, so a direct call never asks it.
+    let retryClassifierAround: (any RetryClassifier)?
     let observer: (any StrategyObserver)?
     /// The idempotency ``classifier`` was made for (``RetryClassifier/declaredIdempotency``),
     /// read once: a classifier's declaration is part of its configuration.
@@ -197,10 +205,32 @@ public final class Hedging: Sendable {
         self.observer = observer
         self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
         self.state = Lock(HedgingStateMachine(delay))
+        self.calls = Lock(HedgedCalls())
+        self.original = nil
+        self.retryClassifierAround = nil
         switch delay.kind {
         case .fixed(let fixed): self.fixedDelay = fixed
         case .percentile: self.fixedDelay = nil
         }
+    }
+
+    /// A pipeline's copy of `strategy`, for a place where `classifier` is that of the nearest
+    /// ``RetryPolicy`` stage around it: the same configuration, sharing the state of the strategy
+    /// it copies (its delay and the latencies it learns from, its calls in flight and their
+    /// numbers, its watcher), so the two are one strategy, judged by the classifier around it.
+    init(copying strategy: Hedging, retryClassifierAround classifier: any RetryClassifier) {
+        self.name = strategy.name
+        self.maximumHedges = strategy.maximumHedges
+        self.budget = strategy.budget
+        self.classifier = strategy.classifier
+        self.classifierDeclaration = strategy.classifierDeclaration
+        self.observer = strategy.observer
+        self.watcher = strategy.watcher
+        self.state = strategy.state
+        self.fixedDelay = strategy.fixedDelay
+        self.calls = strategy.calls
+        self.original = strategy.original ?? strategy
+        self.retryClassifierAround = classifier
     }
 
     /// The delay after which the next call would start a hedge.
@@ -232,7 +262,7 @@ public final class Hedging: Sendable {
         idempotency: Idempotency? = nil,
         @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        try await self.hedge(idempotency: idempotency, inside: (), retryClassifierAround: nil, operation: operation)
+        try await self.hedge(idempotency: idempotency, inside: (), operation: operation)
     }
 
     /// The body of ``execute(idempotency:operation:)``, for a call whose operation runs `stages`:
@@ -240,14 +270,12 @@ public final class Hedging: Sendable {
     ///
     /// `stages` is read only when an attempt fails and the strategy has no ``classifier`` of its
     /// own: the nearest ``RetryPolicy`` stage in it then lends its classifier
-    /// (``retryStageClassifier(in:)``), else `around` does, the classifier of the nearest retry
-    /// stage around a pipeline's hedging stage, settled when the pipeline was built. Always
-    /// inlined into its two callers, so a direct call pays nothing for them.
+    /// (``retryStageClassifier(in:)``), else ``retryClassifierAround`` does. Always inlined into
+    /// its two callers, so a direct call pays nothing for it.
     @inlinable @inline(__always)
     nonisolated(nonsending) func hedge<Value: Sendable, Stages>(
         idempotency: Idempotency?,
         inside stages: Stages,
-        retryClassifierAround around: (any RetryClassifier)?,
         @_inheritActorContext operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
         // Inlined into the caller, so the call's generic values are specialized for its
@@ -283,8 +311,7 @@ public final class Hedging: Sendable {
         call.started = started
         let first = call.attempt(0).signal
         let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
-            await self.run(
-                &call, start, handedOver: early, inside: stages, retryClassifierAround: around, operation: operation)
+            await self.run(&call, start, handedOver: early, inside: stages, operation: operation)
         } onCancel: {
             self.callerCancelled(start.id, first: first)
         }
@@ -317,16 +344,13 @@ public final class Hedging: Sendable {
     ///
     /// `handedOver` is the failure of a first attempt that failed before it first
     /// suspended: the call takes it first, as if it had been handed over. `stages` is what
-    /// the operation runs, and `around` the classifier of the retry stage around a pipeline's
-    /// hedging stage, read on a failure only (see
-    /// ``hedge(idempotency:inside:retryClassifierAround:operation:)``).
+    /// the operation runs, read on a failure only (see ``hedge(idempotency:inside:operation:)``).
     @inlinable
     nonisolated(nonsending) func run<Value: Sendable, Stages>(
         _ call: inout HedgedCall<Value>,
         _ start: HedgedCallStart,
         handedOver: Result<Timed<Value>, any Error>?,
         inside stages: Stages,
-        retryClassifierAround around: (any RetryClassifier)?,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async -> Result<Value, any Error> {
         var early = handedOver
@@ -401,7 +425,7 @@ public final class Hedging: Sendable {
                 // attempt, and one it says may have been applied and must not be sent again ends
                 // the call as the rules' own "not idempotent" does.
                 let judged = self.note(
-                    error, of: start, attempts: call.count, inside: stages, around: around, into: &call.failures)
+                    error, of: start, attempts: call.count, inside: stages, into: &call.failures)
                 if !judged { call.mayHedge = false }
                 // A failure the rules end the call on (a 429, a request that may not be sent again,
                 // a cancellation) ends it now: the attempts still running are superseded, so a
@@ -780,7 +804,7 @@ public final class Hedging: Sendable {
         // Only a declaration is handed down, never the default: a policy inside that knows
         // its request is a `POST` must still judge it so.
         if let idempotency { scope.declare(idempotency) }
-        let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
+        let id = (self.original ?? self).callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
         // Without a library time limit around the call, one test of an absent reference.
         let isEndedByALimit = scope.enclosingLimitEnds()
         return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay, isEndedByALimit: isEndedByALimit)
@@ -906,8 +930,8 @@ public final class Hedging: Sendable {
     /// What a ``RetryPolicy`` asks about a failure, in its order. First the ``Rulebook``'s rules,
     /// which end the call (a 429, a request that is not idempotent, a cancellation), whatever any
     /// classifier says. Then the classifier (``classifier``, else the nearest retry stage's in
-    /// `stages`, else `around`, the nearest retry stage's around a pipeline's hedging stage, else
-    /// ``DefaultRetryClassifier``), asked with the attempts started so far (`attempts`)
+    /// `stages`, else ``retryClassifierAround``, the nearest retry stage's around a pipeline's
+    /// hedging stage, else ``DefaultRetryClassifier``), asked with the attempts started so far (`attempts`)
     /// and the call's idempotency as a policy reads it: a failure it will not retry starts no
     /// other attempt, and the attempts running go on; one it will not retry because the request
     /// may have been applied (``RetryStopReason/notIdempotent``, a CloudKit lost response in a call
@@ -924,14 +948,14 @@ public final class Hedging: Sendable {
     @usableFromInline
     func note(
         _ error: any Error, of start: HedgedCallStart, attempts: Int, inside stages: Any,
-        around: (any RetryClassifier)?, into failures: inout HedgedFailures
+        into failures: inout HedgedFailures
     ) -> Bool {
         let analysis = FailureAnalysis(error)
         failures.lastCostsToken = Rulebook.loadedTheDependency(analysis)
         // The call's idempotency as a policy with this classifier reads it: the call's declaration
         // (in its scope), an enclosing call's, the classifier's, else idempotent; the request's own
         // report then tightens it.
-        let classifier = self.classifier ?? Self.retryStageClassifier(in: stages) ?? around
+        let classifier = self.classifier ?? Self.retryStageClassifier(in: stages) ?? self.retryClassifierAround
         let idempotency = (start.scope.handedDownIdempotency(over: classifier?.declaredIdempotency) ?? .idempotent)
             .tightened(by: analysis.requestIdempotency)
         let stop = Rulebook.stopReason(for: analysis, idempotency: idempotency)
@@ -1017,7 +1041,7 @@ public final class Hedging: Sendable {
     /// Counts a failed attempt a call took and carried on after (``failuresTaken``).
     @usableFromInline
     func tookFailure() {
-        self.failuresTaken.wrappingAdd(1, ordering: .releasing)
+        (self.original ?? self).failuresTaken.wrappingAdd(1, ordering: .releasing)
     }
 
     /// Reports a hedge started to the observer.

@@ -21,30 +21,17 @@
 public struct ResiliencePipeline<Strategies: ResilienceStrategy>: Sendable {
     /// The composed stages.
     public let strategies: Strategies
-    /// The classifier of the nearest ``RetryPolicy`` stage around this pipeline, when it is a
-    /// stage of another, for a ``Hedging`` stage that is its only stage; settled when the
-    /// pipeline around it is built (see `HedgingStagesResolving`).
-    @usableFromInline let retryClassifierAround: (any RetryClassifier)?
 
     /// Builds a pipeline from its stages, outermost first.
     ///
     /// - Throws: The first error a stage's initializer throws, such as a ``ConfigurationError``.
     public init(@ResiliencePipelineBuilder _ build: () throws -> Strategies) rethrows {
         self.strategies = try build()
-        self.retryClassifierAround = nil
     }
 
     /// Wraps already composed stages.
     public init(strategies: Strategies) {
         self.strategies = strategies
-        self.retryClassifierAround = nil
-    }
-
-    /// Wraps stages composed for a place where `around` is the classifier of the nearest
-    /// ``RetryPolicy`` stage around them.
-    init(strategies: Strategies, retryClassifierAround around: (any RetryClassifier)?) {
-        self.strategies = strategies
-        self.retryClassifierAround = around
     }
 
     /// Runs `operation` through every stage.
@@ -115,11 +102,6 @@ extension ResiliencePipeline: ResilienceStrategy {
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {
-        if Strategies.self == Hedging.self {
-            // A hedging stage alone: the classifier of the retry stage around this pipeline.
-            let hedging = self.strategies as! Hedging  // the same type: the cast cannot fail
-            return try await hedging.run(operation, on: #isolation, retryClassifierAround: self.retryClassifierAround)
-        }
-        return try await self.strategies.executeInPipeline(operation)
+        try await self.strategies.executeInPipeline(operation)
     }
 }

@@ -54,30 +54,25 @@ extension Hedging: ResilienceStrategy {
     /// Without a ``classifier`` of its own, the stage judges a failed attempt with the classifier
     /// of the nearest ``RetryPolicy`` stage inside it (in `operation`), looked up only when an
     /// attempt fails; with none there, with that of the nearest retry stage around it in the
-    /// pipeline, settled when the pipeline was built (a ``ResiliencePipeline`` hands it to the
-    /// stage, not through this entry point); with neither, ``DefaultRetryClassifier`` judges it.
+    /// pipeline, settled when the pipeline was built (the pipeline holds a copy of the strategy
+    /// that knows it and shares its state); with neither, ``DefaultRetryClassifier`` judges it.
     @inlinable
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {
-        try await self.run(operation, on: #isolation, retryClassifierAround: nil)
+        try await self.run(operation, on: #isolation)
     }
 
     /// Runs the rest of a pipeline, hedged, with every attempt isolated to `isolation`, the
     /// stage's caller's: a closure made in a `nonisolated(nonsending)` function is isolated to
     /// no actor, so its attempts would start on the global executor; one made here, capturing
     /// `isolation`, is isolated to it.
-    ///
-    /// `around` is the classifier of the nearest ``RetryPolicy`` stage around the stage in its
-    /// pipeline, settled when the pipeline was built: asked when the stage has no classifier of
-    /// its own and `operation` holds no retry stage.
     @inlinable
     func run<Operation: PipelineOperation>(
         _ operation: Operation,
-        on isolation: isolated (any Actor)?,
-        retryClassifierAround around: (any RetryClassifier)?
+        on isolation: isolated (any Actor)?
     ) async throws -> Operation.Value {
-        try await self.hedge(idempotency: nil, inside: operation, retryClassifierAround: around) {
+        try await self.hedge(idempotency: nil, inside: operation) {
             _ = isolation  // captured, so each attempt starts on the caller's actor
             return try await operation.run()
         }

@@ -98,81 +98,37 @@ public struct NestedStrategies<Outer: ResilienceStrategy, Inner: ResilienceStrat
     public let outer: Outer
     /// The stage that runs inside ``outer``.
     public let inner: Inner
-    /// The classifier of the nearest ``RetryPolicy`` stage around ``outer``, for a ``Hedging``
-    /// stage there; settled when the pipeline is built (see `HedgingStagesResolving`).
-    @usableFromInline let retryClassifierAroundOuter: (any RetryClassifier)?
-    /// The classifier of the nearest ``RetryPolicy`` stage around ``inner``: the innermost one in
-    /// ``outer``, else the one around ``outer``.
-    @usableFromInline let retryClassifierAroundInner: (any RetryClassifier)?
 
     /// Nests `inner` inside `outer`.
     ///
-    /// A ``Hedging`` stage in either, with no classifier of its own and no ``RetryPolicy`` stage
-    /// inside it, learns here the classifier of the nearest retry stage around it, in `outer` or
-    /// around this pair, as the pipeline is built.
+    /// A ``Hedging`` stage in either, with no classifier of its own, is copied here to know the
+    /// classifier of the nearest ``RetryPolicy`` stage around it in `outer`, as the pipeline is
+    /// built (see `HedgingStagesResolving`); a pipeline in either is copied to pass it on. The
+    /// copy shares the hedging strategy's state: the two are one strategy.
     @inlinable
     public init(outer: Outer, inner: Inner) {
         self.init(outer: outer, inner: inner, retryClassifierAround: nil)
     }
 
     /// Nests `inner` inside `outer`, in a place where `around` is the classifier of the nearest
-    /// ``RetryPolicy`` stage around the pair; a composed stage in either is copied to know the
-    /// classifier around it.
+    /// ``RetryPolicy`` stage around the pair (`nil` for none), handing each stage the classifier
+    /// around it: for `inner`, the innermost retry stage's in `outer`, else `around`.
     @usableFromInline
     init(outer: Outer, inner: Inner, retryClassifierAround around: (any RetryClassifier)?) {
         let aroundInner = RetryStages.innermostClassifier(in: outer) ?? around
         self.outer = RetryStages.resolving(outer, around: around)
         self.inner = RetryStages.resolving(inner, around: aroundInner)
-        self.retryClassifierAroundOuter = around
-        self.retryClassifierAroundInner = aroundInner
     }
 
     /// Runs `operation` through ``inner``, inside ``outer``; the pair is a plain value, not a closure.
     ///
     /// Always inlined: forwarding only, it must not be where inlining stops, or the
-    /// caller's closure could no longer be dropped (see ``RetryPolicy``'s stage). A ``Hedging``
-    /// stage, in either place, is handed the classifier of the retry stage around it settled
-    /// when the pipeline was built; the type tests fold away where the stages are known.
+    /// caller's closure could no longer be dropped (see ``RetryPolicy``'s stage).
     @inlinable @inline(__always)
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {
-        if Outer.self == Hedging.self {
-            let hedging = self.outer as! Hedging  // the same type: the cast cannot fail
-            return try await hedging.run(
-                StagedOperation(stage: self.inner, rest: operation), on: #isolation,
-                retryClassifierAround: self.retryClassifierAroundOuter)
-        }
-        if Inner.self == Hedging.self {
-            let hedging = self.inner as! Hedging  // the same type: the cast cannot fail
-            return try await self.outer.executeInPipeline(
-                HedgingStageOperation(
-                    hedging: hedging, rest: operation, retryClassifierAround: self.retryClassifierAroundInner))
-        }
-        return try await self.outer.executeInPipeline(StagedOperation(stage: self.inner, rest: operation))
-    }
-}
-
-/// A ``Hedging`` stage with the rest of the pipeline inside it, as one operation for the stage
-/// outside, carrying the classifier of the nearest ``RetryPolicy`` stage around the hedging stage
-/// (see ``NestedStrategies``).
-@usableFromInline
-struct HedgingStageOperation<Rest: PipelineOperation>: PipelineOperation {
-    @usableFromInline let hedging: Hedging
-    @usableFromInline let rest: Rest
-    @usableFromInline let retryClassifierAround: (any RetryClassifier)?
-
-    @inlinable
-    init(hedging: Hedging, rest: Rest, retryClassifierAround: (any RetryClassifier)?) {
-        self.hedging = hedging
-        self.rest = rest
-        self.retryClassifierAround = retryClassifierAround
-    }
-
-    /// Runs ``rest`` through the hedging stage.
-    @inlinable @inline(__always)
-    nonisolated(nonsending) func run() async throws -> Rest.Value {
-        try await self.hedging.run(self.rest, on: #isolation, retryClassifierAround: self.retryClassifierAround)
+        try await self.outer.executeInPipeline(StagedOperation(stage: self.inner, rest: operation))
     }
 }
 

@@ -54,24 +54,19 @@ extension StagedOperation: RetryStageHolding {
     }
 }
 
-extension HedgingStageOperation: RetryStageHolding {
-    var nearestRetryClassifier: (any RetryClassifier)? {
-        (self.rest as? any RetryStageHolding)?.nearestRetryClassifier
-    }
-
-    var innermostRetryClassifier: (any RetryClassifier)? {
-        (self.rest as? any RetryStageHolding)?.innermostRetryClassifier
-    }
-}
-
 /// Composed stages that hand the classifier of the nearest ``RetryPolicy`` stage around them
 /// down to the ``Hedging`` stages in them, when the pipeline is built: a hedging stage with no
 /// classifier of its own and no retry stage inside it judges a failed attempt with it.
 ///
 /// A ``NestedStrategies`` settles, as it is made, the classifier around each of its two stages
-/// (for the inner one, the innermost retry stage of the outer one, else the one around the pair),
-/// and passes it into a composed stage by making a copy that knows it; a ``ResiliencePipeline``
-/// nested as a stage passes it on to its own stages. Built once, so a call pays nothing for it.
+/// (for the inner one, the innermost retry stage of the outer one, else the one around the pair)
+/// and hands it down by copying: a hedging stage becomes a copy that knows it and shares the
+/// strategy's state (``Hedging/init(copying:retryClassifierAround:)``), a composed stage a copy
+/// whose stages were handed it in turn; a ``ResiliencePipeline`` nested as a stage passes it on to
+/// its own stages. Built once: the pipeline's values keep their layout and its call path is
+/// unchanged, so a call pays nothing for it. (Stored in each pair and handed to the stage as an
+/// argument instead, it grew the values the stages pass down and cost the inline pipeline the
+/// allocation of the caller's closure context on every call.)
 @usableFromInline
 protocol HedgingStagesResolving {
     /// A copy of these stages for a place where `classifier` is that of the nearest
@@ -81,9 +76,15 @@ protocol HedgingStagesResolving {
 
 /// The build-time walks of a pipeline's stages for its ``Hedging`` stages.
 enum RetryStages {
-    /// `stage`, told that `classifier` is that of the nearest retry stage around it, when it is
-    /// composed of stages; else `stage` itself.
+    /// `stage`, told that `classifier` is that of the nearest retry stage around it: a hedging
+    /// stage's copy that knows it, stages composed with their hedging stages so told; else
+    /// `stage` itself, and so for no classifier (a hedging stage keeps what a nearer retry stage
+    /// told it).
     static func resolving<Stage>(_ stage: Stage, around classifier: (any RetryClassifier)?) -> Stage {
+        guard let classifier else { return stage }
+        if let hedging = stage as? Hedging {
+            return Hedging(copying: hedging, retryClassifierAround: classifier) as! Stage
+        }
         guard let stages = stage as? any HedgingStagesResolving else { return stage }
         return stages.resolvingHedging(around: classifier) as! Stage
     }
@@ -104,6 +105,6 @@ extension NestedStrategies: HedgingStagesResolving {
 extension ResiliencePipeline: HedgingStagesResolving {
     @usableFromInline
     func resolvingHedging(around classifier: (any RetryClassifier)?) -> Self {
-        Self(strategies: RetryStages.resolving(self.strategies, around: classifier), retryClassifierAround: classifier)
+        Self(strategies: RetryStages.resolving(self.strategies, around: classifier))
     }
 }

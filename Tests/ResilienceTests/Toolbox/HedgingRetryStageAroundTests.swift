@@ -165,6 +165,33 @@ struct HedgingRetryStageAroundTests {
         #expect(alone == 1)
     }
 
+    /// The pipeline holds a copy of the hedging strategy that knows the retry stage around it,
+    /// and shares the strategy's state: the delay learned from calls through the pipeline is the
+    /// strategy's.
+    @Test func thePipelinesCopySharesTheStrategysState() async throws {
+        let clock = TestClock()
+        let hedging = try Hedging(delay: .percentile(50, ofLast: 10, initial: .seconds(1)), clock: clock)
+        let pipeline = try ResiliencePipeline {
+            try RetryPolicy(maximumAttempts: 1, classifier: Self.retryingEverything)
+            hedging
+        }
+        #expect(pipeline.strategies.inner !== hedging, "not a copy")
+        #expect(pipeline.strategies.inner.maximumHedges == hedging.maximumHedges)
+        for _ in 0..<10 {
+            let call = Task {
+                try await pipeline.execute { () async throws -> Int in
+                    try await clock.sleep(for: .milliseconds(200))
+                    return 1
+                }
+            }
+            await clock.waitForSleepers(count: 2)  // the attempt, and the hedge's timer
+            clock.advance(by: .milliseconds(200))
+            #expect(try await call.value == 1)
+        }
+        #expect(hedging.currentDelay == .milliseconds(200))
+        #expect(pipeline.strategies.inner.currentDelay == .milliseconds(200))
+    }
+
     /// The hedging stage's own classifier still wins over the retry stage around it.
     @Test func itsOwnClassifierWinsOverTheRetryStageAround() async throws {
         let hedging = try Hedging(
