@@ -22,10 +22,11 @@ import Synchronization
 ///
 /// A failure the rules leave open goes to the ``classifier``, as it would in a ``RetryPolicy``,
 /// before a replacement or a further hedge starts: given none, a pipeline's hedging stage asks
-/// the classifier of the nearest ``RetryPolicy`` stage inside it, and otherwise
-/// ``DefaultRetryClassifier`` decides, as for a policy made with the defaults. So a failure the
-/// classifier does not retry (an HTTP 400 or 404, a `DecodingError`) starts no other attempt: the
-/// doomed request is not sent again and no budget token is spent. The attempts already running
+/// the classifier of the nearest ``RetryPolicy`` stage inside it, else that of the nearest one
+/// around it (settled when the pipeline is built), and otherwise ``DefaultRetryClassifier``
+/// decides, as for a policy made with the defaults. So a failure the classifier does not retry
+/// (an HTTP 400 or 404, a `DecodingError`) starts no other attempt: the doomed request is not
+/// sent again and no budget token is spent. The attempts already running
 /// go on, the first that succeeds still wins, and when none does the call ends with the failure
 /// that matters (below). A failure the classifier will not retry because its request may have been
 /// applied (``RetryStopReason/notIdempotent``: a CloudKit lost response in a call that declares
@@ -35,7 +36,8 @@ import Synchronization
 ///
 /// With a ``RetryBudget``, each hedge spends a token from it like a retry, no hedge
 /// starts while the budget is spent, and each call that succeeds gives back the
-/// budget's ``RetryBudget/tokenRatio``, once, as a ``RetryPolicy``'s success does. An
+/// budget's ``RetryBudget/tokenRatio``, once, as a ``RetryPolicy``'s success does; a call that
+/// ends on a 429 takes a token, as a policy that stops on one does, unless its caller gave up. An
 /// attempt that replaces one the library's own gates refused before it ran (a full
 /// ``ConcurrencyLimiter``, a ``RateLimiter`` out of permits, an ``AdaptiveThrottle``,
 /// an open ``CircuitBreaker``) or a request that never left an offline device costs
@@ -96,12 +98,12 @@ import Synchronization
 /// When an enclosing library time limit (a ``Timeout``, a policy's attempt timeout) fired
 /// and an attempt then failed, the call ends with that failure as above instead, and the limit keeps
 /// it (``TimeoutError/operationError``), so what it says about the request still counts.
-/// Such a limit whose deadline has passed ends the call before its next hedge or replacement
-/// starts, also while the limit's timer still sleeps (a clock that jumped past the hedge delay
-/// and the deadline in one move may wake the hedge first): the call starts nothing, its running
-/// attempts are cancelled as the caller's, and the limit reports its time-out, as when its timer
-/// woke first. A deadline an enclosing ``RetryPolicy`` hands down that has passed starts no other
-/// attempt either.
+/// Such a limit whose deadline has passed ends the call before its first attempt, or its next
+/// hedge or replacement, starts, also while the limit's timer still sleeps (a clock that jumped
+/// past the hedge delay and the deadline in one move may wake the hedge first): the call starts
+/// nothing, its running attempts are cancelled as the caller's, and the limit reports its
+/// time-out, as when its timer woke first. A deadline an enclosing ``RetryPolicy`` hands down
+/// that has passed starts no other attempt either.
 ///
 /// The first attempt starts at once, on the caller's thread when the caller already
 /// runs where the attempt must (the same actor, or no actor); one that returns before it
@@ -131,8 +133,9 @@ public final class Hedging: Sendable {
     /// Asked only when an attempt fails, after the ``Rulebook``'s rules, before a replacement
     /// or a further hedge starts (see ``Hedging``). Without one, a ``Hedging`` stage of a
     /// ``ResiliencePipeline`` asks the classifier of the nearest ``RetryPolicy`` stage inside
-    /// it, and otherwise ``DefaultRetryClassifier`` decides, as it does for a policy made with
-    /// the defaults. A `nil` answer falls back to ``DefaultRetryClassifier`` too.
+    /// it, else that of the nearest one around it in the pipeline, and otherwise
+    /// ``DefaultRetryClassifier`` decides, as it does for a policy made with the defaults. A
+    /// `nil` answer falls back to ``DefaultRetryClassifier`` too.
     public let classifier: (any RetryClassifier)?
 
     let state: Lock<HedgingStateMachine>
@@ -141,12 +144,20 @@ public final class Hedging: Sendable {
     let fixedDelay: Duration?
     let watcher: DeadlineWatcher
     /// The calls in flight, by number: what each has to hear about, and where it waits.
-    let calls = Lock(HedgedCalls())
-    /// The number of the last call begun.
+    let calls: Lock<HedgedCalls>
+    /// The number of the last call begun (the original's, for a pipeline's copy: see ``original``).
     let callNumbers = Atomic<UInt64>(0)
     /// The failed attempts this strategy's calls have taken and carried on after, for tests
-    /// that wait until a call has heard of a failure.
+    /// that wait until a call has heard of a failure (the original's, for a pipeline's copy).
     let failuresTaken = Atomic<Int>(0)
+    /// The strategy this one is a pipeline's copy of, whose state it shares (its delay, its
+    /// calls in flight and their numbers, its watcher); `nil` for a strategy made by its caller.
+    let original: Hedging?
+    /// The classifier of the nearest ``RetryPolicy`` stage around this strategy in a pipeline,
+    /// settled when the pipeline was built (`HedgingStagesResolving`): asked when the strategy
+    /// has no ``classifier`` of its own and the stages inside it hold no retry stage. Set on a
+    /// pipeline's copy only, so a direct call never asks it.
+    let retryClassifierAround: (any RetryClassifier)?
     let observer: (any StrategyObserver)?
     /// The idempotency ``classifier`` was made for (``RetryClassifier/declaredIdempotency``),
     /// read once: a classifier's declaration is part of its configuration.
@@ -161,9 +172,10 @@ public final class Hedging: Sendable {
     ///   - maximumHedges: The most extra attempts per call; in 1...10.
     ///   - classifier: Decides which failed attempts are worth another; `nil` answers fall back
     ///     to ``DefaultRetryClassifier``. Without one, a pipeline's hedging stage asks the
-    ///     classifier of the nearest ``RetryPolicy`` stage inside it, else the default rules
-    ///     decide. Its ``RetryClassifier/declaredIdempotency`` counts as a policy's does: a
-    ///     classifier made for a `POST` runs calls that declare nothing once, unhedged.
+    ///     classifier of the nearest ``RetryPolicy`` stage inside it, else that of the nearest
+    ///     one around it, else the default rules decide. Its
+    ///     ``RetryClassifier/declaredIdempotency`` counts as a policy's does: a classifier made
+    ///     for a `POST` runs calls that declare nothing once, unhedged.
     ///   - budget: A budget each hedge spends from, and each successful call gives back to,
     ///     shared with retry policies if you like.
     ///   - name: The name reported in events.
@@ -193,10 +205,32 @@ public final class Hedging: Sendable {
         self.observer = observer
         self.watcher = DeadlineWatcher(clock: ElapsedClock(clock))
         self.state = Lock(HedgingStateMachine(delay))
+        self.calls = Lock(HedgedCalls())
+        self.original = nil
+        self.retryClassifierAround = nil
         switch delay.kind {
         case .fixed(let fixed): self.fixedDelay = fixed
         case .percentile: self.fixedDelay = nil
         }
+    }
+
+    /// A pipeline's copy of `strategy`, for a place where `classifier` is that of the nearest
+    /// ``RetryPolicy`` stage around it: the same configuration, sharing the state of the strategy
+    /// it copies (its delay and the latencies it learns from, its calls in flight and their
+    /// numbers, its watcher), so the two are one strategy, judged by the classifier around it.
+    init(copying strategy: Hedging, retryClassifierAround classifier: any RetryClassifier) {
+        self.name = strategy.name
+        self.maximumHedges = strategy.maximumHedges
+        self.budget = strategy.budget
+        self.classifier = strategy.classifier
+        self.classifierDeclaration = strategy.classifierDeclaration
+        self.observer = strategy.observer
+        self.watcher = strategy.watcher
+        self.state = strategy.state
+        self.fixedDelay = strategy.fixedDelay
+        self.calls = strategy.calls
+        self.original = strategy.original ?? strategy
+        self.retryClassifierAround = classifier
     }
 
     /// The delay after which the next call would start a hedge.
@@ -236,8 +270,8 @@ public final class Hedging: Sendable {
     ///
     /// `stages` is read only when an attempt fails and the strategy has no ``classifier`` of its
     /// own: the nearest ``RetryPolicy`` stage in it then lends its classifier
-    /// (``retryStageClassifier(in:)``). Always inlined into its two callers, so a direct call
-    /// pays nothing for it.
+    /// (``retryStageClassifier(in:)``), else ``retryClassifierAround`` does. Always inlined into
+    /// its two callers, so a direct call pays nothing for it.
     @inlinable @inline(__always)
     nonisolated(nonsending) func hedge<Value: Sendable, Stages>(
         idempotency: Idempotency?,
@@ -250,6 +284,10 @@ public final class Hedging: Sendable {
             // The rules forbid a second copy: one run, with the declaration handed down.
             return try await self.runOnce(declaring: idempotency, operation: operation)
         }
+        // A time limit around the call whose deadline has passed, its timer perhaps still asleep,
+        // ends the call before its first attempt, as it would before a hedge: nothing is sent,
+        // and the limit, which the call claimed for it, reports its time-out.
+        if start.isEndedByALimit { throw CancellationError() }
         // One value holds the call's state, handed to the helpers `inout`: local functions
         // capturing the call's variables made each captured variable a heap box.
         var call = HedgedCall<Value>(hedgesLeft: self.hedgeLimit)
@@ -394,6 +432,8 @@ public final class Hedging: Sendable {
                 // policy inside one sends nothing more, and the call waits for none of their answers.
                 // Not once the caller gave up: its handler already cancelled them, as the caller's.
                 if call.failures.lastEndsCall, !call.callerCancelled, !Task.isCancelled {
+                    // Server pushback costs a budget token, as it does a policy that stops on it.
+                    if call.failures.lastIsTooManyRequests { self.spendOnPushback() }
                     call.mayHedge = false
                     call.isEndedByRule = true
                     call.settling = call.supersedeRunning()
@@ -747,8 +787,9 @@ public final class Hedging: Sendable {
 
     // MARK: - Out of line: what does not depend on the value type
 
-    /// Settles a hedged call's number, scope and delay, or returns `nil` when the call may
-    /// not run twice (it then runs once, through ``runOnce(declaring:operation:)``).
+    /// Settles a hedged call's number, scope and delay, and whether a time limit around it has
+    /// already passed its deadline, or returns `nil` when the call may not run twice (it then
+    /// runs once, through ``runOnce(declaring:operation:)``, as a policy's first attempt does).
     ///
     /// The number is taken without a lock; the call enters the table of calls in flight
     /// (``open(_:)``) only if its first attempt does not end at once.
@@ -763,8 +804,10 @@ public final class Hedging: Sendable {
         // Only a declaration is handed down, never the default: a policy inside that knows
         // its request is a `POST` must still judge it so.
         if let idempotency { scope.declare(idempotency) }
-        let id = self.callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
-        return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay)
+        let id = (self.original ?? self).callNumbers.wrappingAdd(1, ordering: .relaxed).newValue
+        // Without a library time limit around the call, one test of an absent reference.
+        let isEndedByALimit = scope.enclosingLimitEnds()
+        return HedgedCallStart(id: id, scope: scope, declared: declared, delay: delay, isEndedByALimit: isEndedByALimit)
     }
 
     /// Runs a call that may not run twice: once, unhedged, as a policy's call declared so runs.
@@ -887,7 +930,8 @@ public final class Hedging: Sendable {
     /// What a ``RetryPolicy`` asks about a failure, in its order. First the ``Rulebook``'s rules,
     /// which end the call (a 429, a request that is not idempotent, a cancellation), whatever any
     /// classifier says. Then the classifier (``classifier``, else the nearest retry stage's in
-    /// `stages`, else ``DefaultRetryClassifier``), asked with the attempts started so far (`attempts`)
+    /// `stages`, else ``retryClassifierAround``, the nearest retry stage's around a pipeline's
+    /// hedging stage, else ``DefaultRetryClassifier``), asked with the attempts started so far (`attempts`)
     /// and the call's idempotency as a policy reads it: a failure it will not retry starts no
     /// other attempt, and the attempts running go on; one it will not retry because the request
     /// may have been applied (``RetryStopReason/notIdempotent``, a CloudKit lost response in a call
@@ -911,10 +955,12 @@ public final class Hedging: Sendable {
         // The call's idempotency as a policy with this classifier reads it: the call's declaration
         // (in its scope), an enclosing call's, the classifier's, else idempotent; the request's own
         // report then tightens it.
-        let classifier = self.classifier ?? Self.retryStageClassifier(in: stages)
+        let classifier = self.classifier ?? Self.retryStageClassifier(in: stages) ?? self.retryClassifierAround
         let idempotency = (start.scope.handedDownIdempotency(over: classifier?.declaredIdempotency) ?? .idempotent)
             .tightened(by: analysis.requestIdempotency)
-        var ruled = Rulebook.stopReason(for: analysis, idempotency: idempotency) != nil
+        let stop = Rulebook.stopReason(for: analysis, idempotency: idempotency)
+        var ruled = stop != nil
+        failures.lastIsTooManyRequests = stop == .tooManyRequests
         var refused = false
         var mayHaveBeenApplied = false
         var floor = Duration.zero
@@ -995,7 +1041,7 @@ public final class Hedging: Sendable {
     /// Counts a failed attempt a call took and carried on after (``failuresTaken``).
     @usableFromInline
     func tookFailure() {
-        self.failuresTaken.wrappingAdd(1, ordering: .releasing)
+        (self.original ?? self).failuresTaken.wrappingAdd(1, ordering: .releasing)
     }
 
     /// Reports a hedge started to the observer.
@@ -1023,6 +1069,13 @@ public final class Hedging: Sendable {
         self.calls.withLock { $0.next(of: id, parking: waiter) }
     }
 
+    /// Takes a token from the budget for a 429 the call ends on, as a ``RetryPolicy`` that stops
+    /// on one does: server pushback costs budget like any failure that might have been retried.
+    @usableFromInline
+    func spendOnPushback() {
+        self.budget?.recordFailure()
+    }
+
     /// Takes a hedge from the budget; `false` when the budget is spent.
     ///
     /// Without `charging` (a replacement of an attempt the library's own gates refused, see
@@ -1045,6 +1098,10 @@ struct HedgedCallStart: Sendable {
     @usableFromInline let scope: CallScope
     @usableFromInline let declared: Idempotency
     @usableFromInline let delay: Duration
+    /// Whether a library time limit around the call had already passed its deadline when the
+    /// call began, its timer perhaps still asleep (`CallScope.enclosingLimitEnds()`), and was
+    /// claimed for it: the call starts no attempt.
+    @usableFromInline let isEndedByALimit: Bool
 }
 
 /// Why a hedged call starts no other attempt (see ``Hedging/enclosingLimitStops(_:)``).
@@ -1246,6 +1303,9 @@ struct HedgedFailures {
     @usableFromInline var endingIsRuled = false
     /// Whether the rules end the call on the failure taken last.
     @usableFromInline var lastEndsCall = false
+    /// Whether that failure is an HTTP 429 (``RetryStopReason/tooManyRequests``), which costs a
+    /// budget token when the call ends on it.
+    @usableFromInline var lastIsTooManyRequests = false
     /// The retry-after hint of ``ending``; zero without one.
     @usableFromInline var endingHint = Duration.zero
     /// When the retry-after hint of the failure taken last ends, on the strategy's clock, if it

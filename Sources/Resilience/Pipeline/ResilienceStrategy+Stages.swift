@@ -53,10 +53,9 @@ extension Hedging: ResilienceStrategy {
     ///
     /// Without a ``classifier`` of its own, the stage judges a failed attempt with the classifier
     /// of the nearest ``RetryPolicy`` stage inside it (in `operation`), looked up only when an
-    /// attempt fails; with none there, ``DefaultRetryClassifier`` judges it. A retry stage outside
-    /// this one is not asked: it runs around the hedged call, and reaching it would bind a
-    /// task-local on every call through the pipeline, its success path included. Give the hedging
-    /// stage the classifier the retry stage around it uses.
+    /// attempt fails; with none there, with that of the nearest retry stage around it in the
+    /// pipeline, settled when the pipeline was built (the pipeline holds a copy of the strategy
+    /// that knows it and shares its state); with neither, ``DefaultRetryClassifier`` judges it.
     @inlinable
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation

@@ -100,10 +100,24 @@ public struct NestedStrategies<Outer: ResilienceStrategy, Inner: ResilienceStrat
     public let inner: Inner
 
     /// Nests `inner` inside `outer`.
+    ///
+    /// A ``Hedging`` stage in either, with no classifier of its own, is copied here to know the
+    /// classifier of the nearest ``RetryPolicy`` stage around it in `outer`, as the pipeline is
+    /// built (see `HedgingStagesResolving`); a pipeline in either is copied to pass it on. The
+    /// copy shares the hedging strategy's state: the two are one strategy.
     @inlinable
     public init(outer: Outer, inner: Inner) {
-        self.outer = outer
-        self.inner = inner
+        self.init(outer: outer, inner: inner, retryClassifierAround: nil)
+    }
+
+    /// Nests `inner` inside `outer`, in a place where `around` is the classifier of the nearest
+    /// ``RetryPolicy`` stage around the pair (`nil` for none), handing each stage the classifier
+    /// around it: for `inner`, the innermost retry stage's in `outer`, else `around`.
+    @usableFromInline
+    init(outer: Outer, inner: Inner, retryClassifierAround around: (any RetryClassifier)?) {
+        let aroundInner = RetryStages.innermostClassifier(in: outer) ?? around
+        self.outer = RetryStages.resolving(outer, around: around)
+        self.inner = RetryStages.resolving(inner, around: aroundInner)
     }
 
     /// Runs `operation` through ``inner``, inside ``outer``; the pair is a plain value, not a closure.

@@ -11,9 +11,12 @@ import Foundation
 final class DedicatedThreadExecutor: SerialExecutor {
     private let jobs = Lock<[UnownedJob]>([])
     private let available = DispatchSemaphore(value: 0)
+    /// The executor's thread, once it has started.
+    private let thread = Lock<pthread_t?>(nil)
 
     init() {
         let thread = Thread { [jobs, available, unowned self] in
+            self.thread.withLock { $0 = pthread_self() }
             while true {
                 available.wait()
                 let job = jobs.withLock { $0.removeFirst() }
@@ -32,6 +35,13 @@ final class DedicatedThreadExecutor: SerialExecutor {
 
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
+    }
+
+    /// Whether the calling code runs on the executor's thread: whether it ran as one of its jobs,
+    /// whatever the compiler believed about its isolation.
+    var isCurrentThread: Bool {
+        let current = pthread_self()
+        return self.thread.withLock { $0.map { pthread_equal($0, current) != 0 } ?? false }
     }
 }
 

@@ -115,6 +115,53 @@ struct HedgingAccountingTests {
         #expect(budget.tokens == 5)
     }
 
+    /// A 429 the call ends on costs a token, as it costs a ``RetryPolicy`` that stops on it:
+    /// server pushback drains the budget that other calls to the same service retry from.
+    @Test func a429TheCallEndsOnCostsATokenAsItDoesARetryPolicy() async throws {
+        let hedgingBudget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)
+        let policyBudget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)
+        let hedging = try Hedging(
+            delay: .fixed(.seconds(1)), maximumHedges: 2, budget: hedgingBudget, clock: TestClock())
+        let policy = try RetryPolicy(maximumAttempts: 3, budget: policyBudget, clock: TestClock())
+        let attempts = Counter()
+        await #expect(throws: HTTPResponseError.self) {
+            try await hedging.execute { () async throws -> Int in
+                attempts.increment()
+                throw HTTPResponseError(statusCode: 429)
+            }
+        }
+        await #expect(throws: HTTPResponseError.self) {
+            try await policy.execute { () async throws -> Int in throw HTTPResponseError(statusCode: 429) }
+        }
+        #expect(attempts.value == 1)
+        #expect(policyBudget.tokens == 9, "a policy's 429 costs a token")
+        #expect(hedgingBudget.tokens == policyBudget.tokens, "hedging: \(hedgingBudget.tokens) tokens left")
+    }
+
+    /// A hedge answered 429 while the first attempt runs: the hedge costs a token, and the 429
+    /// one more, as a policy's retry answered 429 does.
+    @Test func aHedgeAnswered429CostsItsTokenAndOneMore() async throws {
+        let clock = TestClock()
+        let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 2, budget: budget, clock: clock)
+        let attempts = Counter()
+        let call = Task {
+            try await hedging.execute { () async throws -> Int in
+                if attempts.increment() == 1 {
+                    try await clock.sleep(for: .seconds(60))
+                    return 1
+                }
+                throw HTTPResponseError(statusCode: 429)
+            }
+        }
+        await clock.waitForSleepers(count: 2)  // the first attempt, and the hedge's timer
+        clock.advance(by: .seconds(1))
+        let result = await call.result
+        #expect(result.failureValue is HTTPResponseError, "\(result)")
+        #expect(attempts.value == 2)
+        #expect(budget.tokens == 8)
+    }
+
     @Test func aLimitersRetryAfterHoldsTheReplacementBackAndItCostsNoToken() async throws {
         let clock = TestClock()
         let budget = try RetryBudget(maximumTokens: 10, tokenRatio: 0.1)

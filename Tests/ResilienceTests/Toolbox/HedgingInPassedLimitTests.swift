@@ -48,20 +48,33 @@ struct HedgingInPassedLimitTests {
     }
 
     /// The limit, two seconds on `late`, around a call hedged after `hedgeDelay` on `clock`,
-    /// whose operation is `operation`.
+    /// whose operation is `operation`; `before`, if given, runs inside the limit before the
+    /// hedged call begins (in a pipeline, in a stage between the limit and the hedging stage).
     static func call(
         _ nesting: Nesting, hedgeDelay: Duration, late: LateWakingClock, clock: TestClock, events: EventLog,
-        hedgeEvents: EventLog, operation: @escaping @Sendable () async throws -> Void
+        hedgeEvents: EventLog, before: (@Sendable () async throws -> Void)? = nil,
+        operation: @escaping @Sendable () async throws -> Void
     ) throws -> Task<Void, any Error> {
         let limit = Duration.seconds(2)
         let hedging = try Hedging(
             delay: .fixed(hedgeDelay), maximumHedges: 1, observer: hedgeEvents, clock: clock)
         let timeout = try Timeout(limit, name: "limit", observer: events, clock: late)
-        let hedged: @Sendable () async throws -> Void = { try await hedging.execute { try await operation() } }
+        let hedged: @Sendable () async throws -> Void = {
+            try await before?()
+            try await hedging.execute { try await operation() }
+        }
         switch nesting {
         case .timeout:
             return Task { try await timeout.execute { try await hedged() } }
         case .pipelineTotal:
+            if let before {
+                let pipeline = ResiliencePipeline {
+                    timeout
+                    Before(work: before)
+                    hedging
+                }
+                return Task { try await pipeline.execute { try await operation() } }
+            }
             let pipeline = ResiliencePipeline {
                 timeout
                 hedging
@@ -69,6 +82,15 @@ struct HedgingInPassedLimitTests {
             return Task { try await pipeline.execute { try await operation() } }
         case .pipelineAttempt:
             let once = try RetryPolicy(maximumAttempts: 1, clock: clock)
+            if let before {
+                let pipeline = ResiliencePipeline {
+                    once
+                    timeout
+                    Before(work: before)
+                    hedging
+                }
+                return Task { try await pipeline.execute { try await operation() } }
+            }
             let pipeline = ResiliencePipeline {
                 once
                 timeout
@@ -215,6 +237,34 @@ struct HedgingInPassedLimitTests {
         #expect(outcome.attempts == 1, "\(result)")
     }
 
+    /// The limit's deadline passes while the work before the hedged call runs (a sleep on the
+    /// test clock), the limit's timer still asleep: the call's first attempt is not sent, and the
+    /// limit ends the call with its time-out, as when its timer woke first, as before a hedge.
+    @Test(arguments: Nesting.allCases)
+    func aFirstAttemptAfterTheLimitsDeadlineIsNotSent(nesting: Nesting) async throws {
+        let clock = TestClock()
+        let late = LateWakingClock(clock: clock)
+        let events = EventLog()
+        let hedgeEvents = EventLog()
+        let sends = Counter()
+        let workBefore: @Sendable () async throws -> Void = { try await clock.sleep(for: .seconds(5)) }
+        let call = try Self.call(
+            nesting, hedgeDelay: .seconds(1), late: late, clock: clock, events: events, hedgeEvents: hedgeEvents,
+            before: workBefore
+        ) {
+            sends.increment()
+        }
+        // The limits' timers and the work before the hedged call.
+        await clock.waitForSleepers(count: nesting.limitTimers + 1)
+        let requests = clock.sleepRequests.count
+        clock.advance(by: .seconds(10))  // past the deadline; the limit's timer sleeps on
+        let result = await Self.result(of: call, sleepingAfter: requests, on: clock)
+        let context = "\(nesting): \(result)"
+        #expect(sends.value == 0, "\(context)")
+        #expect(hedgeEvents.kinds.values.isEmpty, "\(context)")
+        Self.expectLimitsTimeOut(result, nesting, events: events, operationError: false, context)
+    }
+
     /// Before the deadline, nothing changes: the hedge's timer wakes, the hedge is sent, and wins.
     @Test(arguments: Nesting.allCases)
     func aHedgeBeforeTheLimitsDeadlineIsSent(nesting: Nesting) async throws {
@@ -233,5 +283,17 @@ struct HedgingInPassedLimitTests {
         #expect((try? result.get()) != nil, "\(nesting): \(result)")
         #expect(sends.value == 2, "\(nesting)")
         #expect(hedgeEvents.kinds.values == [.hedged], "\(nesting)")
+    }
+}
+
+/// A pipeline stage that runs `work` before the stages inside it.
+private struct Before: ResilienceStrategy {
+    let work: @Sendable () async throws -> Void
+
+    nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
+        _ operation: Operation
+    ) async throws -> Operation.Value {
+        try await self.work()
+        return try await operation.run()
     }
 }
