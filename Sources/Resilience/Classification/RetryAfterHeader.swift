@@ -233,16 +233,22 @@ public enum RetryAfterHeader {
             scanner.consume(UInt8(ascii: " ")), scanner.consumeGMT(), scanner.isAtEnd
         else { return nil }
         // RFC 9110: a two-digit year that appears more than 50 years in the future
-        // means the most recent past year with the same last two digits. The whole
-        // instant is compared, not the year alone: the same date and time 50 years
-        // earlier is still after now exactly when the date is more than 50 years ahead.
-        // (Taken as days from civil without checking the day, so that 29 February of a
-        // leap year compares as 1 March of the year 50 years earlier, which has none.)
+        // means the most recent past year with the same last two digits. So the year is
+        // the latest with those digits that is not more than 50 years ahead of now: the
+        // one nearest now, in the next century when now is at the end of this one
+        // ("00" read on 31 December 2099 is 2100). Candidates start a century ahead and
+        // step back. The whole instant is compared, not the year alone: the same date and
+        // time 50 years earlier is after now exactly when the date is more than 50 years
+        // ahead. (Taken as days from civil without checking the day, so that 29 February
+        // of a leap year compares as 1 March of the year 50 years earlier, which has none.)
         let (currentYear, reference) = self.year(ofSecondsSince1970: now)
-        var year = (currentYear / 100) * 100 + shortYear
         let secondOfDay = Double(time.hour * 3_600 + time.minute * 60 + time.second)
-        let fiftyYearsEarlier = Double(self.daysSince1970(year: year - 50, month: month, day: day)) * 86_400
-        if fiftyYearsEarlier + secondOfDay > reference { year -= 100 }
+        func isMoreThanFiftyYearsAhead(_ year: Int) -> Bool {
+            let fiftyYearsEarlier = Double(self.daysSince1970(year: year - 50, month: month, day: day)) * 86_400
+            return fiftyYearsEarlier + secondOfDay > reference
+        }
+        var year = (currentYear / 100) * 100 + 100 + shortYear
+        while isMoreThanFiftyYearsAhead(year) { year -= 100 }
         return self.secondsSince1970(year: year, month: month, day: day, time: time)
     }
 
