@@ -44,14 +44,16 @@ public struct RetryRequestHeaders: Sendable, Hashable {
     /// - Parameters:
     ///   - request: The request to annotate.
     ///   - attempt: The attempt number, 1 for the first.
-    ///   - timeLeft: The time left before the deadline, or `nil` for none; a negative value counts as zero.
+    ///   - timeLeft: The time left before the deadline, or `nil` for none; a negative value counts as
+    ///     zero, and one beyond the package's longest duration (about 146 years) as that longest.
     public func applied(to request: URLRequest, attempt: Int, timeLeft: Duration?) -> URLRequest {
         var request = request
         if let name = self.attempt {
             request.setValue(String(attempt), forHTTPHeaderField: name)
         }
         if let timeLeft {
-            let left = Swift.max(timeLeft, .zero)
+            // Clamped first, so the milliseconds below cannot overflow.
+            let left = timeLeft.clampedToResilienceRange
             if let name = self.timeLeft {
                 let milliseconds = left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000
                 request.setValue(String(milliseconds), forHTTPHeaderField: name)

@@ -190,7 +190,7 @@ public final class CircuitBreaker: Sendable {
     ///   - maximumProbes: Probe calls in flight at once while half-open; at least 1. Defaults to 1.
     ///   - successesToClose: Successful probes that close the breaker; at least 1. Defaults to 1.
     ///   - probeLease: How long a probe may run before its slot goes to another caller;
-    ///     greater than zero. Defaults to 60 seconds.
+    ///     greater than zero, and at most about 146 years. Defaults to 60 seconds.
     ///   - classifier: Decides what counts as a failure; defaults to
     ///     ``DefaultCircuitBreakerFailureClassifier``.
     ///   - pushback: Whether server retry-after hints open the breaker; defaults to HTTP 429 only.

@@ -57,7 +57,8 @@ public struct CircuitBreakerConfiguration: Sendable {
     ///   - successesToClose: Successful probes needed to close; at least 1. Defaults to 1.
     ///     It may exceed `maximumProbes`: the probes then run in turns.
     ///   - probeLease: How long a probe may run before its slot is given to another caller;
-    ///     greater than zero. Defaults to 60 seconds. Set it above your longest healthy call.
+    ///     greater than zero, and at most about 146 years. Defaults to 60 seconds. Set it
+    ///     above your longest healthy call.
     ///   - classifier: Decides what counts as a failure; defaults to
     ///     ``DefaultCircuitBreakerFailureClassifier``.
     ///   - pushback: Whether retry-after hints open the breaker; defaults to
@@ -80,11 +81,12 @@ public struct CircuitBreakerConfiguration: Sendable {
         try ConfigurationError.require(
             successesToClose >= 1, "successesToClose", successesToClose, "in 1...Int.max")
         try ConfigurationError.requirePositive(probeLease, "probeLease")
+        try ConfigurationError.requireAtMostResilienceMaximum(probeLease, "probeLease")
         try pushback.validate()
         self.init(
             uncheckedTripRule: tripRule, slowCallRule: slowCallRule, openDuration: openDuration,
             maximumProbes: maximumProbes, successesToClose: successesToClose,
-            probeLease: probeLease.clampedToResilienceRange, classifier: classifier, pushback: pushback)
+            probeLease: probeLease, classifier: classifier, pushback: pushback)
     }
 
     private init(

@@ -20,15 +20,24 @@ public import Foundation
 /// date ending in `UTC` or `+0000` is rejected like any other malformed value,
 /// and the policy's own backoff applies.
 ///
-/// A `Retry-After` line sent twice (a proxy and the application both set it)
-/// arrives joined into one comma-separated value, as `URLSession` reports it:
-/// `120, 120`. The field allows one value only (RFC 9110, section 5.3), but
-/// dropping such a list would let a client come back at once to a server that
-/// asked it to stay away. So when every member of the list parses, the longest
-/// delay counts; when any member does not, the whole value is ignored. An
-/// HTTP date's own comma (`Sun, 06 Nov 1994 08:49:37 GMT`) does not split it, and
-/// empty members (`120, , 120`) are skipped, as RFC 9110 (section 5.6.1) asks of
-/// a list's recipient.
+/// A `Retry-After` line sent twice (a proxy and the application both set it) can
+/// arrive joined into one comma-separated value: `120, 120`. The field allows one
+/// value only (RFC 9110, section 5.3), but dropping such a list would let a client
+/// come back at once to a server that asked it to stay away. So when every member
+/// of the list parses, the longest delay counts; when any member does not, the
+/// whole value is ignored. An HTTP date's own comma (`Sun, 06 Nov 1994 08:49:37 GMT`)
+/// does not split it, and empty members (`120, , 120`) are skipped, as RFC 9110
+/// (section 5.6.1) asks of a list's recipient.
+///
+/// What reaches this parser is what the HTTP stack hands over. On Linux,
+/// `URLSession` (FoundationNetworking, as of Swift 6.3) joins lines whose names
+/// are spelled alike (`Retry-After: 0`, then `Retry-After: 120`, arrive as
+/// `0, 120`), but of lines whose names differ only in case (`Retry-After: 0`,
+/// then `retry-after: 120`) it keeps one value and drops the others, and which
+/// one it keeps can change from one run of the process to the next. The dropped
+/// lines are gone before any response reaches the library, so the wait is the
+/// kept line's. On Apple platforms this has not been measured. A server that
+/// wants its hint honoured sends one line.
 ///
 /// ```swift
 /// RetryAfterHeader.delay(parsing: "120")                             // 120 seconds
@@ -233,16 +242,22 @@ public enum RetryAfterHeader {
             scanner.consume(UInt8(ascii: " ")), scanner.consumeGMT(), scanner.isAtEnd
         else { return nil }
         // RFC 9110: a two-digit year that appears more than 50 years in the future
-        // means the most recent past year with the same last two digits. The whole
-        // instant is compared, not the year alone: the same date and time 50 years
-        // earlier is still after now exactly when the date is more than 50 years ahead.
-        // (Taken as days from civil without checking the day, so that 29 February of a
-        // leap year compares as 1 March of the year 50 years earlier, which has none.)
+        // means the most recent past year with the same last two digits. So the year is
+        // the latest with those digits that is not more than 50 years ahead of now: the
+        // one nearest now, in the next century when now is at the end of this one
+        // ("00" read on 31 December 2099 is 2100). Candidates start a century ahead and
+        // step back. The whole instant is compared, not the year alone: the same date and
+        // time 50 years earlier is after now exactly when the date is more than 50 years
+        // ahead. (Taken as days from civil without checking the day, so that 29 February
+        // of a leap year compares as 1 March of the year 50 years earlier, which has none.)
         let (currentYear, reference) = self.year(ofSecondsSince1970: now)
-        var year = (currentYear / 100) * 100 + shortYear
         let secondOfDay = Double(time.hour * 3_600 + time.minute * 60 + time.second)
-        let fiftyYearsEarlier = Double(self.daysSince1970(year: year - 50, month: month, day: day)) * 86_400
-        if fiftyYearsEarlier + secondOfDay > reference { year -= 100 }
+        func isMoreThanFiftyYearsAhead(_ year: Int) -> Bool {
+            let fiftyYearsEarlier = Double(self.daysSince1970(year: year - 50, month: month, day: day)) * 86_400
+            return fiftyYearsEarlier + secondOfDay > reference
+        }
+        var year = (currentYear / 100) * 100 + 100 + shortYear
+        while isMoreThanFiftyYearsAhead(year) { year -= 100 }
         return self.secondsSince1970(year: year, month: month, day: day, time: time)
     }
 

@@ -62,9 +62,7 @@ public final class ConcurrencyLimiter: Sendable {
             (0...1_000_000).contains(queueLimit), "queueLimit", queueLimit, "in 0...1000000")
         if let queueTimeout {
             try ConfigurationError.requirePositive(queueTimeout, "queueTimeout")
-            try ConfigurationError.require(
-                queueTimeout <= .resilienceMaximum, "queueTimeout", queueTimeout,
-                "at most \(Duration.resilienceMaximum)")
+            try ConfigurationError.requireAtMostResilienceMaximum(queueTimeout, "queueTimeout")
         }
         self.name = name
         self.limit = limit

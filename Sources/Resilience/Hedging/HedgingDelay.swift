@@ -13,8 +13,7 @@ public struct HedgingDelay: Sendable, Hashable {
     /// - Throws: ``ConfigurationError`` naming `delay` when negative or huge.
     public static func fixed(_ delay: Duration) throws(ConfigurationError) -> HedgingDelay {
         try ConfigurationError.requireNonNegative(delay, "delay")
-        try ConfigurationError.require(
-            delay <= .resilienceMaximum, "delay", delay, "at most \(Duration.resilienceMaximum)")
+        try ConfigurationError.requireAtMostResilienceMaximum(delay, "delay")
         return HedgingDelay(kind: .fixed(delay))
     }
 
@@ -33,8 +32,7 @@ public struct HedgingDelay: Sendable, Hashable {
             percentile.isFinite && percentile >= 50 && percentile <= 99.99, "percentile", percentile, "in 50...99.99")
         try ConfigurationError.require((10...10_000).contains(sampleCount), "sampleCount", sampleCount, "in 10...10000")
         try ConfigurationError.requirePositive(initial, "initial")
-        try ConfigurationError.require(
-            initial <= .resilienceMaximum, "initial", initial, "at most \(Duration.resilienceMaximum)")
+        try ConfigurationError.requireAtMostResilienceMaximum(initial, "initial")
         return HedgingDelay(kind: .percentile(percentile, sampleCount: sampleCount, initial: initial))
     }
 }

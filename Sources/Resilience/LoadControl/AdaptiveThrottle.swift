@@ -88,7 +88,8 @@ public final class AdaptiveThrottle: Sendable {
     /// - Parameters:
     ///   - multiplier: K in the formula; at least 1. Defaults to 2, the SRE book's value:
     ///     lower rejects sooner, higher tolerates more failures.
-    ///   - window: The span over which requests are counted; greater than zero. Defaults to 120 s.
+    ///   - window: The span over which requests are counted; greater than zero, and at most
+    ///     about 146 years. Defaults to 120 s.
     ///   - floor: Requests tolerated beyond `multiplier × accepts` before anything is
     ///     rejected; zero or more. Defaults to 0, the book's formula; raise it so a
     ///     client that sends a handful of requests is never throttled.
@@ -109,9 +110,10 @@ public final class AdaptiveThrottle: Sendable {
         try ConfigurationError.require(
             multiplier.isFinite && multiplier >= 1, "multiplier", multiplier, "finite and at least 1")
         try ConfigurationError.requirePositive(window, "window")
+        try ConfigurationError.requireAtMostResilienceMaximum(window, "window")
         try ConfigurationError.require(floor >= 0, "floor", floor, "zero or greater")
         self.multiplier = multiplier
-        self.window = window.clampedToResilienceRange
+        self.window = window
         self.floor = floor
         self.bucketLength = Swift.max(self.window / Self.bucketCount, .nanoseconds(1))
         self.clock = ElapsedClock(clock)

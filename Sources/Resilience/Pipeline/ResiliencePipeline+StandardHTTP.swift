@@ -43,8 +43,7 @@ extension ResiliencePipeline where Strategies == StandardHTTPStrategies {
         // In the order of the parameters, so that the first invalid one is the one named.
         func requireTimeout(_ value: Duration, _ setting: String) throws {
             try ConfigurationError.requirePositive(value, setting)
-            try ConfigurationError.require(
-                value <= .resilienceMaximum, setting, value, "at most \(Duration.resilienceMaximum)")
+            try ConfigurationError.requireAtMostResilienceMaximum(value, setting)
         }
         try requireTimeout(totalTimeout, "totalTimeout")
         _ = try RetryPolicyConfiguration(maximumAttempts: maximumAttempts)  // the retry stage's own rule

@@ -85,8 +85,7 @@ public final class RateLimiter: Sendable {
         clock: some Clock<Duration> = ContinuousClock()
     ) throws(ConfigurationError) {
         try ConfigurationError.requireNonNegative(maximumWait, "maximumWait")
-        try ConfigurationError.require(
-            maximumWait <= .resilienceMaximum, "maximumWait", maximumWait, "at most \(Duration.resilienceMaximum)")
+        try ConfigurationError.requireAtMostResilienceMaximum(maximumWait, "maximumWait")
         self.init(
             unchecked: algorithm, name: name, maximumWait: maximumWait, observer: observer,
             elapsedClock: ElapsedClock(clock))

@@ -76,15 +76,17 @@ public final class RateLimitGate: Sendable {
     /// Creates a gate.
     ///
     /// - Parameters:
-    ///   - maximumWait: The longest wait honoured; zero or more. Defaults to 60 s.
+    ///   - maximumWait: The longest wait honoured; zero or more, and at most about 146 years.
+    ///     Defaults to 60 s.
     ///   - clock: The clock for resets and waits; inject a test clock in tests.
-    /// - Throws: ``ConfigurationError`` when `maximumWait` is negative.
+    /// - Throws: ``ConfigurationError`` naming `maximumWait` when it is negative or huge.
     public init(
         maximumWait: Duration = .seconds(60),
         clock: some Clock<Duration> = ContinuousClock()
     ) throws(ConfigurationError) {
         try ConfigurationError.requireNonNegative(maximumWait, "maximumWait")
-        self.maximumWait = maximumWait.clampedToResilienceRange
+        try ConfigurationError.requireAtMostResilienceMaximum(maximumWait, "maximumWait")
+        self.maximumWait = maximumWait
         self.clock = ElapsedClock(clock)
     }
 
@@ -112,7 +114,8 @@ public final class RateLimitGate: Sendable {
     /// Every quota counts: a request spends one unit of each, and while any quota with a
     /// stated reset is spent, requests wait for the latest such reset (at most
     /// ``maximumWait``). A spent quota whose reset the server did not state holds nothing
-    /// back, since the gate cannot tell when it frees.
+    /// back, since the gate cannot tell when it frees. A negative
+    /// ``RateLimitHeader/ServiceLimit/remaining`` counts as zero: the quota is spent.
     public func record(_ limits: [RateLimitHeader.ServiceLimit]) {
         self.store(limits, for: nil)
     }
@@ -148,10 +151,12 @@ public final class RateLimitGate: Sendable {
             state.recordedOrder = order
             // The requests let go after this one are not in its answer: each spends one unit of
             // every quota, as it did of the quotas known when it went.
+            // A negative quota (only a hand-made `ServiceLimit` can hold one) counts as none left.
             let later = Int64(clamping: state.lastIssued &- order)
             state.limits = recorded.map { limit in
                 var limit = limit
-                limit.remaining = Swift.max(0, limit.remaining - later)
+                let remaining = Swift.max(0, limit.remaining)
+                limit.remaining = remaining > later ? remaining - later : 0
                 return limit
             }
         }

@@ -58,6 +58,10 @@ public enum RateLimitHeader {
         /// The name of the policy this limit belongs to.
         public var policy: String
         /// `r`: the quota left; zero or more.
+        ///
+        /// A parsed field never holds a negative value (the member is skipped). One set by hand
+        /// counts as zero, no quota left, wherever the package reads it
+        /// (``RateLimitHeader/exhaustedFor(_:)``, ``RateLimitGate``).
         public var remaining: Int64
         /// `t`: the time until the quota resets, if stated.
         public var reset: Duration?
@@ -129,10 +133,11 @@ public enum RateLimitHeader {
         self.serviceLimits(parsing: value).flatMap(self.exhaustedFor)
     }
 
-    /// The longest reset among `limits` with no quota left, or `nil`; clamped, as every hint
-    /// is, to about 146 years (which any policy's `maximumRetryAfter` then refuses).
+    /// The longest reset among `limits` with no quota left (a negative `remaining` counts as
+    /// none left), or `nil`; clamped, as every hint is, to about 146 years (which any
+    /// policy's `maximumRetryAfter` then refuses).
     public static func exhaustedFor(_ limits: [ServiceLimit]) -> Duration? {
-        limits.filter { $0.remaining == 0 }.compactMap(\.reset).max()?.clampedToResilienceRange
+        limits.filter { $0.remaining <= 0 }.compactMap(\.reset).max()?.clampedToResilienceRange
     }
 
     private static func name(of item: StructuredFieldParser.Item) -> String? {

@@ -57,4 +57,11 @@ extension ConfigurationError {
     static func requireNonNegative(_ duration: Duration, _ setting: String) throws(ConfigurationError) {
         try self.require(duration >= .zero, setting, duration, "zero or greater")
     }
+
+    /// Refuses a duration beyond the package's longest (about 146 years), which it could
+    /// not add to an instant without overflow.
+    static func requireAtMostResilienceMaximum(_ duration: Duration, _ setting: String) throws(ConfigurationError) {
+        try self.require(
+            duration <= .resilienceMaximum, setting, duration, "at most \(Duration.resilienceMaximum)")
+    }
 }

@@ -77,8 +77,7 @@ public struct Timeout: Sendable {
         clock: some Clock<Duration> = ContinuousClock()
     ) throws(ConfigurationError) {
         try ConfigurationError.requirePositive(duration, "duration")
-        try ConfigurationError.require(
-            duration <= .resilienceMaximum, "duration", duration, "at most \(Duration.resilienceMaximum)")
+        try ConfigurationError.requireAtMostResilienceMaximum(duration, "duration")
         self.settings = TimeoutSettings(
             name: name, duration: duration, observer: observer, watcher: DeadlineWatcher(clock: ElapsedClock(clock)))
     }
