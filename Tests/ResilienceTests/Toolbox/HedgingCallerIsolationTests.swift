@@ -4,23 +4,11 @@ import Testing
 
 @testable import Resilience
 
-/// A global actor of the tests' own, whose jobs run on a thread of its own: code that ran
-/// there knows it, whatever the compiler believed about its isolation.
-@globalActor
-actor HedgingCallersActor {
-    static let shared = HedgingCallersActor()
-    static let executor = DedicatedThreadExecutor()
-
-    nonisolated var unownedExecutor: UnownedSerialExecutor {
-        Self.executor.asUnownedSerialExecutor()
-    }
-}
-
-/// Where a piece of code ran, as `label`: isolated to ``HedgingCallersActor`` as the compiler
+/// Where a piece of code ran, as `label`: isolated to ``DedicatedThread`` as the compiler
 /// sees it, and on its thread as it ran. Synchronous, so that it reads the thread it is called on.
 private func place(_ label: String, isolation: isolated (any Actor)? = #isolation) -> String {
-    let isolated = isolation === HedgingCallersActor.shared
-    let onThread = HedgingCallersActor.executor.isCurrentThread
+    let isolated = isolation === DedicatedThread.shared
+    let onThread = DedicatedThread.executor.isCurrentThread
     return
         "\(label): \(isolated && onThread ? "on the caller's actor" : "off it (isolated \(isolated), on its thread \(onThread))")"
 }
@@ -43,7 +31,7 @@ struct HedgingCallerIsolationTests {
         #expect(!off.hasSuffix("on the caller's actor"), "\(off)")
     }
 
-    @Test @HedgingCallersActor func aFirstAttemptThatReturnsAtOnce() async throws {
+    @Test @DedicatedThread func aFirstAttemptThatReturnsAtOnce() async throws {
         let places = Recorder<String>()
         let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: TestClock())
         let value = try await hedging.execute { () async throws -> Int in
@@ -55,11 +43,11 @@ struct HedgingCallerIsolationTests {
         Self.expectOnTheCallersActor(places.values, count: 2)
     }
 
-    @Test @HedgingCallersActor func aFirstAttemptThatSuspendsAndWins() async throws {
+    @Test @DedicatedThread func aFirstAttemptThatSuspendsAndWins() async throws {
         let places = Recorder<String>()
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
-        let call = Task { @HedgingCallersActor in
+        let call = Task { @DedicatedThread in
             let value = try await hedging.execute { () async throws -> Int in
                 places.record(place("first attempt, before it suspends"))
                 try await clock.sleep(for: .milliseconds(500))
@@ -76,12 +64,12 @@ struct HedgingCallerIsolationTests {
         Self.expectOnTheCallersActor(places.values, count: 4)
     }
 
-    @Test @HedgingCallersActor func aHedgeThatWins() async throws {
+    @Test @DedicatedThread func aHedgeThatWins() async throws {
         let places = Recorder<String>()
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.seconds(1)), clock: clock)
         let attempts = Counter()
-        let call = Task { @HedgingCallersActor in
+        let call = Task { @DedicatedThread in
             let value = try await hedging.execute { () async throws -> Int in
                 let attempt = attempts.increment()
                 places.record(place("attempt \(attempt)"))
@@ -97,12 +85,12 @@ struct HedgingCallerIsolationTests {
         Self.expectOnTheCallersActor(places.values, count: 3)
     }
 
-    @Test @HedgingCallersActor func aReplacementOfAFailedAttempt() async throws {
+    @Test @DedicatedThread func aReplacementOfAFailedAttempt() async throws {
         let places = Recorder<String>()
         let clock = TestClock()
         let hedging = try Hedging(delay: .fixed(.seconds(10)), clock: clock)
         let attempts = Counter()
-        let call = Task { @HedgingCallersActor in
+        let call = Task { @DedicatedThread in
             let value = try await hedging.execute { () async throws -> Int in
                 let attempt = attempts.increment()
                 places.record(place("attempt \(attempt)"))
@@ -123,7 +111,7 @@ struct HedgingCallerIsolationTests {
 
     /// A pipeline's hedging stage between other stages: the stages inside it and the operation run
     /// on the caller's actor, in the first attempt and in the hedge, and so does the caller after.
-    @Test @HedgingCallersActor func aPipelinesHedgingStage() async throws {
+    @Test @DedicatedThread func aPipelinesHedgingStage() async throws {
         let places = Recorder<String>()
         let clock = TestClock()
         let attempts = Counter()
@@ -134,7 +122,7 @@ struct HedgingCallerIsolationTests {
             PlaceProbe(places: places)
             CircuitBreaker(name: "inside")
         }
-        let call = Task { @HedgingCallersActor in
+        let call = Task { @DedicatedThread in
             let value = try await pipeline.execute { () async throws -> Int in
                 let attempt = attempts.increment()
                 places.record(place("attempt \(attempt)"))
