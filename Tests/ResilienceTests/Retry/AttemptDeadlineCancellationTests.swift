@@ -178,16 +178,23 @@ struct AttemptDeadlineCancellationTests {
         struct OwnError: Error {}
         for round in 0..<20 {
             let clock = TestClock()
-            let policy = try Self.policy(clock, attempts: 3)
+            // The policy's clock counts the sleeps that ended: its only one is the limit's timer.
+            let policyClock = SleepEndCountingClock(clock: clock)
+            let policy = try RetryPolicy(
+                maximumAttempts: 3, backoff: .constant(.seconds(1)), jitter: .none, clock: policyClock,
+                generator: SeededRandomNumberGenerator(seed: 1))
             let cleanup = AsyncStream<Void>.makeStream()
             let cleaning = AsyncStream<Void>.makeStream()
+            defer { cleanup.continuation.finish() }  // the test's time limit ends the cleanup too
             let call = Task {
                 await policy.outcome(attemptTimeout: .seconds(1)) { () async throws -> Int in
                     do {
                         try await clock.sleep(for: .seconds(10))
                     } catch {
                         cleaning.continuation.yield()
-                        for await _ in cleanup.stream {}  // the cleanup, until the test ends it
+                        // The cleanup, until the test ends it: on a task the caller's cancellation
+                        // does not reach, since a stream iterated by this cancelled task ends at once.
+                        await Task { for await _ in cleanup.stream {} }.value
                         throw OwnError()
                     }
                     return 1
@@ -196,9 +203,10 @@ struct AttemptDeadlineCancellationTests {
             await clock.waitForSleepers(count: 2)
             call.cancel()  // before the limit
             for await _ in cleaning.stream { break }
-            // The timer has stopped sleeping; the attempt is still cleaning up.
-            try await yieldUntil { clock.sleeperCount == 0 }
-            for _ in 0..<10 { await Task.yield() }
+            // The timer's sleep has returned, so its task has ended (it throws at once, no
+            // suspension after its sleep) and its end reaches the group first; the attempt is
+            // still cleaning up.
+            try await yieldUntil("the limit's timer stopped") { policyClock.sleepsEnded.value == 1 }
             cleanup.continuation.finish()
             let outcome = await call.value
             #expect(outcome.result.failureValue is OwnError, "round \(round): \(outcome.result)")
@@ -213,6 +221,7 @@ struct AttemptDeadlineCancellationTests {
         let policy = try Self.policy(clock)
         let cleanup = AsyncStream<Void>.makeStream()
         let cleaning = AsyncStream<Void>.makeStream()
+        defer { cleanup.continuation.finish() }  // the test's time limit ends the cleanup too
         let call = Task {
             await policy.outcome(attemptTimeout: .seconds(1)) { () async throws -> Int in
                 try await breaker.execute {
@@ -220,7 +229,9 @@ struct AttemptDeadlineCancellationTests {
                         try await clock.sleep(for: .seconds(10))
                     } catch {
                         cleaning.continuation.yield()
-                        for await _ in cleanup.stream {}  // the cleanup, until the test ends it
+                        // The cleanup, until the test ends it: on a task the caller's cancellation
+                        // does not reach, since a stream iterated by this cancelled task ends at once.
+                        await Task { for await _ in cleanup.stream {} }.value
                         throw error
                     }
                     return 1
@@ -236,6 +247,21 @@ struct AttemptDeadlineCancellationTests {
         #expect(outcome.result.failureValue is CancellationError)
         #expect(outcome.stopReason == .cancelled)
         #expect(breaker.snapshot().state == .closed)
+    }
+}
+
+/// A test clock that counts the sleeps on it that ended, woken, cancelled or stopped
+/// otherwise: a sign that the task that slept has run on past its sleep.
+struct SleepEndCountingClock: Clock {
+    let clock: TestClock
+    let sleepsEnded = Counter()
+
+    var now: TestClock.Instant { self.clock.now }
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: TestClock.Instant, tolerance: Duration? = nil) async throws {
+        defer { self.sleepsEnded.increment() }
+        try await self.clock.sleep(until: deadline, tolerance: tolerance)
     }
 }
 

@@ -1,7 +1,8 @@
 import Foundation
-import Resilience
 import ResilienceTesting
 import Testing
+
+@testable import Resilience
 
 /// A call that knows its request may not run twice, nested inside an attempt that a
 /// library time limit ends: the limit's error must say so, or the layer above sends the
@@ -164,7 +165,7 @@ struct EnclosingLimitIdempotencyTests {
 
 /// Hedging around a call that declared itself not idempotent inside the attempt: no
 /// other copy of the attempt may start, though the hedging call itself declared nothing.
-@Suite("Hedging starts no copy of an attempt that holds a not-idempotent call")
+@Suite("Hedging starts no copy of an attempt that holds a not-idempotent call", .timeLimit(.minutes(5)))
 struct HedgingAroundNotIdempotentCallTests {
     @Test func aFailedAttemptHoldingAPOSTIsNotReplaced() async throws {
         let clock = TestClock()
@@ -200,8 +201,17 @@ struct HedgingAroundNotIdempotentCallTests {
         }
         await clock.waitForSleepers(count: 2)  // the attempt and the hedge's timer
         clock.advance(by: .seconds(1))
-        // The hedge's timer fired; give the call time to take it (a hedge would start here).
-        for _ in 0..<1_000 { await Task.yield() }
+        // The hedge's timer fired: wait until its watcher has told the call (it parks, or sleeps
+        // again for a next hedge, only once it has). The call, parked with nothing else pending,
+        // is handed the hedge at once, so it decides on it before it hears of the attempt's end
+        // below: a hedge would start here.
+        try await yieldUntil("the hedge's watcher told the call") {
+            switch hedging.watcher.phase {
+            case .none, .parked: true
+            case .sleeping(let until): until > hedging.watcher.now()
+            case .running: false
+            }
+        }
         clock.advance(by: .seconds(4))
         #expect(try await call.value == 7)
         #expect(sent.value == 1, "the POST was sent \(sent.value) times")

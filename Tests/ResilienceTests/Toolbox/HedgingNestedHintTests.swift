@@ -149,6 +149,9 @@ struct HedgingNestedHintTests {
         await scene.clock.waitForSleepRequests(count: requests + 1)
         #expect(scene.clock.sleepRequests.last == .seconds(29), "the policy waits its backoff, not the hint")
         scene.clock.advance(by: .milliseconds(28_999))
+        // A negative check, its yields a courtesy: this move wakes no sleeper (the policy's backoff
+        // ends at t = 31), and a request sent before t = 31, however late, fails the check of the
+        // sends after the call below.
         for _ in 0..<10 { await Task.yield() }
         #expect(scene.sends.values == [.milliseconds(500)], "sent again before the hint had passed")
         scene.clock.advance(by: .milliseconds(1))  // t = 31: the hint has passed
@@ -225,6 +228,9 @@ struct HedgingNestedHintTests {
         await clock.waitForSleepRequests(count: 5)
         #expect(clock.sleepRequests.last == .seconds(29), "the policy waits its backoff, not the hint")
         clock.advance(by: .milliseconds(28_999))
+        // A negative check, its yields a courtesy: this move wakes no sleeper (the policy's backoff
+        // ends at t = 31), and a request sent before t = 31, however late, fails the check of the
+        // sends after the call below.
         for _ in 0..<10 { await Task.yield() }
         #expect(secondSends.values == [.milliseconds(500)], "sent again before the hint had passed")
         clock.advance(by: .milliseconds(1))  // t = 31: the hint has passed
@@ -310,6 +316,9 @@ struct HedgingNestedHintTests {
         try await yieldUntil { !hedgeStarts.values.isEmpty || clock.sleepRequests.count != requests }
         #expect(hedgeStarts.values.isEmpty, "a hedge started before the hint had passed")
         clock.advance(by: .milliseconds(29_749))
+        // A negative check, its yields a courtesy: this move wakes no sleeper (the outer call's
+        // timer is due at t = 30.75), and a hedge started before then, however late, fails the
+        // check of the hedge's start after the call below.
         for _ in 0..<10 { await Task.yield() }
         #expect(hedgeStarts.values.isEmpty, "a hedge started before the hint had passed")
         clock.advance(by: .milliseconds(1))  // t = 30.75: the hint has passed
