@@ -170,7 +170,7 @@ struct CallScope: Sendable {
     /// `attemptTimeout`) ends the call running in it before that call starts another attempt or
     /// waits to: the limit's deadline has passed on its clock, though its timer may not have woken
     /// yet, or it has fired, or the caller's cancellation settled it. A limit whose deadline has
-    /// passed is claimed for it here (see `TimeLimitSignal.endAtPassedDeadline(from:unlessBefore:)`),
+    /// passed is claimed for it here (see `TimeLimitSignal.endAtPassedDeadline(from:across:unlessBefore:)`),
     /// unless this scope's ``deadline`` passed no later: the call stops at that deadline.
     ///
     /// For a ``RetryPolicy`` before it tries again or sleeps, and for ``Hedging`` before it starts a
@@ -178,7 +178,8 @@ struct CallScope: Sendable {
     /// it reads the limits' clocks.
     func enclosingLimitEnds() -> Bool {
         guard let limits = self.timeLimits else { return false }
-        return TimeLimitSignal.endAtPassedDeadline(from: limits, unlessBefore: self.deadline)
+        return TimeLimitSignal.endAtPassedDeadline(
+            from: limits, across: self.supersessions, unlessBefore: self.deadline)
     }
 
     /// The current scope with a new time-limit signal added, for a limit due at `deadline` on
@@ -272,7 +273,7 @@ final class TimeLimitSignal: Sendable {
     let clock: TimeLimitClock?
     /// For a ``Timeout`` and a per-attempt limit: the limit's deadline, as elapsed time on
     /// ``clock``; zero for every other signal. Read by a policy nested in the attempt before it
-    /// tries again (see ``endAtPassedDeadline(from:unlessBefore:)``).
+    /// tries again (see ``endAtPassedDeadline(from:across:unlessBefore:)``).
     let deadline: Duration
     /// For an attempt of a hedged call after the first: the first attempt's signal, which keeps
     /// the quiet of the whole call (``quietRecord``). The first attempt exists on every path, so
@@ -875,28 +876,39 @@ final class TimeLimitSignal: Sendable {
     /// no later on the same clock, leaves the limits alone: the policy stops at that deadline, as
     /// it would have had the clock stepped. A limit whose attempt's operation has returned (a
     /// policy in an unstructured task the attempt started, which took its scope) is over, and
-    /// ends nothing, whether it had completed, fired or yielded to the caller.
+    /// ends nothing, whether it had completed, fired or yielded to the caller; nor does a limit
+    /// around it, nor one around a hedged attempt that has ended, of which `across` is the
+    /// innermost signal in the policy's scope: the policy runs in a task that outlived that
+    /// attempt, which no limit around the attempt cancels (the walk stops there, as
+    /// ``anyFired(from:across:)``'s does).
     ///
     /// Failure path only: a limit's clock is read for each pending signal, innermost first.
-    static func endAtPassedDeadline(from innermost: TimeLimitSignal?, unlessBefore inherited: InheritedDeadline?)
-        -> Bool
-    {
+    static func endAtPassedDeadline(
+        from innermost: TimeLimitSignal?, across: TimeLimitSignal?, unlessBefore inherited: InheritedDeadline?
+    ) -> Bool {
         var signal = innermost
+        var other = across
         while let current = signal {
+            // The hedged attempts made inside this limit, innermost first.
+            while let inside = other, inside.depth > current.depth {
+                if inside.attemptHasEnded { return false }
+                other = inside.enclosing
+            }
+            // The limit's timer, or the caller, is cancelling the attempt, unless the attempt's
+            // operation has returned: the policy asking then runs in a task that outlived it,
+            // which nothing cancelled, neither this limit nor one around it.
+            if current.attemptHasEnded { return false }
             switch current.state.load(ordering: .acquiring) {
             case Self.fired, Self.callerCancelled:
-                // The limit's timer, or the caller, is cancelling the attempt, unless the
-                // attempt's operation has returned: the policy asking then runs in a task that
-                // outlived it, which nothing cancelled.
-                if !current.returnedAfterSettled.load(ordering: .acquiring) { return true }
+                return true
             case Self.pending:
                 guard let clock = current.clock?.elapsedClock, clock.now() >= current.deadline else { break }
                 if let inherited, inherited.passed(noLaterThan: current.deadline, on: clock) { return false }
                 // Lost only to the attempt's end, which leaves the limit over, or to a timer or a
                 // caller that settled it a moment before.
-                if current.claim() || !current.isCompleted { return true }
+                return current.claim() || !current.isCompleted
             default:
-                break
+                return false  // completed a moment ago: over, as above
             }
             signal = current.enclosing
         }

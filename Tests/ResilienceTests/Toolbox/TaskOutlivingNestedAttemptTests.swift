@@ -130,4 +130,52 @@ struct TaskOutlivingNestedAttemptTests {
         clock.advance(by: .seconds(100))  // the first attempt's work ends
         #expect(try await call.value == 2)
     }
+
+    /// `Timeout { Hedging { … } }` as above; the policy in the task the first attempt started
+    /// fails, and the Timeout fires while it waits to retry. Nothing cancelled the task: the fired
+    /// Timeout around the hedged attempt it outlived does not end its policy, which retries, and
+    /// succeeds.
+    @Test func aPolicyInATaskOutlivingAHedgedAttemptInAFiredTimeoutStillRetries() async throws {
+        let clock = TestClock()
+        let timeout = try Timeout(.seconds(5), clock: clock)
+        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: clock)
+        let policy = try Self.policy(on: clock)
+        let sends = Counter()
+        let attempts = Counter()
+        let hedgeCancelled = Counter()
+        let background = Slot<Task<RetryOutcome<Int>, Never>>()
+        let call = Task {
+            try await timeout.execute {
+                try await hedging.execute { () async throws -> Int in
+                    if attempts.increment() == 1 {
+                        background.set(
+                            Task {
+                                await policy.outcome { () async throws -> Int in
+                                    if sends.increment() == 1 { throw TransientError() }
+                                    return 42
+                                }
+                            })
+                        throw TransientError()  // the first attempt ends; the hedge starts at once
+                    }
+                    await Self.deafWork(for: .seconds(100), on: clock, cancelled: hedgeCancelled)
+                    return 2
+                }
+            }
+        }
+        try await yieldUntil("the limit's timer, the background policy's backoff and the hedge's work sleep") {
+            let requests = clock.sleepRequests
+            return requests.contains(.seconds(5)) && requests.contains(.seconds(60))
+                && requests.contains(.seconds(100))
+        }
+        clock.advance(by: .seconds(5))  // the Timeout fires, and cancels the hedge, which runs on
+        try await yieldUntil("the Timeout cancelled the hedge") { hedgeCancelled.value == 1 }
+        clock.advance(by: .seconds(55))  // the background policy's backoff ends
+        let task = try #require(background.get)
+        let outcome = await task.value
+        #expect(!task.isCancelled)
+        #expect(sends.value == 2, "\(outcome.stopReason as Any)")
+        #expect((try? outcome.result.get()) == 42, "\(outcome.result), stop \(outcome.stopReason as Any)")
+        clock.advance(by: .seconds(40))  // the hedge's work ends: its value, returned late, stays returned
+        #expect(try await call.value == 2)
+    }
 }
