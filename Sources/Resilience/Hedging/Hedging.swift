@@ -877,7 +877,8 @@ public final class Hedging: Sendable {
     /// attempt, if this one comes after it (`TimeLimitSignal.holdQuiet(until:)`).
     @usableFromInline
     func attemptScope(_ scope: CallScope, after first: HedgedAttemptSignal? = nil) -> (CallScope, HedgedAttemptSignal) {
-        let signal = TimeLimitSignal(enclosing: scope.supersessions, clock: .hedging(self), firstOfCall: first?.signal)
+        let signal = TimeLimitSignal(
+            enclosing: scope.supersessions, across: scope.timeLimits, clock: .hedging(self), firstOfCall: first?.signal)
         var attemptScope = scope
         attemptScope.supersessions = signal
         return (attemptScope, HedgedAttemptSignal(signal: signal))

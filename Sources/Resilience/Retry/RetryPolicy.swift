@@ -782,8 +782,9 @@ public final actor RetryPolicy {
     nonisolated func endingOnCancellation(after lastError: (any Error)?, receivedAt: Duration?) -> any Error {
         let ending = Self.cancellationEnding(lastError: lastError)
         if let lastError, let receivedAt, !(ending is CancellationError) {
+            let scope = CallScope.current
             TimeLimitSignal.noteLateError(
-                lastError, age: self.clock.now() - receivedAt, from: CallScope.current.timeLimits)
+                lastError, age: self.clock.now() - receivedAt, from: scope.timeLimits, across: scope.supersessions)
         }
         return ending
     }

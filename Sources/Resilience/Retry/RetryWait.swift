@@ -116,7 +116,7 @@ extension RetryPolicy {
     /// jumped, a timer that wakes late), or it has fired, or the caller's cancellation settled it.
     ///
     /// A limit whose deadline has passed is claimed for that limit here, as its timer would have
-    /// claimed it (see `TimeLimitSignal.endAtPassedDeadline(from:unlessBefore:)`): the call then
+    /// claimed it (see `TimeLimitSignal.endAtPassedDeadline(from:across:unlessBefore:)`): the call then
     /// stops as when the limit cancelled it, with the failure it had, and the limit reports its
     /// time-out. Not when this policy's own deadline has passed too: the call stops there, and
     /// the limits compare that deadline with theirs (see `noteDeadlineStop(_:start:)`); nor when

@@ -57,16 +57,17 @@ struct CallScope: Sendable {
     @usableFromInline static var handedDown: TaskLocal<CallScope> { Self.$current }
 
     /// Whether a library time limit enclosing this task has fired, while the task runs inside
-    /// the limited attempt: a task the attempt started that outlived it reads `false` (see
-    /// ``TimeLimitSignal/anyFired(from:)``).
+    /// the limited attempt: a task the attempt started that outlived it, or that outlived a
+    /// hedged attempt inside the limit, reads `false` (see ``TimeLimitSignal/anyFired(from:across:)``).
     var timeLimitFired: Bool {
-        TimeLimitSignal.anyFired(from: self.timeLimits)
+        TimeLimitSignal.anyFired(from: self.timeLimits, across: self.supersessions)
     }
 
     /// Whether an attempt enclosing this task lost a hedging race, while the task runs inside
-    /// that attempt, as ``timeLimitFired`` reads it.
+    /// that attempt, as ``timeLimitFired`` reads it: a task that outlived the attempt, or a time
+    /// limit's attempt inside it, reads `false`.
     var supersededFired: Bool {
-        TimeLimitSignal.anyFired(from: self.supersessions)
+        TimeLimitSignal.anyFired(from: self.supersessions, across: self.timeLimits)
     }
 
     /// The current scope with `idempotency` declared, if not `nil`; `byClassifier` when it
@@ -169,7 +170,7 @@ struct CallScope: Sendable {
     /// `attemptTimeout`) ends the call running in it before that call starts another attempt or
     /// waits to: the limit's deadline has passed on its clock, though its timer may not have woken
     /// yet, or it has fired, or the caller's cancellation settled it. A limit whose deadline has
-    /// passed is claimed for it here (see `TimeLimitSignal.endAtPassedDeadline(from:unlessBefore:)`),
+    /// passed is claimed for it here (see `TimeLimitSignal.endAtPassedDeadline(from:across:unlessBefore:)`),
     /// unless this scope's ``deadline`` passed no later: the call stops at that deadline.
     ///
     /// For a ``RetryPolicy`` before it tries again or sleeps, and for ``Hedging`` before it starts a
@@ -177,14 +178,16 @@ struct CallScope: Sendable {
     /// it reads the limits' clocks.
     func enclosingLimitEnds() -> Bool {
         guard let limits = self.timeLimits else { return false }
-        return TimeLimitSignal.endAtPassedDeadline(from: limits, unlessBefore: self.deadline)
+        return TimeLimitSignal.endAtPassedDeadline(
+            from: limits, across: self.supersessions, unlessBefore: self.deadline)
     }
 
     /// The current scope with a new time-limit signal added, for a limit due at `deadline` on
     /// `clock`; returns both.
     static func limited(until deadline: Duration, on clock: TimeLimitClock) -> (CallScope, TimeLimitSignal) {
         var scope = Self.current
-        let signal = TimeLimitSignal(enclosing: scope.timeLimits, clock: clock, deadline: deadline)
+        let signal = TimeLimitSignal(
+            enclosing: scope.timeLimits, across: scope.supersessions, clock: clock, deadline: deadline)
         scope.timeLimits = signal
         return (scope, signal)
     }
@@ -224,6 +227,13 @@ final class TimeLimitSignal: Sendable {
     /// `false`, its state saying so (``isCompleted``), until a hedging race supersedes it all
     /// the same (``fire()``), which sets it.
     private let returnedAfterSettled = Atomic<Bool>(false)
+    /// How deep this signal sits among the time limits and hedged attempts enclosing it, of both
+    /// kinds: one more than the deeper of ``enclosing`` and the innermost signal of the other kind
+    /// it was made inside. A signal made inside another, of either kind, is the deeper, so the
+    /// walks that stop where the task asking outlived an attempt read a scope's two chains in one
+    /// order by it (see ``anyFired(from:across:)``). Made from the two depths as the signal is
+    /// made: no reference to the other kind's signal is kept.
+    let depth: UInt32
     /// For a ``Timeout``: the registration of the running attempt's deadline, which holds
     /// the attempt's task; ``Self/pending`` before the attempt started, ``Self/cancelledEarly``
     /// once the caller was cancelled before that.
@@ -263,7 +273,7 @@ final class TimeLimitSignal: Sendable {
     let clock: TimeLimitClock?
     /// For a ``Timeout`` and a per-attempt limit: the limit's deadline, as elapsed time on
     /// ``clock``; zero for every other signal. Read by a policy nested in the attempt before it
-    /// tries again (see ``endAtPassedDeadline(from:unlessBefore:)``).
+    /// tries again (see ``endAtPassedDeadline(from:across:unlessBefore:)``).
     let deadline: Duration
     /// For an attempt of a hedged call after the first: the first attempt's signal, which keeps
     /// the quiet of the whole call (``quietRecord``). The first attempt exists on every path, so
@@ -287,13 +297,16 @@ final class TimeLimitSignal: Sendable {
     /// names it (see `NestedRetryLedger.Address`).
     let host: Int
 
-    /// A signal linked to `enclosing`, measured on `clock`, whose limit, if it has one, is due
-    /// at `deadline` on that clock; for a later attempt of a hedged call, `firstOfCall` is the
-    /// signal of the call's first attempt.
+    /// A signal linked to `enclosing`, made inside `across`, the innermost signal of the other
+    /// kind in the same scope (a hedged attempt's for a time limit, a time limit's for a hedged
+    /// attempt), measured on `clock`, whose limit, if it has one, is due at `deadline` on that
+    /// clock; for a later attempt of a hedged call, `firstOfCall` is the signal of the call's
+    /// first attempt. Only `across`'s ``depth`` is read: nothing more is kept of it.
     init(
-        enclosing: TimeLimitSignal? = nil, clock: TimeLimitClock? = nil, deadline: Duration = .zero,
-        firstOfCall: TimeLimitSignal? = nil
+        enclosing: TimeLimitSignal? = nil, across: TimeLimitSignal? = nil, clock: TimeLimitClock? = nil,
+        deadline: Duration = .zero, firstOfCall: TimeLimitSignal? = nil
     ) {
+        self.depth = Swift.max(enclosing?.depth ?? 0, across?.depth ?? 0) &+ 1
         self.enclosing = enclosing
         self.clock = clock
         self.deadline = deadline
@@ -531,14 +544,16 @@ final class TimeLimitSignal: Sendable {
     }
 
     /// Whether a fired signal from `innermost` outwards saw a request of its attempt that may
-    /// have left (``sawARequestLeave``): for a failure read in the task a limit cancelled.
-    static func anyFiredSawARequestLeave(from innermost: TimeLimitSignal?) -> Bool {
-        var signal = innermost
-        while let current = signal, !current.attemptHasEnded {  // as ``anyFired(from:)`` reads them
-            if current.hasFired, current.sawARequestLeave { return true }
-            signal = current.enclosing
+    /// have left (``sawARequestLeave``): for a failure read in the task a limit cancelled, whose
+    /// innermost signal of the other kind is `across`. The signals are read as
+    /// ``anyFired(from:across:)`` reads them.
+    static func anyFiredSawARequestLeave(from innermost: TimeLimitSignal?, across: TimeLimitSignal?) -> Bool {
+        var saw = false
+        Self.walkRunning(from: innermost, across: across) { current in
+            saw = current.hasFired && current.sawARequestLeave
+            return !saw
         }
-        return false
+        return saw
     }
 
     /// The idempotency an attempt this limit ended is reported with: `declared`, made
@@ -771,12 +786,14 @@ final class TimeLimitSignal: Sendable {
 
     /// Tells every fired limit from `innermost` outwards that a policy nested in it ends with
     /// `error`, received `age` before (see ``noteLateError(_:age:)``); the limits whose attempt
-    /// the policy runs in only (see ``anyFired(from:)``).
-    static func noteLateError(_ error: any Error, age: Duration, from innermost: TimeLimitSignal?) {
-        var signal = innermost
-        while let current = signal, !current.attemptHasEnded {
+    /// the policy runs in only, `across` the innermost hedged attempt's signal around the policy
+    /// (see ``anyFired(from:across:)``).
+    static func noteLateError(
+        _ error: any Error, age: Duration, from innermost: TimeLimitSignal?, across: TimeLimitSignal?
+    ) {
+        Self.walkRunning(from: innermost, across: across) { current in
             if current.hasFired { current.noteLateError(error, age: age) }
-            signal = current.enclosing
+            return true
         }
     }
 
@@ -859,28 +876,39 @@ final class TimeLimitSignal: Sendable {
     /// no later on the same clock, leaves the limits alone: the policy stops at that deadline, as
     /// it would have had the clock stepped. A limit whose attempt's operation has returned (a
     /// policy in an unstructured task the attempt started, which took its scope) is over, and
-    /// ends nothing, whether it had completed, fired or yielded to the caller.
+    /// ends nothing, whether it had completed, fired or yielded to the caller; nor does a limit
+    /// around it, nor one around a hedged attempt that has ended, of which `across` is the
+    /// innermost signal in the policy's scope: the policy runs in a task that outlived that
+    /// attempt, which no limit around the attempt cancels (the walk stops there, as
+    /// ``anyFired(from:across:)``'s does).
     ///
     /// Failure path only: a limit's clock is read for each pending signal, innermost first.
-    static func endAtPassedDeadline(from innermost: TimeLimitSignal?, unlessBefore inherited: InheritedDeadline?)
-        -> Bool
-    {
+    static func endAtPassedDeadline(
+        from innermost: TimeLimitSignal?, across: TimeLimitSignal?, unlessBefore inherited: InheritedDeadline?
+    ) -> Bool {
         var signal = innermost
+        var other = across
         while let current = signal {
+            // The hedged attempts made inside this limit, innermost first.
+            while let inside = other, inside.depth > current.depth {
+                if inside.attemptHasEnded { return false }
+                other = inside.enclosing
+            }
+            // The limit's timer, or the caller, is cancelling the attempt, unless the attempt's
+            // operation has returned: the policy asking then runs in a task that outlived it,
+            // which nothing cancelled, neither this limit nor one around it.
+            if current.attemptHasEnded { return false }
             switch current.state.load(ordering: .acquiring) {
             case Self.fired, Self.callerCancelled:
-                // The limit's timer, or the caller, is cancelling the attempt, unless the
-                // attempt's operation has returned: the policy asking then runs in a task that
-                // outlived it, which nothing cancelled.
-                if !current.returnedAfterSettled.load(ordering: .acquiring) { return true }
+                return true
             case Self.pending:
                 guard let clock = current.clock?.elapsedClock, clock.now() >= current.deadline else { break }
                 if let inherited, inherited.passed(noLaterThan: current.deadline, on: clock) { return false }
                 // Lost only to the attempt's end, which leaves the limit over, or to a timer or a
                 // caller that settled it a moment before.
-                if current.claim() || !current.isCompleted { return true }
+                return current.claim() || !current.isCompleted
             default:
-                break
+                return false  // completed a moment ago: over, as above
             }
             signal = current.enclosing
         }
@@ -888,21 +916,47 @@ final class TimeLimitSignal: Sendable {
     }
 
     /// Whether `innermost` or any signal enclosing it fired while its attempt runs: whether a
-    /// library time limit (or a hedging race), not the caller, is cancelling the task asking.
+    /// library time limit (or a hedging race), not the caller, is cancelling the task asking,
+    /// whose innermost signal of the other kind (a hedged attempt's for a time limit, a time
+    /// limit's for a hedged attempt) is `across`.
     ///
-    /// The walk stops at the first signal whose attempt has ended (``attemptHasEnded``): the
-    /// task asking outlived that attempt, so it is an unstructured task the attempt's operation
-    /// started (a background refresh, `Task { … }`), which took the call's scope with it. No
-    /// limit cancels such a task, neither that attempt's nor one enclosing it; its owner does,
-    /// and that is the caller's cancellation. A limit the task sets up itself sits inside the
+    /// The walk stops at the first signal whose attempt has ended (``attemptHasEnded``), of
+    /// either kind: the task asking outlived that attempt, so it is an unstructured task the
+    /// attempt's operation started (a background refresh, `Task { … }`), which took the call's
+    /// scope with it. No limit cancels such a task, neither that attempt's nor one enclosing it,
+    /// of either kind: a ``Timeout`` around a hedged call whose attempt the task outlived may
+    /// fire while another attempt runs on, and a hedging race around a ``Timeout`` whose operation
+    /// the task outlived may supersede the attempt running on after it. The task's owner cancels
+    /// it, and that is the caller's cancellation. A limit the task sets up itself sits inside the
     /// ended signal and still counts.
-    static func anyFired(from innermost: TimeLimitSignal?) -> Bool {
+    static func anyFired(from innermost: TimeLimitSignal?, across: TimeLimitSignal?) -> Bool {
+        var fired = false
+        Self.walkRunning(from: innermost, across: across) { current in
+            fired = current.hasFired
+            return !fired
+        }
+        return fired
+    }
+
+    /// Hands `visit` the signals from `innermost` outwards, of its kind, up to the first signal,
+    /// of either kind, whose attempt has ended (``attemptHasEnded``), or until `visit` returns
+    /// `false`. `across` is the innermost signal of the other kind in the same scope: the two
+    /// chains are read in one order, innermost first, by ``depth``, so that an ended attempt of
+    /// the other kind inside a signal stops the walk before it. Failure paths only.
+    private static func walkRunning(
+        from innermost: TimeLimitSignal?, across: TimeLimitSignal?, _ visit: (TimeLimitSignal) -> Bool
+    ) {
         var signal = innermost
-        while let current = signal, !current.attemptHasEnded {
-            if current.hasFired { return true }
+        var other = across
+        while let current = signal {
+            // The signals of the other kind made inside this one, innermost first.
+            while let inside = other, inside.depth > current.depth {
+                if inside.attemptHasEnded { return }
+                other = inside.enclosing
+            }
+            if current.attemptHasEnded || !visit(current) { return }
             signal = current.enclosing
         }
-        return false
     }
 
     /// Whether the operation of this signal's attempt has ended (returned or thrown, a

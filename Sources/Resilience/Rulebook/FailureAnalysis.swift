@@ -192,7 +192,10 @@ public struct FailureAnalysis: Sendable, Hashable {
         self.init(
             error, isCancelled: isCancelled, timeLimitFired: timeLimitFired,
             superseded: scope?.supersededFired ?? false,
-            requestLeftEarlier: timeLimitFired && TimeLimitSignal.anyFiredSawARequestLeave(from: scope?.timeLimits))
+            requestLeftEarlier: timeLimitFired
+                && TimeLimitSignal.anyFiredSawARequestLeave(
+                    from: scope?.timeLimits, across: scope?.supersessions)
+        )
     }
 
     /// Reads `error` with the task's state given, for tests and for callers that know better.
