@@ -1,6 +1,5 @@
 import Foundation
 import ResilienceTesting
-import Synchronization
 import Testing
 
 @testable import Resilience
@@ -11,13 +10,6 @@ import Testing
 /// takes the attempt's task-local scope) does not, so its owner's cancellation reads as a caller's.
 @Suite("Hedging: a superseded attempt counts only while it runs", .timeLimit(.minutes(5)))
 struct HedgingSupersededScopeTests {
-    /// Holds one value handed across tasks.
-    private final class Slot<T: Sendable>: Sendable {
-        private let value = Mutex<T?>(nil)
-        func set(_ new: T) { self.value.withLock { $0 = new } }
-        var get: T? { self.value.withLock { $0 } }
-    }
-
     static func policy(on clock: TestClock) throws -> RetryPolicy {
         try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.seconds(10)), jitter: .none, clock: clock,

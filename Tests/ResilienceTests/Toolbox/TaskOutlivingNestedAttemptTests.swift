@@ -1,6 +1,5 @@
 import Foundation
 import ResilienceTesting
-import Synchronization
 import Testing
 
 @testable import Resilience
@@ -13,13 +12,6 @@ import Testing
 /// code it cancelled is still running.
 @Suite("A task outliving an attempt nested in a limit or a race of the other kind", .timeLimit(.minutes(5)))
 struct TaskOutlivingNestedAttemptTests {
-    /// Holds one value handed across tasks.
-    private final class Slot<T: Sendable>: Sendable {
-        private let value = Mutex<T?>(nil)
-        func set(_ new: T) { self.value.withLock { $0 = new } }
-        var get: T? { self.value.withLock { $0 } }
-    }
-
     static func policy(on clock: TestClock) throws -> RetryPolicy {
         try RetryPolicy(
             maximumAttempts: 3, backoff: .constant(.seconds(60)), jitter: .none, clock: clock,

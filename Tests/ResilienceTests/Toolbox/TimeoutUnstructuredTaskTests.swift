@@ -1,6 +1,5 @@
 import Foundation
 import ResilienceTesting
-import Synchronization
 import Testing
 
 @testable import Resilience
@@ -10,13 +9,6 @@ import Testing
 /// and whose operation has returned ends nothing for a policy running in such a task.
 @Suite("An unstructured task outliving a time limit", .timeLimit(.minutes(5)))
 struct TimeoutUnstructuredTaskTests {
-    /// Holds one value handed across tasks.
-    private final class Slot<T: Sendable>: Sendable {
-        private let value = Mutex<T?>(nil)
-        func set(_ new: T) { self.value.withLock { $0 = new } }
-        var get: T? { self.value.withLock { $0 } }
-    }
-
     private struct Transient: Error {}
 
     /// The limit fires and ends its own operation; the background attempt fails afterwards with
