@@ -9,9 +9,10 @@ import Foundation
 /// with a non-zero start; each against several receipt times, including NaN,
 /// infinite and far-off ones. Invariants, checked on every input:
 /// - an accepted delay is in `0...Duration.resilienceMaximum`;
-/// - an accepted date lies between year -100 and the end of year 9999 (four-digit
-///   years, and two-digit RFC 850 years read within 50 years of a receipt time as
-///   early as year 1);
+/// - an accepted date lies between year -100 and the end of year 10049 (four-digit
+///   years up to 9999, and two-digit RFC 850 years read within 50 years of a receipt
+///   time, before one as early as year 1 and up to 50 years after one as late as the
+///   end of year 9999);
 /// - the three views agree (the grammar is ASCII, so UTF-8 repair cannot change a verdict);
 /// - a value that parses as a date gives the delay from the receipt time to that date, clamped;
 /// - an all-digit value is its number of seconds, and one too large for 64 bits is the maximum;
@@ -70,5 +71,6 @@ private let receiptTimes: [Double] = [
 /// -0100-01-01T00:00:00Z: year 0000 at the earliest, or an RFC 850 two-digit year
 /// taken as the most recent past year against a receipt time in year 1.
 private let earliestDate: Double = -65_322_979_200
-/// 10000-01-01T00:00:00Z plus a leap second's slack.
-private let latestDate: Double = 253_402_300_801
+/// 10050-01-01T00:00:00Z plus a leap second's slack: an RFC 850 year read at the end of
+/// 9999 may be up to 50 years ahead (`Sunday, 06-Feb-00 09:49:37 GMT` is in 10000).
+private let latestDate: Double = 254_980_224_001
