@@ -28,16 +28,16 @@ struct TaskOutlivingNestedAttemptTests {
         }
     }
 
-    /// `Timeout { Hedging { … } }`: the first hedged attempt starts a task and fails; the hedge
-    /// runs on, deaf to cancellation, when the Timeout fires, so the Timeout's operation has not
-    /// returned. The task outlived its attempt, inside the Timeout: the time-out is not its own,
-    /// and its owner's cancellation ends the policy in it with `CancellationError`.
-    @Test func aPolicyInATaskOutlivingAHedgedAttemptInAFiredTimeoutReadsItsOwnersCancellation() async throws {
-        let clock = TestClock()
+    /// `Timeout { Hedging { … } }` on `clock`, with a Timeout of 5 s: the first hedged attempt
+    /// starts a task running `policy` around `work` and fails; the hedge starts at once and runs
+    /// on, deaf to cancellation, for 100 s. Returns once the Timeout has fired and cancelled the
+    /// hedge, so the Timeout's operation has not returned: the whole call, and the task the first
+    /// attempt started, which outlived it inside the Timeout.
+    static func timeoutFiredAroundADeafHedge(
+        on clock: TestClock, policy: RetryPolicy, work: @escaping @Sendable () async throws -> Int
+    ) async throws -> (call: Task<Int, any Error>, background: Task<RetryOutcome<Int>, Never>) {
         let timeout = try Timeout(.seconds(5), clock: clock)
         let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: clock)
-        let policy = try Self.policy(on: clock)
-        let sends = Counter()
         let attempts = Counter()
         let hedgeCancelled = Counter()
         let background = Slot<Task<RetryOutcome<Int>, Never>>()
@@ -45,13 +45,7 @@ struct TaskOutlivingNestedAttemptTests {
             try await timeout.execute {
                 try await hedging.execute { () async throws -> Int in
                     if attempts.increment() == 1 {
-                        background.set(
-                            Task {
-                                await policy.outcome { () async throws -> Int in
-                                    sends.increment()
-                                    throw TransientError()
-                                }
-                            })
+                        background.set(Task { await policy.outcome { try await work() } })
                         throw TransientError()  // the first attempt ends; the hedge starts at once
                     }
                     await Self.deafWork(for: .seconds(100), on: clock, cancelled: hedgeCancelled)
@@ -66,7 +60,20 @@ struct TaskOutlivingNestedAttemptTests {
         }
         clock.advance(by: .seconds(5))  // the Timeout fires, and cancels the hedge, which runs on
         try await yieldUntil("the Timeout cancelled the hedge") { hedgeCancelled.value == 1 }
-        let task = try #require(background.get)
+        return (call, try #require(background.get))
+    }
+
+    /// `Timeout { Hedging { … } }`: the first hedged attempt starts a task and fails; the hedge
+    /// runs on, deaf to cancellation, when the Timeout fires, so the Timeout's operation has not
+    /// returned. The task outlived its attempt, inside the Timeout: the time-out is not its own,
+    /// and its owner's cancellation ends the policy in it with `CancellationError`.
+    @Test func aPolicyInATaskOutlivingAHedgedAttemptInAFiredTimeoutReadsItsOwnersCancellation() async throws {
+        let clock = TestClock()
+        let sends = Counter()
+        let (call, task) = try await Self.timeoutFiredAroundADeafHedge(on: clock, policy: try Self.policy(on: clock)) {
+            sends.increment()
+            throw TransientError()
+        }
         task.cancel()  // its owner gives up on it
         let outcome = await task.value
         #expect(sends.value == 1)
@@ -129,40 +136,12 @@ struct TaskOutlivingNestedAttemptTests {
     /// succeeds.
     @Test func aPolicyInATaskOutlivingAHedgedAttemptInAFiredTimeoutStillRetries() async throws {
         let clock = TestClock()
-        let timeout = try Timeout(.seconds(5), clock: clock)
-        let hedging = try Hedging(delay: .fixed(.seconds(1)), maximumHedges: 1, clock: clock)
-        let policy = try Self.policy(on: clock)
         let sends = Counter()
-        let attempts = Counter()
-        let hedgeCancelled = Counter()
-        let background = Slot<Task<RetryOutcome<Int>, Never>>()
-        let call = Task {
-            try await timeout.execute {
-                try await hedging.execute { () async throws -> Int in
-                    if attempts.increment() == 1 {
-                        background.set(
-                            Task {
-                                await policy.outcome { () async throws -> Int in
-                                    if sends.increment() == 1 { throw TransientError() }
-                                    return 42
-                                }
-                            })
-                        throw TransientError()  // the first attempt ends; the hedge starts at once
-                    }
-                    await Self.deafWork(for: .seconds(100), on: clock, cancelled: hedgeCancelled)
-                    return 2
-                }
-            }
+        let (call, task) = try await Self.timeoutFiredAroundADeafHedge(on: clock, policy: try Self.policy(on: clock)) {
+            if sends.increment() == 1 { throw TransientError() }
+            return 42
         }
-        try await yieldUntil("the limit's timer, the background policy's backoff and the hedge's work sleep") {
-            let requests = clock.sleepRequests
-            return requests.contains(.seconds(5)) && requests.contains(.seconds(60))
-                && requests.contains(.seconds(100))
-        }
-        clock.advance(by: .seconds(5))  // the Timeout fires, and cancels the hedge, which runs on
-        try await yieldUntil("the Timeout cancelled the hedge") { hedgeCancelled.value == 1 }
         clock.advance(by: .seconds(55))  // the background policy's backoff ends
-        let task = try #require(background.get)
         let outcome = await task.value
         #expect(!task.isCancelled)
         #expect(sends.value == 2, "\(outcome.stopReason as Any)")
