@@ -759,23 +759,35 @@ final class TimeLimitSignal: Sendable {
     /// deadline came (see ``cameFirst(before:deadline:on:)``): this limit, which a clock that
     /// passed both deadlines in one move woke first, ended the attempt but does not report it.
     /// Limits on different clocks cannot be ordered: `false` for those. On the failure path only.
-    func enclosingLimitCameFirst(deadline: Duration, on clock: ElapsedClock) -> Bool {
-        var signal = self.enclosing
-        while let current = signal {
+    ///
+    /// The limits read are those around the attempt this limit's call runs in, `across` the
+    /// innermost hedged attempt's signal in its scope, as ``anyFired(from:across:)`` reads them:
+    /// the walk stops at the first signal, of either kind, whose attempt has ended. This limit
+    /// then runs in a task that outlived that attempt (`Task { }` in its operation, which took
+    /// the scope), which no limit around the attempt cancels: whatever their deadlines, none of
+    /// them came first, and this limit's time-out, its own, is reported here.
+    func enclosingLimitCameFirst(deadline: Duration, on clock: ElapsedClock, across: TimeLimitSignal?) -> Bool {
+        var cameFirst = false
+        Self.walkRunning(from: self.enclosing, across: across) { current in
             if let due = current.due, due.clock.identity == clock.identity, !current.isYieldedToCaller {
                 // The two clocks read one time from different origins: move the enclosing
                 // limit's deadline onto this limit's clock.
                 let now = clock.now()
                 let theirs = due.deadline + (now - due.clock.now())
-                if theirs < deadline, theirs <= now { return true }
+                cameFirst = theirs < deadline && theirs <= now
             }
-            signal = current.enclosing
+            return !cameFirst
         }
-        return false
+        return cameFirst
     }
 
     /// Tells every limit from `innermost` outwards, fired or not, that a policy nested in it
     /// stopped at its own deadline (see ``noteDeadlineStop(_:)``).
+    ///
+    /// Crosses signals whose attempt has ended: a limit reads the note only for the error its own
+    /// attempt ends with (``takeDeadlineStop(of:)``), which holds the policy's when its operation
+    /// awaited the task that outlived a nested attempt, and the stop then says which deadline came
+    /// first as it does for a policy in the attempt. A limit whose attempt has ended reads nothing.
     static func noteDeadlineStop(_ stop: NestedDeadlineStop, from innermost: TimeLimitSignal?) {
         var signal = innermost
         while let current = signal {

@@ -321,7 +321,9 @@ struct TimeLimit: Sendable {
         // first and claims the call, reporting its own time-out, as it would have had the clock
         // stepped (it would have cancelled the operation before this deadline came, and this
         // limit would have reported nothing). One event for the call, from the limit that decided.
-        if !self.signal.enclosingLimitCameFirst(deadline: self.deadline, on: clock) {
+        // Not a limit around an attempt this call's task outlived (a task that attempt started):
+        // that limit cancels nothing here, and this time-out is reported here or nowhere.
+        if !self.signal.enclosingLimitCameFirst(deadline: self.deadline, on: clock, across: scope.supersessions) {
             timeout.observer?.observe(StrategyEvent(strategyName: timeout.name, kind: .timedOut, error: timeoutError))
         }
         return timeoutError
