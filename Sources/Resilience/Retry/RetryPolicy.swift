@@ -797,7 +797,9 @@ public final actor RetryPolicy {
     /// later, passes `error` on rather than claim the call; a limit whose timer has not woken,
     /// its deadline coming first, claims the call (see `TimeLimitSignal.noteDeadlineStop(_:)`).
     /// Nothing when no limit encloses the call, or when only an enclosing call's deadline had
-    /// passed, not this policy's: the limits keep what they would claim.
+    /// passed, not this policy's: the limits keep what they would claim. Every limit around the
+    /// call hears of it, also past an attempt this call's task outlived: each reads it only for
+    /// the error its own attempt ends with (see `TimeLimitSignal.noteDeadlineStop(_:from:)`).
     nonisolated func noteDeadlineStop(_ error: any Error, start: Duration) {
         guard let deadline = self.deadline, let signals = CallScope.current.timeLimits,
             self.clock.now() - start >= deadline

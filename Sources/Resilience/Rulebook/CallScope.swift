@@ -489,6 +489,13 @@ final class TimeLimitSignal: Sendable {
     /// Marks `innermost` and every signal enclosing it as holding a call that may not run twice.
     ///
     /// Stops at the first signal already marked: its enclosing ones were marked with it.
+    ///
+    /// Crosses signals whose attempt has ended, unlike ``anyFired(from:across:)``: a call in a
+    /// task that outlived an attempt (`Task { }` in its operation) still sends its request from
+    /// inside every limit and hedged call around that attempt, and running any of them again
+    /// would start the task, and send the request, again. Nothing else reads such a mark: every
+    /// call, and every attempt of a hedged call or of a policy's `attemptTimeout`, has signals of
+    /// its own, and a hedged call starting no other copy of its operation is what it asks for.
     static func markNotIdempotent(from innermost: TimeLimitSignal?) {
         var signal = innermost
         while let current = signal, !current.enclosesNotIdempotent.load(ordering: .relaxed) {
@@ -517,6 +524,11 @@ final class TimeLimitSignal: Sendable {
     /// attempt's task before it goes on, read by the limit after it has waited for that task, or
     /// by a breaker in that task. Stops at the first signal already marked: its enclosing ones
     /// were marked with it.
+    ///
+    /// Crosses signals whose attempt has ended, as ``markNotIdempotent(from:)`` does: a request a
+    /// task that outlived an attempt sent left from inside the limits around that attempt, and a
+    /// late failure that never left does not speak for them. A breaker reads the mark only across
+    /// running attempts (``anyFiredSawARequestLeave(from:across:)``).
     static func noteARequestMayHaveLeft(from innermost: TimeLimitSignal?) {
         var signal = innermost
         while let current = signal, !current.requestMayHaveLeft.load(ordering: .relaxed) {
@@ -529,6 +541,12 @@ final class TimeLimitSignal: Sendable {
     /// succeeded in their attempts at `moment`, in the nested-retry ledger's count (see
     /// `CallScope.noteSucceeded()`). Written by the attempt's task as the call returns, read on
     /// a failure path only: by the limit once its attempt failed, by a policy nested in it.
+    ///
+    /// Crosses signals whose attempt has ended, as ``markNotIdempotent(from:)`` does: the request
+    /// of a task that outlived an attempt reached the dependency from inside the limits, hedged
+    /// calls and policies around that attempt, and running their attempt again would send it
+    /// again; as the nested-retry ledger hears of it under the enclosing policy's call, whatever
+    /// attempt the task started in.
     static func noteNotIdempotentSuccess(at moment: UInt64, from innermost: TimeLimitSignal?) {
         var signal = innermost
         while let current = signal {
@@ -844,6 +862,11 @@ final class TimeLimitSignal: Sendable {
     /// hint on its clock and then reads what the calls around it heard (``quietLeft(from:)``)
     /// must find the hint passed there too, which a call on another clock (a test's clock
     /// beside the system's) cannot promise.
+    ///
+    /// Crosses attempts that have ended: a hint heard in a task that outlived an attempt (`Task { }`
+    /// in its operation) came from the dependency the hedged call's other attempts send to, so the
+    /// call holds back, while it runs, as for a hint from a running attempt. The quiet is the
+    /// call's own: a later call starts with none.
     static func hearQuiet(_ hint: Duration, from innermost: TimeLimitSignal?, onlyOn clock: ElapsedClock? = nil) {
         guard hint > .zero else { return }
         var signal = innermost
@@ -857,6 +880,10 @@ final class TimeLimitSignal: Sendable {
 
     /// The longest time left of the retry-after hints the hedged calls enclosing `innermost`
     /// heard (``holdQuiet(until:)``), or `nil` when none is left.
+    ///
+    /// Crosses attempts that have ended, as ``hearQuiet(_:from:onlyOn:)`` does: a policy in a task
+    /// that outlived an attempt sends to the dependency that asked the call for quiet, and waits
+    /// too. A hint lasts as long as the server asked, and no call's quiet reaches another call.
     static func quietLeft(from innermost: TimeLimitSignal?) -> Duration? {
         var left: Duration?
         var signal = innermost
