@@ -4,9 +4,11 @@ extension CircuitBreakerOpenDuration {
     /// client of one failed server) does not probe it again at the same instant.
     ///
     /// Each trip's open time becomes `t × (1 + r)` with `r` uniform in
-    /// `-spread...spread`. The randomness comes from `generator`: it seeds the
-    /// breaker's own stream once, here, so no user code runs while the breaker
-    /// holds its lock; a seeded generator gives a repeatable schedule.
+    /// `-spread...spread`, and at most about 146 years (the package's longest
+    /// duration), however near to it `t` is. The randomness comes from
+    /// `generator`: it seeds the breaker's own stream once, here, so no user code
+    /// runs while the breaker holds its lock; a seeded generator gives a
+    /// repeatable schedule.
     ///
     /// ```swift
     /// let breaker = try CircuitBreaker(

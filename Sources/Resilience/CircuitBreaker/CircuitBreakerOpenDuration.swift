@@ -24,17 +24,21 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
 
     /// The same open time after every trip.
     ///
-    /// - Parameter duration: The open time; greater than zero.
+    /// - Parameter duration: The open time; greater than zero, and at most about 146 years
+    ///   (the package's longest duration). A breaker's configuration refuses any other.
     public static func fixed(_ duration: Duration) -> CircuitBreakerOpenDuration {
         CircuitBreakerOpenDuration(schedule: .constant(duration))
     }
 
     /// An open time of `initial * multiplier^(trip - 1)` for the trip-th consecutive trip, capped at `maximum`.
     ///
+    /// A breaker's configuration refuses values outside the ranges below.
+    ///
     /// - Parameters:
-    ///   - initial: The open time after the first trip; greater than zero.
+    ///   - initial: The open time after the first trip; greater than zero, and at most
+    ///     about 146 years (the package's longest duration).
     ///   - multiplier: The growth per consecutive trip; finite and at least 1. Defaults to 2.
-    ///   - maximum: The cap; at least `initial`.
+    ///   - maximum: The cap; at least `initial`, and at most about 146 years.
     public static func growing(
         initial: Duration,
         multiplier: Double = 2,
@@ -50,7 +54,8 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
     ///
     /// Trips below 1, down to `Int.min`, are treated as 1. Never overflows: a huge trip
     /// number yields the cap, and every result is at most about 146 years (the
-    /// package's longest duration), however long the durations given.
+    /// package's longest duration). A breaker's configuration refuses longer durations;
+    /// a value not yet validated may be previewed here, its durations counted as at most that.
     public func duration(forTrip trip: Int) -> Duration {
         // `Swift.max` first: `Int.min - 1` would trap.
         self.clampedSchedule.delay(forAttempt: Swift.max(trip, 1) - 1).clampedToResilienceRange
@@ -94,9 +99,18 @@ public struct CircuitBreakerOpenDuration: Sendable, Hashable, CustomStringConver
                 jitter.spread,
                 "in 0...1")
         }
-        if case .constant(let duration) = self.schedule.kind {
-            try ConfigurationError.requirePositive(duration, ConfigurationError.settingName(prefix, "duration"))
-        } else {
+        func name(_ key: String) -> String { ConfigurationError.settingName(prefix, key) }
+        switch self.schedule.kind {
+        case .constant(let duration):
+            try ConfigurationError.requirePositive(duration, name("duration"))
+            try ConfigurationError.requireAtMostResilienceMaximum(duration, name("duration"))
+        case .exponential(let initial, _, let maximum):
+            // In the order of the parameters, so that the first invalid one is the one named.
+            try ConfigurationError.requirePositive(initial, name("initial"))
+            try ConfigurationError.requireAtMostResilienceMaximum(initial, name("initial"))
+            try self.schedule.validate(settingPrefix: prefix)
+            try ConfigurationError.requireAtMostResilienceMaximum(maximum, name("maximum"))
+        case .linear:
             try self.schedule.validate(settingPrefix: prefix)
         }
     }

@@ -37,8 +37,9 @@ public struct CircuitBreakerPushback: Sendable, Hashable, CustomStringConvertibl
 
     /// A failure reporting HTTP 429 with a retry-after hint opens the breaker for the hint, up to `maximum`.
     ///
-    /// - Parameter maximum: The cap on the hinted open time; greater than zero.
-    ///   Defaults to 300 seconds, the largest hint Envoy honours.
+    /// - Parameter maximum: The cap on the hinted open time; greater than zero, and at most
+    ///   about 146 years (the package's longest duration). Defaults to 300 seconds, the
+    ///   largest hint Envoy honours.
     public static func tooManyRequests(maximum: Duration = .seconds(300)) -> CircuitBreakerPushback {
         CircuitBreakerPushback(scope: .tooManyRequests, maximum: maximum)
     }
@@ -46,7 +47,8 @@ public struct CircuitBreakerPushback: Sendable, Hashable, CustomStringConvertibl
     /// Any counted failure with a retry-after hint (a 503 during maintenance, CloudKit's
     /// `CKErrorRetryAfterKey`) opens the breaker for the hint, up to `maximum`.
     ///
-    /// - Parameter maximum: The cap on the hinted open time; greater than zero. Defaults to 300 seconds.
+    /// - Parameter maximum: The cap on the hinted open time; greater than zero, and at most
+    ///   about 146 years (the package's longest duration). Defaults to 300 seconds.
     public static func anyRetryAfter(maximum: Duration = .seconds(300)) -> CircuitBreakerPushback {
         CircuitBreakerPushback(scope: .anyRetryAfter, maximum: maximum)
     }
@@ -80,7 +82,9 @@ public struct CircuitBreakerPushback: Sendable, Hashable, CustomStringConvertibl
     /// Checks the cap, naming it `<prefix>.maximum`.
     func validate(settingPrefix prefix: String = "pushback") throws(ConfigurationError) {
         if self.scope != .disabled {
-            try ConfigurationError.requirePositive(self.maximum, ConfigurationError.settingName(prefix, "maximum"))
+            let name = ConfigurationError.settingName(prefix, "maximum")
+            try ConfigurationError.requirePositive(self.maximum, name)
+            try ConfigurationError.requireAtMostResilienceMaximum(self.maximum, name)
         }
     }
 }

@@ -15,7 +15,8 @@ public struct CircuitBreakerSlowCallRule: Sendable, Hashable, CustomStringConver
 
     /// Counts a call that takes longer than `threshold` as a failure, even when it succeeds.
     ///
-    /// - Parameter threshold: The longest healthy call; greater than zero.
+    /// - Parameter threshold: The longest healthy call; greater than zero, and at most about
+    ///   146 years (the package's longest duration). A breaker's configuration refuses any other.
     public static func slowerThan(_ threshold: Duration) -> CircuitBreakerSlowCallRule {
         CircuitBreakerSlowCallRule(threshold: threshold)
     }
@@ -27,6 +28,8 @@ public struct CircuitBreakerSlowCallRule: Sendable, Hashable, CustomStringConver
 
     /// Checks the threshold, naming it `<prefix>.threshold`.
     func validate(settingPrefix prefix: String = "slowCallRule") throws(ConfigurationError) {
-        try ConfigurationError.requirePositive(self.threshold, ConfigurationError.settingName(prefix, "threshold"))
+        let name = ConfigurationError.settingName(prefix, "threshold")
+        try ConfigurationError.requirePositive(self.threshold, name)
+        try ConfigurationError.requireAtMostResilienceMaximum(self.threshold, name)
     }
 }

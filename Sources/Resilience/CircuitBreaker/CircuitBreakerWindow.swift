@@ -33,7 +33,8 @@ public struct CircuitBreakerWindow: Sendable, Hashable, CustomStringConvertible 
     /// A window of the calls that finished within the last `duration`, counted in `buckets` slices.
     ///
     /// - Parameters:
-    ///   - duration: The span of the window; greater than zero.
+    ///   - duration: The span of the window; greater than zero, at least one nanosecond per
+    ///     bucket, and at most about 146 years (the package's longest duration).
     ///   - buckets: The slices the span is cut into, in `1...1_000`. Defaults to 10, as Polly does.
     public static func time(_ duration: Duration, buckets: Int = 10) -> CircuitBreakerWindow {
         CircuitBreakerWindow(kind: .time(duration, buckets: buckets))
@@ -56,6 +57,7 @@ public struct CircuitBreakerWindow: Sendable, Hashable, CustomStringConvertible 
                 calls >= 1 && calls <= Self.maximumCount, name("calls"), calls, "in 1...\(Self.maximumCount)")
         case .time(let duration, let buckets):
             try ConfigurationError.requirePositive(duration, name("duration"))
+            try ConfigurationError.requireAtMostResilienceMaximum(duration, name("duration"))
             try ConfigurationError.require(
                 buckets >= 1 && buckets <= Self.maximumBuckets, name("buckets"), buckets,
                 "in 1...\(Self.maximumBuckets)")

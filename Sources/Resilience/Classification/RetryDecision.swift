@@ -39,7 +39,9 @@ public struct RetryDecision: Sendable, Hashable, CustomStringConvertible {
 
     /// Retry, waiting at least `delay` (and at least the backoff delay).
     ///
-    /// Negative delays count as zero.
+    /// Negative delays count as zero, and one beyond the package's longest duration (about
+    /// 146 years) as that longest, as every server hint does; the policy's
+    /// ``RetryPolicy/maximumRetryAfter`` then decides whether to wait it.
     public static func retry(after delay: Duration) -> RetryDecision {
         RetryDecision(isRetryable: true, retryAfter: delay.clampedToResilienceRange)
     }

@@ -59,7 +59,9 @@ public struct ConnectivityWait: Sendable {
     /// - Parameters:
     ///   - monitor: The source of connectivity changes.
     ///   - limit: The longest one wait lasts; a negative limit counts as zero, which
-    ///     stops an offline call at once with ``RetryStopReason/offline``.
+    ///     stops an offline call at once with ``RetryStopReason/offline``, and one beyond
+    ///     about 146 years (the package's longest duration) as that longest, as a policy's
+    ///     ``RetryPolicy/deadline`` does. ``limit`` reads back the value counted.
     public init(monitor: any ConnectivityMonitor, limit: Duration) {
         self.monitor = monitor
         self.limit = Swift.max(limit, .zero).clampedToResilienceRange
@@ -75,7 +77,9 @@ public struct ConnectivityWait: Sendable {
     /// - Parameters:
     ///   - monitor: The source of connectivity changes.
     ///   - limit: The longest one wait lasts; a negative limit counts as zero, which
-    ///     stops an offline call at once with ``RetryStopReason/offline``.
+    ///     stops an offline call at once with ``RetryStopReason/offline``, and one beyond
+    ///     about 146 years (the package's longest duration) as that longest, as a policy's
+    ///     ``RetryPolicy/deadline`` does. ``limit`` reads back the value counted.
     ///   - maximumWaits: The most waits for the network one call makes, in `1...100`
     ///     (``maximumWaitsLimit``); past them an offline failure counts as an attempt.
     /// - Throws: ``ConfigurationError`` naming `maximumWaits` when it is outside that range.

@@ -3,6 +3,10 @@
 /// A backoff maps the retry number `n` (0 for the first retry) to a delay.
 /// Every kind is capped by a maximum, and the arithmetic is done so that huge
 /// `n` (even `Int.max`) yields the cap rather than overflowing or trapping.
+/// A duration given beyond the package's longest (about 146 years) is kept as
+/// given and waits that longest: a cap of `.seconds(Int64.max)` means no cap
+/// short of it. (``CircuitBreakerOpenDuration``, which shares this arithmetic,
+/// is refused beyond it by a breaker's configuration.)
 ///
 /// ```swift
 /// let backoff = Backoff.exponential(initial: .milliseconds(100), multiplier: 2, maximum: .seconds(5))

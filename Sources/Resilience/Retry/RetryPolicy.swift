@@ -96,8 +96,14 @@ public final actor RetryPolicy {
     /// `attemptTimeout`) that a clock passed in the same move, and that cut the wait short,
     /// passes that failure on when this deadline came no later than its own; when its own came
     /// first, it claims the call, also if its timer had not woken yet (see <doc:Timeouts>).
+    ///
+    /// A deadline given beyond the package's longest duration (about 146 years) is kept as
+    /// that longest, as ``configuration`` reads it back.
     public nonisolated let deadline: Duration?
     /// The longest server-requested wait the policy will honour; a longer hint stops the call.
+    ///
+    /// A limit given beyond the package's longest duration (about 146 years) is kept as that
+    /// longest, which every hint is cut to (see ``ErrorHints/retryAfter(of:)``).
     public nonisolated let maximumRetryAfter: Duration
     /// The token bucket shared by every call through this policy, if any.
     public nonisolated let budget: RetryBudget?
@@ -147,7 +153,9 @@ public final actor RetryPolicy {
     ///   - classifier: Decides retryability; `nil` answers fall back to ``DefaultRetryClassifier``.
     ///   - deadline: A limit on the whole call's attempts and waits; greater than zero. The
     ///     policy stops rather than start an attempt or a wait that would pass it; see ``deadline``.
+    ///     One beyond about 146 years (the package's longest duration) counts as that longest.
     ///   - maximumRetryAfter: The longest server hint honoured; zero or more. Defaults to 60 s.
+    ///     One beyond about 146 years counts as that longest.
     ///   - budget: A retry budget shared with other calls, or `nil` for none.
     ///   - observer: Receives events, or `nil`.
     ///   - nestedRetries: Whether to retry what an inner policy already retried to exhaustion;
@@ -423,7 +431,8 @@ public final actor RetryPolicy {
     /// and the child task switches to the main actor to run it.
     ///
     /// - Parameters:
-    ///   - attemptTimeout: The time each attempt may take; greater than zero.
+    ///   - attemptTimeout: The time each attempt may take; greater than zero. One beyond about
+    ///     146 years (the package's longest duration) counts as that longest, as ``deadline`` does.
     ///   - idempotency: Whether the operation may run twice; `nil` inherits the enclosing
     ///     call's declaration, or takes the classifier's, or assumes idempotent.
     ///   - operation: The work to attempt, in a child task, in the caller's isolation.

@@ -31,6 +31,10 @@ public struct RetryPolicyConfiguration: Sendable, Hashable {
 
     /// Creates a configuration, validating every setting.
     ///
+    /// A `deadline` or `maximumRetryAfter` beyond the package's longest duration (about 146
+    /// years) is kept here as given; a policy made from the configuration counts it as that
+    /// longest (see ``RetryPolicy/deadline``), as it counts a ``Backoff`` delay.
+    ///
     /// - Parameters:
     ///   - maximumAttempts: Attempts per call, counting the first; at least 1. Defaults to 3.
     ///   - backoff: The delay schedule; defaults to ``Backoff/default``.

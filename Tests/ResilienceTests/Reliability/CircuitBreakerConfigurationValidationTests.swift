@@ -195,7 +195,7 @@ extension CircuitBreakerReliability {
                 "the largest finite multiplier",
                 {
                     $0.openDuration = .growing(
-                        initial: .seconds(1), multiplier: .greatestFiniteMagnitude, maximum: .seconds(Int64.max))
+                        initial: .seconds(1), multiplier: .greatestFiniteMagnitude, maximum: .resilienceMaximum)
                 }
             ),
             (
@@ -207,7 +207,7 @@ extension CircuitBreakerReliability {
             ),
             ("a lease of one attosecond", { $0.probeLease = Duration(attoseconds: 1) }),
             ("disabled pushback", { $0.pushback = .disabled }),
-            ("a pushback maximum of Int64.max seconds", { $0.pushback = .anyRetryAfter(maximum: .seconds(Int64.max)) }),
+            ("the longest pushback maximum", { $0.pushback = .anyRetryAfter(maximum: .resilienceMaximum) }),
         ]
 
         @Test("Values at the edge of each range are accepted, and the breaker works with them")
