@@ -50,7 +50,8 @@ extension ResiliencePipeline where Strategies == StandardHTTPStrategies {
         try requireTimeout(attemptTimeout, "attemptTimeout")
         // An attempt could never use time the whole call does not have; .NET's handler refuses it too.
         try ConfigurationError.require(
-            attemptTimeout <= totalTimeout, "attemptTimeout", attemptTimeout, "at most totalTimeout (\(totalTimeout))")
+            attemptTimeout <= totalTimeout, "attemptTimeout", attemptTimeout,
+            "at most totalTimeout (\(totalTimeout.exactDescription))")
         let breaker =
             try breakerConfiguration
             ?? CircuitBreakerConfiguration(

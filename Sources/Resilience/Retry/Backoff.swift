@@ -122,14 +122,16 @@ public struct Backoff: Sendable, Hashable, CustomStringConvertible {
             try ConfigurationError.requireNonNegative(initial, name("initial"))
             try ConfigurationError.requireNonNegative(increment, name("increment"))
             try ConfigurationError.require(
-                maximum >= initial, name("maximum"), maximum, "at least \(name("initial")) (\(initial))")
+                maximum >= initial, name("maximum"), maximum,
+                "at least \(name("initial")) (\(initial.exactDescription))")
         case .exponential(let initial, let multiplier, let maximum):
             try ConfigurationError.requirePositive(initial, name("initial"))
             try ConfigurationError.require(
                 multiplier.isFinite && multiplier >= 1, name("multiplier"), multiplier,
                 "a finite number in 1...")
             try ConfigurationError.require(
-                maximum >= initial, name("maximum"), maximum, "at least \(name("initial")) (\(initial))")
+                maximum >= initial, name("maximum"), maximum,
+                "at least \(name("initial")) (\(initial.exactDescription))")
         }
     }
 }

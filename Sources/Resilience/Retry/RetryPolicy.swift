@@ -461,7 +461,7 @@ public final actor RetryPolicy {
         guard attemptTimeout > .zero else {
             // No attempt could ever finish in zero time: fail at once, running nothing.
             let error = ConfigurationError(
-                setting: "attemptTimeout", value: attemptTimeout.description, accepted: "greater than zero")
+                setting: "attemptTimeout", value: attemptTimeout.exactDescription, accepted: "greater than zero")
             return RetryOutcome(
                 result: .failure(error), attempts: 0, stopReason: .notRetryable, retryAfter: nil, elapsed: .zero)
         }

@@ -50,6 +50,18 @@ extension ConfigurationError {
         }
     }
 
+    /// Refuses a duration, writing it out exactly (see `Duration.exactDescription`).
+    static func require(
+        _ condition: Bool,
+        _ setting: String,
+        _ value: Duration,
+        _ accepted: String
+    ) throws(ConfigurationError) {
+        if !condition {
+            throw ConfigurationError(setting: setting, value: value.exactDescription, accepted: accepted)
+        }
+    }
+
     static func requirePositive(_ duration: Duration, _ setting: String) throws(ConfigurationError) {
         try self.require(duration > .zero, setting, duration, "greater than zero")
     }
@@ -62,6 +74,6 @@ extension ConfigurationError {
     /// not add to an instant without overflow.
     static func requireAtMostResilienceMaximum(_ duration: Duration, _ setting: String) throws(ConfigurationError) {
         try self.require(
-            duration <= .resilienceMaximum, setting, duration, "at most \(Duration.resilienceMaximum)")
+            duration <= .resilienceMaximum, setting, duration, "at most \(Duration.resilienceMaximum.exactDescription)")
     }
 }

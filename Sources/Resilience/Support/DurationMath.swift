@@ -35,6 +35,27 @@ extension Duration {
         return .seconds(Int64(whole)) + .nanoseconds(Int64(nanoseconds))
     }
 
+    /// The duration in seconds, every digit written out: `1 second`, `1.5 seconds`,
+    /// `4611686018.000000001 seconds`.
+    ///
+    /// `description` goes through `Double`, which keeps about 16 significant digits, so
+    /// two durations a nanosecond apart past a few months read alike there. Error messages
+    /// that compare a value with a limit use this instead, so that the two never read alike
+    /// when they differ.
+    package var exactDescription: String {
+        let attosecondsPerSecond: UInt128 = 1_000_000_000_000_000_000
+        let magnitude = self.attoseconds.magnitude
+        let sign = self < .zero ? "-" : ""
+        let fraction = magnitude % attosecondsPerSecond
+        var text = sign + String(magnitude / attosecondsPerSecond)
+        if fraction != 0 {
+            let digits = String(fraction)
+            let padded = String(repeating: "0", count: 18 - digits.count) + digits
+            text += "." + padded.reversed().drop(while: { $0 == "0" }).reversed()
+        }
+        return text + (magnitude == attosecondsPerSecond ? " second" : " seconds")
+    }
+
     /// `self` clamped to `0...resilienceMaximum`.
     package var clampedToResilienceRange: Duration {
         if self < .zero { return .zero }

@@ -77,14 +77,14 @@ extension CircuitBreakerReliability {
                 }
             }
             + [Duration.zero, .nanoseconds(-1), .seconds(Int64.min)].map { span in
-                Invalid("tripRule.window.duration", accepted: positive, value: "\(span)") {
+                Invalid("tripRule.window.duration", accepted: positive, value: span.exactDescription) {
                     $0.tripRule = .failureRate(threshold: 0.5, window: .time(span))
                 }
             }
             + [
                 Invalid(
                     "tripRule.window.duration", accepted: "at least one nanosecond per bucket (10 buckets)",
-                    value: "\(Duration.nanoseconds(9))"
+                    value: Duration.nanoseconds(9).exactDescription
                 ) { $0.tripRule = .failureRate(threshold: 0.5, window: .time(.nanoseconds(9), buckets: 10)) }
             ]
             + [0, -1, Int.min, 1_001, Int.max].map { buckets in
@@ -94,20 +94,22 @@ extension CircuitBreakerReliability {
             }
             + [Duration.zero, .nanoseconds(-1), .seconds(Int64.min)].flatMap { duration in
                 [
-                    Invalid("slowCallRule.threshold", accepted: positive, value: "\(duration)") {
+                    Invalid("slowCallRule.threshold", accepted: positive, value: duration.exactDescription) {
                         $0.slowCallRule = .slowerThan(duration)
                     },
-                    Invalid("openDuration.duration", accepted: positive, value: "\(duration)") {
+                    Invalid("openDuration.duration", accepted: positive, value: duration.exactDescription) {
                         $0.openDuration = .fixed(duration)
                     },
-                    Invalid("openDuration.initial", accepted: positive, value: "\(duration)") {
+                    Invalid("openDuration.initial", accepted: positive, value: duration.exactDescription) {
                         $0.openDuration = .growing(initial: duration, maximum: .seconds(10))
                     },
-                    Invalid("probeLease", accepted: positive, value: "\(duration)") { $0.probeLease = duration },
-                    Invalid("pushback.maximum", accepted: positive, value: "\(duration)") {
+                    Invalid("probeLease", accepted: positive, value: duration.exactDescription) {
+                        $0.probeLease = duration
+                    },
+                    Invalid("pushback.maximum", accepted: positive, value: duration.exactDescription) {
                         $0.pushback = .tooManyRequests(maximum: duration)
                     },
-                    Invalid("pushback.maximum", accepted: positive, value: "\(duration)") {
+                    Invalid("pushback.maximum", accepted: positive, value: duration.exactDescription) {
                         $0.pushback = .anyRetryAfter(maximum: duration)
                     },
                 ]
@@ -120,8 +122,8 @@ extension CircuitBreakerReliability {
             }
             + [
                 Invalid(
-                    "openDuration.maximum", accepted: "at least openDuration.initial (10.0 seconds)",
-                    value: "\(Duration.seconds(9))"
+                    "openDuration.maximum", accepted: "at least openDuration.initial (10 seconds)",
+                    value: Duration.seconds(9).exactDescription
                 ) { $0.openDuration = .growing(initial: .seconds(10), maximum: .seconds(9)) }
             ]
             + [0, -1, Int.min].flatMap { count in

@@ -98,41 +98,42 @@ extension Reliability.ConfigurationValidationTests {
         static let deadlines = ([.zero, .nanoseconds(-1), .seconds(-1), .seconds(Int64.min)] as [Duration]).map {
             deadline in
             InvalidSetting(
-                label: "deadline \(deadline)", setting: "deadline", accepted: "greater than zero", value: "\(deadline)"
+                label: "deadline \(deadline)", setting: "deadline", accepted: "greater than zero",
+                value: deadline.exactDescription
             ) { _ = try RetryPolicy(deadline: deadline) }
         }
 
         static let retryAfterLimits: [InvalidSetting] = [Duration.nanoseconds(-1), .seconds(-60)].map { limit in
             InvalidSetting(
                 label: "maximumRetryAfter \(limit)", setting: "maximumRetryAfter", accepted: "zero or greater",
-                value: "\(limit)"
+                value: limit.exactDescription
             ) { _ = try RetryPolicy(maximumRetryAfter: limit) }
         }
 
         static let backoffs: [InvalidSetting] = [
             backoff(
                 "constant negative", .constant(.nanoseconds(-1)), "backoff.delay", "zero or greater",
-                "\(Duration.nanoseconds(-1))"),
+                Duration.nanoseconds(-1).exactDescription),
             backoff(
                 "linear negative initial", .linear(initial: .seconds(-1), increment: .seconds(1), maximum: .seconds(5)),
-                "backoff.initial", "zero or greater", "\(Duration.seconds(-1))"),
+                "backoff.initial", "zero or greater", Duration.seconds(-1).exactDescription),
             backoff(
                 "linear negative increment",
                 .linear(initial: .seconds(1), increment: .seconds(-1), maximum: .seconds(5)),
-                "backoff.increment", "zero or greater", "\(Duration.seconds(-1))"),
+                "backoff.increment", "zero or greater", Duration.seconds(-1).exactDescription),
             backoff(
                 "linear maximum below initial",
                 .linear(initial: .seconds(2), increment: .seconds(1), maximum: .seconds(1)),
-                "backoff.maximum", "at least backoff.initial", "\(Duration.seconds(1))"),
+                "backoff.maximum", "at least backoff.initial", Duration.seconds(1).exactDescription),
             backoff(
                 "exponential zero initial", .exponential(initial: .zero, maximum: .seconds(1)),
-                "backoff.initial", "greater than zero", "\(Duration.zero)"),
+                "backoff.initial", "greater than zero", Duration.zero.exactDescription),
             backoff(
                 "exponential negative initial", .exponential(initial: .seconds(-1), maximum: .seconds(1)),
-                "backoff.initial", "greater than zero", "\(Duration.seconds(-1))"),
+                "backoff.initial", "greater than zero", Duration.seconds(-1).exactDescription),
             backoff(
                 "exponential maximum below initial", .exponential(initial: .seconds(2), maximum: .seconds(1)),
-                "backoff.maximum", "at least backoff.initial", "\(Duration.seconds(1))"),
+                "backoff.maximum", "at least backoff.initial", Duration.seconds(1).exactDescription),
         ]
 
         static let multipliers: [InvalidSetting] = [

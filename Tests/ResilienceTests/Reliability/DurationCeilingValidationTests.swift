@@ -50,8 +50,8 @@ struct DurationCeilingValidationTests {
         for value in values {
             let error = try #require(throws: ConfigurationError.self, "\(value)") { try duration.build(value) }
             #expect(error.setting == duration.setting)
-            #expect(error.accepted == "at most \(Duration.resilienceMaximum)")
-            #expect(error.value == "\(value)")
+            #expect(error.accepted == "at most \(Duration.resilienceMaximum.exactDescription)")
+            #expect(error.value == value.exactDescription)
         }
     }
 

@@ -50,8 +50,14 @@ struct SettingBoundsTests {
 
     static let positive = "greater than zero"
     static let nonNegative = "zero or greater"
-    static let longest = "at most \(Duration.resilienceMaximum)"
+    static let longest = "at most \(Duration.resilienceMaximum.exactDescription)"
     static let oneOrMore = "in 1...Int.max"
+
+    /// A refused value as the error writes it: a duration to the last digit, anything else
+    /// as its own description.
+    static func rendered(_ value: some CustomStringConvertible) -> String {
+        (value as? Duration)?.exactDescription ?? value.description
+    }
 
     /// One row per value, each expected to be refused naming `setting`.
     static func refused<Value: Sendable & CustomStringConvertible>(
@@ -61,7 +67,7 @@ struct SettingBoundsTests {
         values.map { value in
             Row(
                 label: "\(owner) \(setting) = \(value)",
-                expected: .refused(setting: setting, accepted: accepted, value: value.description)
+                expected: .refused(setting: setting, accepted: accepted, value: rendered(value))
             ) { try await build(value) }
         }
     }
@@ -419,7 +425,7 @@ struct SettingBoundsTests {
     ) -> Row {
         Row(
             label: "\(Settings.self) from \(json)",
-            expected: .refused(setting: setting, accepted: accepted, value: value.description)
+            expected: .refused(setting: setting, accepted: accepted, value: value.exactDescription)
         ) { _ = try JSONDecoder().decode(Settings.self, from: Data(json.utf8)) }
     }
 
@@ -523,5 +529,35 @@ struct SettingBoundsTests {
             CircuitBreakerConfiguration.self,
             from: Data(#"{"openDuration": {"kind": "fixed", "duration": "4611686018s"}}"#.utf8))
         #expect(decoded.openDuration == .fixed(Self.maximum))
+    }
+
+    /// A refused duration and the limit it broke are written to the last digit: one
+    /// nanosecond past the longest must not read as the longest itself.
+    @Test("A duration one nanosecond past the longest reads differently from the longest")
+    func aDurationJustPastTheLongestReadsDifferently() throws {
+        let justPast = Self.maximum + .nanoseconds(1)
+        let error = #expect(throws: ConfigurationError.self) { try Self.breaker(openDuration: .fixed(justPast)) }
+        #expect(error?.value == "4611686018.000000001 seconds")
+        #expect(error?.accepted == "at most 4611686018 seconds")
+        #expect(
+            error?.description
+                == "openDuration.duration must be at most 4611686018 seconds, got 4611686018.000000001 seconds")
+    }
+
+    @Test(
+        "A duration is written out exactly",
+        arguments: [
+            (Duration.zero, "0 seconds"),
+            (.seconds(1), "1 second"),
+            (.seconds(-1), "-1 second"),
+            (.milliseconds(1_500), "1.5 seconds"),
+            (.milliseconds(-250), "-0.25 seconds"),
+            (.nanoseconds(1), "0.000000001 seconds"),
+            (Duration(secondsComponent: 0, attosecondsComponent: 1), "0.000000000000000001 seconds"),
+            (.seconds(Int64.max) * 4 + .nanoseconds(7), "36893488147419103228.000000007 seconds"),
+            (.seconds(Int64.min), "-9223372036854775808 seconds"),
+        ])
+    func aDurationIsWrittenOutExactly(_ duration: Duration, _ text: String) {
+        #expect(duration.exactDescription == text)
     }
 }
