@@ -581,7 +581,8 @@ public final actor RetryPolicy {
         }
         let outcome = await self.loop(isolation: isolation, options, &call, attempt)
         // A call whose classifier declares its request not idempotent hands nothing down inside a
-        // call that declared an idempotency already, and no deadline; that call still hears of its success.
+        // call that declared an idempotency already, and no deadline; when that declaration says
+        // it may not run twice, the call still tells of its success.
         if call.succeedsAsNotIdempotent, outcome.stopReason == .succeeded {
             self.noteSucceeded(call, handingDown: nil)
         }
@@ -880,9 +881,11 @@ public final actor RetryPolicy {
         /// does (when it numbers itself): the call it passes them on to as it ends.
         var enclosingSucceededCall: UInt64 = 0
         /// Whether this call's success is told to the calls around it as that of a call that may
-        /// not run twice although the scope it runs in declares otherwise: its classifier declares
-        /// its request not idempotent, the caller declared nothing, and a call around it declared an
-        /// idempotency, perhaps ``Idempotency/idempotent`` (see `scopeToHandDown(_:call:)`).
+        /// not run twice: the call's own reading of its idempotency says so, the one its failures
+        /// are judged by (`Rulebook.idempotency(of:declared:classifier:)`): its caller's declaration,
+        /// else the nearest enclosing call's, else its classifier's word, and never the classifier's
+        /// word over a declaration (see `scopeToHandDown(_:call:)`). Settled only for a call that
+        /// hands a scope down, or whose classifier's word would be handed down.
         var succeedsAsNotIdempotent = false
 
         /// The attempts that count against ``maximumAttempts``: the operation's, less those that
