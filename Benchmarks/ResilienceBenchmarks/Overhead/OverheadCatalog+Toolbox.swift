@@ -6,6 +6,9 @@ extension OverheadCatalog {
         OverheadBenchmark("taskgroup.child", OverheadConfiguration.bothCallers) { TaskGroupChild() },
         OverheadBenchmark("fallback.success", OverheadConfiguration.bothCallers) { FallbackSuccess() },
         Self.timeoutSuccess,
+        OverheadBenchmark("retry.attempt-timeout.success", OverheadConfiguration.bothCallers) {
+            AttemptTimeoutSuccess(policy: ToolboxFixtures.attemptTimeoutPolicy())
+        },
         OverheadBenchmark("bulkhead.success", OverheadConfiguration.bothCallers) {
             BulkheadSuccess(limiter: try ToolboxFixtures.bulkhead())
         },

@@ -4,6 +4,7 @@ import Resilience
 /// limits no benchmark loop reaches, so every call takes the success path.
 enum ToolboxFixtures {
     static func timeout() throws -> Timeout { try Timeout(.seconds(3_600)) }
+    static func attemptTimeoutPolicy() -> RetryPolicy { RetryPolicy() }
     static func bulkhead() throws -> ConcurrencyLimiter { try ConcurrencyLimiter(limit: 1_000_000) }
     static func rateLimiter() throws -> RateLimiter {
         try RateLimiter(
@@ -82,6 +83,22 @@ struct TimeoutSuccess: OverheadSubject {
 
     @MainActor func callFromMainActor(_ input: Int) async -> Int {
         (try? await self.timeout.execute { try await Workload.operation(input) }) ?? input
+    }
+}
+
+/// `retry.attempt-timeout.success`: a default ``RetryPolicy``'s `execute(attemptTimeout:)` with a
+/// one-hour limit, whose first attempt succeeds.
+struct AttemptTimeoutSuccess: OverheadSubject {
+    let policy: RetryPolicy
+
+    func call(_ input: Int) async -> Int {
+        (try? await self.policy.execute(attemptTimeout: .seconds(3_600)) { try await Workload.operation(input) })
+            ?? input
+    }
+
+    @MainActor func callFromMainActor(_ input: Int) async -> Int {
+        (try? await self.policy.execute(attemptTimeout: .seconds(3_600)) { try await Workload.operation(input) })
+            ?? input
     }
 }
 

@@ -40,8 +40,9 @@ public import Synchronization
 /// unchanged (a ``CircuitBreakerOpenError`` excepted: one thread throws one box for
 /// equal rejections, so the policy ends with an equal error in a box of its own), and
 /// that error is the same value, the same heap box, all the way up: through a rethrow,
-/// a `catch` that throws `error` again, a `Result`, a child task, a task group or an
-/// `async let` (the machinery of ``RetryPolicy/execute(attemptTimeout:idempotency:operation:)``).
+/// a `catch` that throws `error` again, a `Result`, a child task, a task group, an
+/// `async let` or the task in which a ``Timeout`` or
+/// ``RetryPolicy/execute(attemptTimeout:idempotency:operation:)`` runs an attempt.
 /// The policy remembers that value, without keeping it alive, together with the
 /// call it was nested in; that call, when its attempt fails with that very value,
 /// stops. So:

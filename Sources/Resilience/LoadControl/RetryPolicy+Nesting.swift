@@ -11,22 +11,27 @@ extension RetryPolicy {
         let start = call.start
         var scope = CallScope.current
         var changed = false
+        // The call's reading of its idempotency, as its failures are judged (see
+        // `Rulebook.idempotency(of:declared:classifier:)`): the caller's declaration, else the nearest
+        // enclosing call's, else the classifier's word (over an enclosing classifier's). Its success
+        // tells the calls around it by the same reading, so the classifier's word never outranks a
+        // declaration there either.
+        let classifier = options.classifier ?? self.classifier
+        let reading = options.idempotency ?? scope.handedDownIdempotency(over: classifier.declaredIdempotency)
+        call.state.succeedsAsNotIdempotent = reading?.isIdempotent == false
         if let declared = options.idempotency {
             scope.declare(declared)
             changed = true
-        } else if let classifiers = self.classifierDeclarationToHandDown {
-            if scope.idempotency == nil {
-                // A classifier's "idempotent" is never handed down, so it cannot override a nested
-                // policy's own classifier that knows its request is a `POST`.
-                scope.declare(classifiers, byClassifier: true)
-                changed = true
-            } else {
-                // A call nested in a declared call hands that declaration down instead: it is what
-                // the call is judged by (see `Rulebook.idempotency(of:declared:classifier:)`). Its
-                // success still tells the calls around it, whatever they declared: the classifier
-                // speaks for the request this call sends, which reached the dependency.
-                call.state.succeedsAsNotIdempotent = true
-            }
+        } else if let classifiers = self.classifierDeclarationToHandDown,
+            scope.idempotency == nil || scope.idempotencyIsAClassifiers
+        {
+            // The classifier's "not idempotent" is handed down, and marks the time limits and hedges
+            // around the call, as a declaration would, where no call around it declared anything: over
+            // an enclosing classifier's word, which a nested classifier outranks, but never over a
+            // declaration, which the call is judged by. A classifier's "idempotent" is never handed
+            // down, so it cannot override a nested policy's own classifier that knows its request is a `POST`.
+            scope.declare(classifiers, byClassifier: true)
+            changed = true
         }
         if let deadline = self.deadline,
             InheritedDeadline.bound(&scope, limit: deadline, end: start + deadline, policy: self)
@@ -47,20 +52,15 @@ extension RetryPolicy {
         return scope
     }
 
-    /// Tells the calls around this one that it succeeded, when it may not run twice: through
-    /// `scope`, the scope it handed down, when that declares so or the call's classifier does
-    /// (`CallState.succeedsAsNotIdempotent`, for a call around it that declared an idempotency,
-    /// perhaps ``Idempotency/idempotent``); without one, through the scope around the call, for
-    /// the classifier's word alone. For a call that succeeded, as it returns its value (see
-    /// `CallScope.noteSucceeded(sentAsNotIdempotent:)`).
+    /// Tells the calls around this one that it succeeded, when its reading of its idempotency says
+    /// it may not run twice (`CallState.succeedsAsNotIdempotent`): through `scope`, the scope it
+    /// handed down; without one, through the scope around the call. For a call that succeeded, as
+    /// it returns its value (see `CallScope.noteSucceeded(asNotIdempotent:)`).
     @usableFromInline
     nonisolated func noteSucceeded(_ call: Call, handingDown scope: CallScope?) {
-        if let scope {
-            scope.noteSucceeded(sentAsNotIdempotent: call.state.succeedsAsNotIdempotent)
-        } else if call.state.succeedsAsNotIdempotent {
-            // No scope of this call's own: the one around it hears of the success directly.
-            CallScope.current.noteSucceeded(sentAsNotIdempotent: true)
-        }
+        guard call.state.succeedsAsNotIdempotent else { return }
+        // Through the scope this call handed down, or, with none of its own, the one around it.
+        (scope ?? CallScope.current).noteSucceeded(asNotIdempotent: true)
     }
 
     /// Ends what this call heard of the calls nested in it that may not run twice and succeeded,

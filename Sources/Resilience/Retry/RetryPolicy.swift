@@ -124,6 +124,9 @@ public final actor RetryPolicy {
     public nonisolated let throttle: AdaptiveThrottle?
 
     nonisolated let clock: ElapsedClock
+    /// Watches the deadlines of the attempts run under ``execute(attemptTimeout:idempotency:operation:)``,
+    /// on ``clock``, as a ``Timeout``'s watcher does its calls': one task for all of them.
+    nonisolated let attemptWatcher: DeadlineWatcher
     /// Whether even a first-attempt success must read the clock, report to the observer, ask the
     /// throttle or hand its classifier's declaration down to nested calls.
     @usableFromInline nonisolated let needsFullPath: Bool
@@ -248,7 +251,9 @@ public final actor RetryPolicy {
         self.observer = observer
         self.nestedRetries = nestedRetries
         self.throttle = throttle
-        self.clock = ElapsedClock(clock)
+        let elapsed = ElapsedClock(clock)
+        self.clock = elapsed
+        self.attemptWatcher = DeadlineWatcher(clock: elapsed)
         // Read once: a classifier's declaration is part of its configuration.
         let handedDown = classifier.declaredIdempotency.flatMap { $0.isIdempotent ? nil : $0 }
         self.classifierDeclarationToHandDown = handedDown
@@ -424,18 +429,23 @@ public final actor RetryPolicy {
     /// with the error of a limit inside it whose deadline came no later than the attempt's,
     /// as thrown or in any of those shapes, fails with that error, not a time-out of its own.
     ///
-    /// The operation must be `Sendable` because it runs in a child task, and it
-    /// must respond to cancellation for the limit to take effect. It runs in the
+    /// The operation must be `Sendable` because each attempt runs in a task of its own,
+    /// and it must respond to cancellation for the limit to take effect. It runs in the
     /// caller's isolation all the same: a closure written on the main actor is
-    /// isolated to it (the way `Task.init`'s is), so it may touch the caller's state,
-    /// and the child task switches to the main actor to run it.
+    /// isolated to it (the way `Task.init`'s is), so it may touch the caller's state.
+    /// Each attempt's task starts at once, as a ``Timeout``'s does: on the caller's thread
+    /// when the caller runs where the operation is isolated (a main-actor closure from the
+    /// main actor, a closure of a global actor from that actor), so no job queued on that
+    /// actor runs between the call, or the decision to retry, and the attempt's start, and
+    /// an attempt that returns before it first suspends hands its value back with no hop.
+    /// The deadlines of all the attempts are watched by one task per policy, not a timer per attempt.
     ///
     /// - Parameters:
     ///   - attemptTimeout: The time each attempt may take; greater than zero. One beyond about
     ///     146 years (the package's longest duration) counts as that longest, as ``deadline`` does.
     ///   - idempotency: Whether the operation may run twice; `nil` inherits the enclosing
     ///     call's declaration, or takes the classifier's, or assumes idempotent.
-    ///   - operation: The work to attempt, in a child task, in the caller's isolation.
+    ///   - operation: The work to attempt, in a task of its own started at once in the caller's isolation.
     /// When an enclosing call's deadline has already passed, no attempt starts: the call
     /// fails with a ``LimiterRejectionError`` whose reason is
     /// ``LimiterRejectionError/Reason/noTimeLeft`` (nothing was sent, so a breaker around it
@@ -580,7 +590,8 @@ public final actor RetryPolicy {
         }
         let outcome = await self.loop(isolation: isolation, options, &call, attempt)
         // A call whose classifier declares its request not idempotent hands nothing down inside a
-        // call that declared an idempotency already, and no deadline; that call still hears of its success.
+        // call that declared an idempotency already, and no deadline; when that declaration says
+        // it may not run twice, the call still tells of its success.
         if call.succeedsAsNotIdempotent, outcome.stopReason == .succeeded {
             self.noteSucceeded(call, handingDown: nil)
         }
@@ -881,9 +892,11 @@ public final actor RetryPolicy {
         /// does (when it numbers itself): the call it passes them on to as it ends.
         var enclosingSucceededCall: UInt64 = 0
         /// Whether this call's success is told to the calls around it as that of a call that may
-        /// not run twice although the scope it runs in declares otherwise: its classifier declares
-        /// its request not idempotent, the caller declared nothing, and a call around it declared an
-        /// idempotency, perhaps ``Idempotency/idempotent`` (see `scopeToHandDown(_:call:)`).
+        /// not run twice: the call's own reading of its idempotency says so, the one its failures
+        /// are judged by (`Rulebook.idempotency(of:declared:classifier:)`): its caller's declaration,
+        /// else the nearest enclosing call's, else its classifier's word, and never the classifier's
+        /// word over a declaration (see `scopeToHandDown(_:call:)`). Settled only for a call that
+        /// hands a scope down, or whose classifier's word would be handed down.
         var succeedsAsNotIdempotent = false
 
         /// The attempts that count against ``maximumAttempts``: the operation's, less those that
@@ -1133,139 +1146,79 @@ public final actor RetryPolicy {
 
     // MARK: - Per-attempt time limit
 
-    private static func withTimeLimit<Value: Sendable>(
+    /// Runs one attempt of `operation` under a limit of `limit` from now, as a ``Timeout`` runs
+    /// its operation (`Timeout.start(_:_:on:scope:limit:)`): in a task started at once on the
+    /// operation's isolation, on the caller's thread when the caller already runs there, whose
+    /// deadline the policy's ``attemptWatcher`` watches; an attempt that returns before it first
+    /// suspends hands its outcome straight back, with no hop.
+    ///
+    /// The attempt runs under a signal the limit claims before it cancels the attempt, so a
+    /// breaker inside tells this time limit from the caller giving up. The attempt marks it
+    /// completed as soon as it returns, and the caller's cancellation settles it for the caller
+    /// unless the limit had passed by then (see `TimeLimit.callerCancelled()`). The signal knows
+    /// the deadline and its clock: a policy nested in the attempt that would try again once it
+    /// has passed claims the attempt for this limit instead.
+    nonisolated(nonsending) static func withTimeLimit<Value: Sendable>(
         _ limit: Duration,
         idempotency: Idempotency?,
         policy: RetryPolicy,
         operation: @escaping @Sendable @isolated(any) () async throws -> Value
     ) async throws -> Value {
-        // The attempt runs under a signal the limit claims before the group cancels it,
-        // so a breaker inside tells this time limit from the caller giving up. The attempt
-        // marks it completed as soon as it returns, and the caller's cancellation settles
-        // it for the caller unless the limit had passed by then (see the handler below).
-        // The signal knows the deadline and its clock: a policy nested in the attempt that
-        // would try again once it has passed claims the attempt for this limit instead.
-        let clock = policy.clock
-        let deadline = clock.now() + limit
+        let watcher = policy.attemptWatcher
+        let deadline = watcher.now() + limit
         let (scope, signal) = CallScope.limited(until: deadline, on: .policy(policy))
-        return try await withThrowingTaskGroup(of: Value.self) { group in
-            // Installed inside the group, so that it runs before the group's children are
-            // cancelled (a task runs its cancellation records innermost first): whatever the
-            // children throw once cancelled comes after the signal was settled. It reads the
-            // clock at the cancellation, where no lock of the package is held.
-            try await withTaskCancellationHandler {
-                group.addTask {
-                    // The error comes out of the group as the very value thrown, which is what
-                    // tells an enclosing policy that an inner one retried it (see `NestedRetries`).
-                    do {
-                        let value = try await CallScope.$current.withValue(scope) { try await operation() }
-                        signal.complete()
-                        return value
-                    } catch {
-                        signal.complete()
-                        throw error
-                    }
-                }
-                group.addTask {
-                    do {
-                        try await clock.sleepUntil(deadline)
-                    } catch {
-                        // Every call whose attempt returns first ends its timer here: the error
-                        // thrown is one made once, so that ending it allocates nothing.
-                        throw TimerStopped.whileSleeping
-                    }
-                    // The attempt returned first, or its caller gave up before the limit passed.
-                    guard signal.claim() else { throw TimerStopped.outrun }
-                    throw LimitReached()
-                }
-                defer { group.cancelAll() }
-                // The attempt's own failure, before the limit fired: returned when this limit came
-                // first all the same (see `TimeLimitSignal.cameFirst(before:deadline:on:)`), else
-                // thrown on, with word for the policies around when a call in the attempt that may
-                // not run twice succeeded before it failed.
-                func claimed(_ error: any Error) throws -> any Error {
-                    guard signal.cameFirst(before: error, deadline: deadline, on: clock) else {
-                        NestedRetryLedger.recordFailure(error, ofAttemptUnder: signal)
-                        throw error
-                    }
-                    return error
-                }
-                guard let first = await group.nextResult() else { throw CancellationError() }
-                let late: (any Error)?
-                switch first {
-                case .success(let value):
-                    return value
-                case .failure(is TimerStopped) where !signal.hasFired:
-                    // Not this limit's end: the caller's cancellation stopped the timer, or the
-                    // attempt returned first. Either way the call ends with the attempt's own
-                    // outcome, however long the cancelled attempt takes to return (the group
-                    // would wait for it anyway), so that what its error says is not lost; unless
-                    // a limit nested in it ended it after this deadline had passed (below).
-                    do {
-                        return try await group.next() ?? { throw CancellationError() }()
-                    } catch {
-                        late = LateOperationError.kept(try claimed(error))
-                    }
-                case .failure(let error) where !signal.hasFired:
-                    // The attempt's own failure, before the limit fired. When it is the end of a
-                    // limit nested in it, due later, that came after this deadline had passed (a
-                    // clock that passed both in one move woke that limit first), this limit came
-                    // first and claims the attempt, as its timer would have had the clock stepped.
-                    // So does it when a policy nested in the attempt stopped at its own deadline,
-                    // due later, after this one had passed.
-                    late = LateOperationError.kept(try claimed(error))
-                case .failure(is LimitReached), .failure(is TimerStopped):
-                    // The limit claimed the attempt: its timer, or the caller's cancellation once
-                    // the limit had passed. The group waits for the cancelled attempt anyway; its
-                    // outcome is taken rather than dropped (see `LateOperationError`).
-                    group.cancelAll()
-                    switch await group.nextResult() {
-                    case .success(let value)?:
-                        return value  // it finished after all: the work was done
-                    case .failure(let error)?:
-                        late = LateOperationError.kept(error)
-                    case nil:
-                        late = nil
-                    }
-                case .failure(let error):
-                    // The attempt ended first, after the caller's cancellation claimed it for the limit.
-                    late = LateOperationError.kept(error)
-                }
-                // A limit nested in the attempt whose deadline came no later ended it, though this
-                // one fired too (a clock that passed both in one move): its error goes on as it is.
-                if let late, signal.nestedLimitCameFirst(late, deadline: deadline, on: clock) { throw late }
-                // Built once the attempt has ended, so that a call inside it that declared
-                // itself not idempotent, however late it started, is reported, and so is
-                // what the attempt's own late error says about its request.
-                throw AttemptTimeoutError(
-                    timeout: limit,
-                    requestIdempotency: LateOperationError.idempotency(
-                        signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
-                    operationError: late, operationErrorAge: late.flatMap { signal.takeLateErrorAge(of: $0) },
-                    earlierRequestMayHaveLeft: signal.sawARequestLeave,
-                    limitEnd: TimeLimitEnd(clock: clock, deadline: deadline))
-            } onCancel: {
-                // A limit that passed before the caller gave up claims the attempt, as its timer
-                // would have a moment earlier had it woken in time; otherwise the caller's
-                // cancellation settles it, and a limit that passes while the cancelled attempt
-                // winds down claims nothing.
-                if clock.now() >= deadline {
-                    _ = signal.claim()
-                } else {
-                    signal.yieldToCaller()
-                }
-            }
+        let timeLimit = TimeLimit(watcher: watcher, deadline: deadline, signal: signal)
+        let result = await Timeout.start(
+            SentOperation(body: operation), { try await $0.run() }, on: operation.isolation, scope: scope,
+            limit: timeLimit)
+        switch result {
+        case .success(let value):
+            // Also when the limit fired first: the attempt finished after all, and the work was done.
+            return value
+        case .failure(let error):
+            throw Self.attemptFailure(error, under: timeLimit, limit: limit, idempotency: idempotency)
         }
     }
 
-    /// Thrown by an attempt's timer inside the task group; never leaves it.
-    private struct LimitReached: Error {}
-
-    /// Thrown by an attempt's timer that stopped without claiming the attempt: cancelled
-    /// while it slept, or woken after the attempt returned or its caller gave up.
-    private struct TimerStopped: Error {
-        static let whileSleeping: any Error = TimerStopped()
-        static let outrun: any Error = TimerStopped()
+    /// The error an attempt that failed with `error` under `timeLimit` ends with: `error` itself
+    /// unless the limit claimed the attempt, or when `error` is the end of a limit nested in the
+    /// attempt that came first; otherwise the ``AttemptTimeoutError`` that reports it.
+    private static func attemptFailure(
+        _ error: any Error, under timeLimit: TimeLimit, limit: Duration, idempotency: Idempotency?
+    ) -> any Error {
+        let signal = timeLimit.signal
+        let clock = timeLimit.watcher.clock
+        let deadline = timeLimit.deadline
+        // The attempt's own failure, before the limit fired (the caller's cancellation before the
+        // limit passed included, however long the cancelled attempt took to return): thrown on,
+        // with word for the policies around when a call in the attempt that may not run twice
+        // succeeded before it failed. Unless it is the end of a limit nested in it, due later,
+        // that came after this deadline had passed (a clock that passed both in one move woke
+        // that limit first), or the stop of a policy nested in the attempt at its own deadline,
+        // due later, after this one had passed: this limit came first then and claims the
+        // attempt, as its timer would have had the clock stepped (see
+        // `TimeLimitSignal.cameFirst(before:deadline:on:)`).
+        guard signal.hasFired || signal.cameFirst(before: error, deadline: deadline, on: clock) else {
+            NestedRetryLedger.recordFailure(error, ofAttemptUnder: signal)
+            return error
+        }
+        // The limit claimed the attempt: its watcher, or the caller's cancellation once the limit
+        // had passed. The cancelled attempt's outcome is taken rather than dropped (see
+        // `LateOperationError`).
+        let late = LateOperationError.kept(error)
+        // A limit nested in the attempt whose deadline came no later ended it, though this one
+        // fired too (a clock that passed both in one move): its error goes on as it is.
+        if let late, signal.nestedLimitCameFirst(late, deadline: deadline, on: clock) { return late }
+        // Built once the attempt has ended, so that a call inside it that declared itself not
+        // idempotent, however late it started, is reported, and so is what the attempt's own
+        // late error says about its request.
+        return AttemptTimeoutError(
+            timeout: limit,
+            requestIdempotency: LateOperationError.idempotency(
+                signal.reportedIdempotency(declared: idempotency), tightenedBy: late),
+            operationError: late, operationErrorAge: late.flatMap { signal.takeLateErrorAge(of: $0) },
+            earlierRequestMayHaveLeft: signal.sawARequestLeave,
+            limitEnd: TimeLimitEnd(clock: clock, deadline: deadline))
     }
 }
 

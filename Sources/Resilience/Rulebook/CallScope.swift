@@ -123,13 +123,18 @@ struct CallScope: Sendable {
     /// from one in an attempt before it (see `NestedRetryLedger.noteSuccess(at:in:)`).
     ///
     /// For the call that declared this scope, as it returns its value; a call that may run
-    /// twice tells nothing, since sending it again does no harm. `sentAsNotIdempotent` for a
-    /// policy whose classifier declares its request not idempotent, in a scope that declares
-    /// otherwise (an enclosing call's ``Idempotency/idempotent``): the nested call's word about
-    /// its request outranks the enclosing call's about its operation.
+    /// twice tells nothing, since sending it again does no harm.
     @usableFromInline
-    func noteSucceeded(sentAsNotIdempotent: Bool = false) {
-        guard sentAsNotIdempotent || self.idempotency?.isIdempotent == false else { return }
+    func noteSucceeded() {
+        self.noteSucceeded(asNotIdempotent: self.idempotency?.isIdempotent == false)
+    }
+
+    /// ``noteSucceeded()`` for a call whose own reading of its idempotency is `asNotIdempotent`,
+    /// which this scope may not hold (a ``RetryPolicy`` call that hands no scope down, or one whose
+    /// classifier's word differs from an enclosing classifier's): a call read as idempotent tells
+    /// nothing.
+    func noteSucceeded(asNotIdempotent: Bool) {
+        guard asNotIdempotent else { return }
         TimeLimitSignal.noteARequestMayHaveLeft(from: self.timeLimits)
         guard self.timeLimits != nil || self.supersessions != nil || self.succeededCall != 0 else { return }
         let moment = NestedRetryLedger.written.wrappingAdd(1, ordering: .relaxed).newValue

@@ -17,6 +17,13 @@
 /// 3. Otherwise the call is taken as idempotent: wrapping an operation in a retry
 ///    policy says it may run again.
 ///
+/// That one reading serves every path: the call's failures, its success, and what it
+/// tells the time limits and hedges around it. A declaration, the call's own or an
+/// enclosing call's, always outranks the classifier: a policy made for a `POST` inside
+/// a call declared ``Idempotency/idempotent`` retries its failures, and its success
+/// stops nothing around it; one made for a `GET` inside a call declared
+/// ``Idempotency/notIdempotent`` never sends its request again.
+///
 /// The request itself then has its say, carried by the error it failed with:
 /// ``HTTPResponseError/requestIdempotency`` and the URL errors thrown by
 /// `RetryPolicy.data(for:)` (in `ResilienceURLSession`), or any error adopting

@@ -167,14 +167,28 @@ struct SucceededPOSTInDeclaredCallTests {
     }
 
     /// A POST whose policy's classifier declares it (`HTTPRetryClassifier(method: "POST")`) tells
-    /// the layers around it of its success also when an enclosing call already declared an
-    /// idempotency, even `.idempotent`, which a nested call's word about its request outranks.
+    /// the layers around it of its success when an enclosing call declared it not idempotent: the
+    /// declaration is what it is judged by, on its failures and on its success alike.
     @Test(
-        "A POST classifier's success is heard under an enclosing declaration",
-        arguments: [Around.idempotentControl, .declaredTimeout, .declaredStandardHTTP], After.allCases)
+        "A POST classifier's success is heard under an enclosing not-idempotent declaration",
+        arguments: [Around.declaredTimeout, .declaredStandardHTTP], After.allCases)
     func postClassifierUnderADeclaration(around: Around, after: After) async throws {
         try await Self.check(around, after, .postClassifier)
         try await Self.check(around, after, .postClassifierWithDeadline)
+    }
+
+    /// Under a call declared `.idempotent`, the same POST classifier's word gives way to the
+    /// declaration on its success too, as it does on its failures: the attempt runs again after a
+    /// failure the declared call retries, and the POST goes out once per attempt.
+    @Test("A POST classifier's success does not stop a call declared idempotent", arguments: After.allCases)
+    func postClassifierUnderAnIdempotentDeclaration(after: After) async throws {
+        for postForm in [Post.postClassifier, .postClassifierWithDeadline] {
+            let run = try await Self.run(.idempotentControl, after, postForm)
+            #expect(run.attempts >= 2, "\(after), POST by \(postForm): the attempt ran \(run.attempts) times")
+            #expect(
+                run.posts == run.attempts,
+                "\(after), POST by \(postForm): \(run.posts) POSTs in \(run.attempts) attempts")
+        }
     }
 
     /// The control: the same attempt under `.idempotent` runs again after a failure that proves

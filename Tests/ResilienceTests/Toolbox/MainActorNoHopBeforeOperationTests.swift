@@ -34,7 +34,9 @@ struct MainActorNoHopBeforeOperationTests {
         let m4 = Self.armed()
         #expect(
             try await policy.outcome(idempotency: .idempotent) { m4.value }.get() == 1, "outcome(idempotency:) hopped")
-        // execute(attemptTimeout:) is documented to switch to the caller's actor in its child task: not checked.
+        let m5 = Self.armed()
+        #expect(
+            try await policy.execute(attemptTimeout: .seconds(5)) { m5.value } == 1, "execute(attemptTimeout:) hopped")
         let network = ConnectivityWait(monitor: TestConnectivityMonitor(), limit: .seconds(5))
         let m6 = Self.armed()
         #expect(try await policy.execute(waitingFor: network) { m6.value } == 1, "execute(waitingFor:) hopped")
