@@ -160,6 +160,22 @@ extension CircuitBreaker {
             in: self.rejectionSlot, breakerName: self.name, state: state, retryAfter: retryAfter)
     }
 
+    /// The refusal of a call by the breaker's own `throttle`, which decided before the breaker;
+    /// tells the observer, if there is one, as of any rejected call.
+    ///
+    /// Out of line: the throttled path's refusal only. The observer hears the state the breaker
+    /// is in (read as ``state`` reads it, outside the lock), after the breaker's lock is released.
+    @usableFromInline @inline(never)
+    func throttleRejection(by throttle: AdaptiveThrottle) -> AdaptiveThrottleRejection {
+        let rejection = AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)
+        if let observer = self.observer {
+            observer.callRejected(
+                CircuitBreakerRejectionEvent(
+                    breakerName: self.name, state: self.state, retryAfter: nil, throttleRejection: rejection))
+        }
+        return rejection
+    }
+
     /// Tells the observer, if there is one, of a rejection.
     @inline(never)
     private func tellObserverOfRejection(state: CircuitBreakerState, retryAfter: Duration?) {

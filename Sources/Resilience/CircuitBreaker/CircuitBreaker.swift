@@ -105,7 +105,9 @@ public final class CircuitBreaker: Sendable {
     /// The throttle decides before the breaker: a call it rejects fails with
     /// ``AdaptiveThrottleRejection`` without running, takes no permit and counts as
     /// nothing, neither a failure of the dependency nor a rejection by the breaker
-    /// (it never reached the server). A call the breaker then rejects is not counted
+    /// (it never reached the server). The breaker's ``observer`` hears of it as of any
+    /// rejected call, with ``CircuitBreakerRejectionEvent/throttleRejection`` set to the
+    /// refusal the caller receives. A call the breaker then rejects is not counted
     /// by the throttle either. A call that runs counts as one request, and its outcome
     /// as accepted or not as ``AdaptiveThrottle/record(_:)`` says. Share one throttle
     /// among the breakers and policies that call one server side by side; do not give

@@ -414,14 +414,21 @@ package struct CircuitBreakerStateMachine: Sendable {
 
     /// Opens the breaker, or keeps it open longer, for a hint that arrived with a
     /// result from an earlier generation.
+    ///
+    /// Keeping an open breaker open longer is reported as a transition from open to open, in a
+    /// new generation (no call is admitted while open, so none is left behind), with the open
+    /// time left from `now`: an observer ordering events by generation learns the later end.
+    /// The breaker's ``openedAt`` and its trip count stay as they were: it opened once.
     private mutating func applyLatePushback(_ pushback: Duration, at now: Duration) -> Transition? {
         switch self.phase {
         case .closed, .halfOpen:
             return self.open(at: now, reason: .pushback, tripped: false, pushback: pushback)
         case .open(let until):
-            let extended = (now + pushback.clampedToResilienceRange)
-            if extended > until { self.phase = .open(until: extended) }
-            return nil
+            let left = pushback.clampedToResilienceRange
+            guard now + left > until else { return nil }
+            var transition = self.enter(.open(until: now + left), reason: .pushback, at: now)
+            transition.openDuration = left
+            return transition
         case .isolated:
             return nil
         }

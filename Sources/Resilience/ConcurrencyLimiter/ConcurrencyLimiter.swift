@@ -165,6 +165,18 @@ public final class ConcurrencyLimiter: Sendable {
                 throw CancellationError()
             }
         } catch let rejection as LimiterRejectionError {
+            // A queue timeout that an enclosing library time limit's earlier deadline came before
+            // (a clock that passed both in one move woke the queue's timer first, or the limit's
+            // cancellation read the clock past both): that limit ends the call, as it would have
+            // cut the wait short had the clock stepped, and the refusal says so, in the caller's task.
+            if rejection.reason == .queueTimedOut, let deadline,
+                CallScope.current.enclosingLimitCameBefore(deadline, on: self.clock)
+            {
+                let cutShort = LimiterRejectionError(
+                    limiterName: self.name, reason: .waitCutShort, queued: self.storage.counts.queued)
+                self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: cutShort))
+                throw cutShort
+            }
             self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .rejected, error: rejection))
             throw rejection
         } catch is CancellationError where LateOperationError.enclosingLimitFired() {

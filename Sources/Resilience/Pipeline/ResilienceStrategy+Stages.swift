@@ -85,11 +85,10 @@ extension CircuitBreaker: ResilienceStrategy {
     public nonisolated(nonsending) func executeInPipeline<Operation: PipelineOperation>(
         _ operation: Operation
     ) async throws -> Operation.Value {
-        // The breaker's own throttle, if it has one, decides first, as in `execute(operation:)`.
+        // The breaker's own throttle, if it has one, decides first, as in `execute(operation:)`,
+        // and its refusal is observed as the breaker's.
         let throttle = self.throttle
-        if let throttle, !throttle.admit() {
-            throw AdaptiveThrottleRejection(rejectionProbability: throttle.rejectionProbability)
-        }
+        if let throttle, !throttle.admit() { throw self.throttleRejection(by: throttle) }
         let permit = try self.admit()
         let value: Operation.Value
         do {

@@ -212,6 +212,13 @@ public final class RateLimiter: Sendable {
                 let left = Swift.max(.zero, now + retryAfter - self.clock.now())
                 throw self.rejection(.waitCutShort, retryAfter: left)
             }
+            // A wait that an enclosing library time limit's earlier deadline passed during, its
+            // timer not yet woken (a clock that passed both in one move woke this sleep first):
+            // that limit ends the call, as it would have cut the wait short had the clock stepped.
+            // The caller takes no permit, and the operation never runs.
+            if CallScope.current.enclosingLimitCameBefore(now + retryAfter, on: self.clock) {
+                throw self.rejection(.waitCutShort, retryAfter: Swift.max(.zero, now + retryAfter - self.clock.now()))
+            }
             guard let next = self.tryAcquire() else { return }
             retryAfter = next
             let later = self.clock.now()

@@ -187,6 +187,22 @@ struct CallScope: Sendable {
             from: limits, across: self.supersessions, unlessBefore: self.deadline)
     }
 
+    /// Whether a library time limit enclosing this scope (a ``Timeout``, a policy's
+    /// `attemptTimeout`) came before a wait of the caller's due at `deadline` on `clock` that
+    /// ended at it: the limit's deadline came earlier, has passed, and its caller had not given
+    /// up before it. The limit then ends the call, as it would have had the clock moved in
+    /// steps, when its timer would have cut the wait short first; a limit still pending is
+    /// claimed for it (see `TimeLimitSignal.claimEarlier(than:on:from:across:)`).
+    ///
+    /// For a ``ConcurrencyLimiter``'s caller whose queue timeout woke first in a clock's jump
+    /// past both deadlines, and a ``RateLimiter``'s whose wait for a permit did: the wait is
+    /// reported cut short, not ended by its own deadline. Failure path, or a wait's end: it
+    /// reads the limits' clocks.
+    func enclosingLimitCameBefore(_ deadline: Duration, on clock: ElapsedClock) -> Bool {
+        guard let limits = self.timeLimits else { return false }
+        return TimeLimitSignal.claimEarlier(than: deadline, on: clock, from: limits, across: self.supersessions)
+    }
+
     /// The current scope with a new time-limit signal added, for a limit due at `deadline` on
     /// `clock`; returns both.
     static func limited(until deadline: Duration, on clock: TimeLimitClock) -> (CallScope, TimeLimitSignal) {
@@ -980,6 +996,39 @@ final class TimeLimitSignal: Sendable {
             return !fired
         }
         return fired
+    }
+
+    /// Whether a limit from `innermost` outwards, on the same clock as `clock`, was due before
+    /// `deadline` on it and has passed, its caller not having given up before it: one that fired
+    /// is ending the attempt already; one still pending (its timer not yet woken) is claimed for
+    /// its limit here, which then reports its time-out when the attempt returns, as when its
+    /// timer woke first. The signals read are those around the running attempt, `across` the
+    /// innermost hedged attempt's signal, as ``anyFired(from:across:)`` reads them. Limits on
+    /// other clocks cannot be ordered and are passed over.
+    static func claimEarlier(
+        than deadline: Duration, on clock: ElapsedClock, from innermost: TimeLimitSignal?, across: TimeLimitSignal?
+    ) -> Bool {
+        var cameFirst = false
+        Self.walkRunning(from: innermost, across: across) { current in
+            guard let due = current.due, due.clock.identity == clock.identity else { return true }
+            // The two clocks read one time from different origins: move the limit's deadline
+            // onto `clock`.
+            let now = clock.now()
+            let theirs = due.deadline + (now - due.clock.now())
+            guard theirs < deadline, theirs <= now else { return true }
+            switch current.state.load(ordering: .acquiring) {
+            case Self.fired:
+                cameFirst = true
+            case Self.pending:
+                // Lost only to a timer that fired a moment before (it ends the call all the
+                // same), or to the caller's cancellation or the attempt's end.
+                cameFirst = current.claim() || current.hasFired
+            default:
+                break  // the caller gave up first, or the attempt is over
+            }
+            return !cameFirst
+        }
+        return cameFirst
     }
 
     /// Hands `visit` the signals from `innermost` outwards, of its kind, up to the first signal,
