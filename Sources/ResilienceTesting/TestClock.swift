@@ -65,6 +65,8 @@ public final class TestClock: Clock, Sendable {
         var countWaiters = CountWaiters()
         var sleepRequests: [Duration] = []
         var deadlineWaiters: [DeadlineWaiter] = []
+        /// What ``TestClock/probeAdvances(with:)`` set.
+        var advanceProbe: (@Sendable () -> Void)?
 
         /// The earliest deadline of the parked sleepers, if it is at most `horizon` after now.
         func nextDeadline(within horizon: Duration) -> Instant? {
@@ -119,6 +121,20 @@ public final class TestClock: Clock, Sendable {
     /// The number of tasks sleeping on the clock now.
     public var sleeperCount: Int {
         self.state.withLock { $0.sleepers.count }
+    }
+
+    /// The earliest deadline of the sleepers parked now, and whether a move of time is still
+    /// resuming sleepers it woke: for the test drivers of this package, which tell a call that
+    /// waits beyond their horizon from one that runs.
+    package var nextDeadline: (deadline: Instant?, isResuming: Bool) {
+        self.state.withLock { ($0.sleepers.lazy.map(\.deadline).min(), false) }
+    }
+
+    /// For the tests of this package: has `probe` run in each ``advance(to:)`` after it is
+    /// asked for and before it has moved time, on the advancing thread and outside the lock,
+    /// so that a test can move the clock in between; `nil` removes it.
+    package func probeAdvances(with probe: (@Sendable () -> Void)?) {
+        self.state.withLock { $0.advanceProbe = probe }
     }
 
     /// Every sleep requested so far, as the duration from the clock's time at the request to its deadline.
@@ -273,6 +289,7 @@ public final class TestClock: Clock, Sendable {
     /// Moves time forward to `instant`, if it is later than now, waking the sleepers that are due.
     public func advance(to instant: Instant) {
         let duration = self.now.duration(to: instant)
+        self.state.withLock { $0.advanceProbe }?()
         if duration > .zero {
             self.advance(by: duration)
         }
