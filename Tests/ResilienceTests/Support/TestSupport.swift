@@ -158,6 +158,17 @@ func onSeparateThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
     done.wait()
 }
 
+/// Runs `body` on `count` threads of its own, all released together, and suspends until every
+/// one has finished, blocking no thread of the cooperative pool (a thread of its own waits for them).
+func onSeparateThreadsWithoutBlocking(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        Thread {
+            onSeparateThreads(count, body)
+            continuation.resume()
+        }.start()
+    }
+}
+
 /// Counts the runs of a key's `hash(into:)` and `==`, and those that found a lock the test
 /// watches held: a registry's own, to show that no user code runs under it.
 final class LockProbe: Sendable {
