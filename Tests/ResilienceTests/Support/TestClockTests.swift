@@ -394,3 +394,42 @@ struct TestClockOrderTests {
             "seed \(seed): \(problems.count) of \(rounds) rounds wrong; first: \(problems.first ?? "")")
     }
 }
+
+/// ``driveThroughEveryWait(_:within:sourceLocation:_:)`` and the sleeps beyond its horizon.
+@Suite(.timeLimit(.minutes(5)))
+struct DriverHorizonTests {
+    @Test func aCallWaitingBeyondTheHorizonFailsAtOnceNamingTheDeadline() async {
+        let clock = TestClock()
+        let woke = Counter()
+        await withKnownIssue {
+            await driveThroughEveryWait(clock, within: .seconds(30)) {
+                do {
+                    try await clock.sleep(for: .seconds(45))
+                    woke.increment()
+                } catch {}
+            }
+        } matching: { issue in
+            issue.comments.contains { comment in
+                comment.rawValue.contains("at 45.0 seconds") && comment.rawValue.contains("horizon of 30.0 seconds")
+            }
+        }
+        #expect(woke.value == 0, "the 45-second sleep passed: time moved beyond the horizon")
+    }
+
+    @Test func aLongSleepBesideTheCallsShortWaitsStaysAsleep() async {
+        let clock = TestClock()
+        let timer = Task { try? await clock.sleep(for: .seconds(1_000)) }
+        await clock.waitForSleepers(count: 1)
+        let value = await driveThroughEveryWait(clock, within: .seconds(30)) { () -> Int in
+            try? await clock.sleep(for: .seconds(5))
+            try? await clock.sleep(for: .seconds(20))
+            return 7
+        }
+        #expect(value == 7)
+        // The two waits, then the second the driver lets a stray sleeper go by.
+        #expect(clock.now == .init(offset: .seconds(26)))
+        #expect(clock.sleeperCount == 1)
+        timer.cancel()
+        await timer.value
+    }
+}
