@@ -43,12 +43,6 @@ public final class TestClock: Clock, Sendable {
         }
     }
 
-    private struct Sleeper {
-        var id: UInt64
-        var deadline: Instant
-        var continuation: CheckedContinuation<Void, any Error>
-    }
-
     /// A caller of ``advanceToNextDeadline(within:)`` waiting for a sleeper due soon enough.
     private struct DeadlineWaiter {
         var id: UInt64
@@ -56,29 +50,47 @@ public final class TestClock: Clock, Sendable {
         var continuation: CheckedContinuation<Void, Never>
     }
 
+    /// A continuation a move of time resumes, once the lock is released.
+    private enum Wake {
+        case sleeper(CheckedContinuation<Void, any Error>)
+        case waiter(CheckedContinuation<Void, Never>)
+
+        func resume() {
+            switch self {
+            case .sleeper(let continuation): continuation.resume()
+            case .waiter(let continuation): continuation.resume()
+            }
+        }
+    }
+
     private struct State: CountWaiting {
         var now = Instant(offset: .zero)
         var nextID: UInt64 = 0
-        var sleepers: [Sleeper] = []
+        /// The parked sleepers, by deadline and then in the order they parked.
+        var sleepers = DeadlineHeap<CheckedContinuation<Void, any Error>>()
         /// Sleepers and waiters cancelled before they parked, by ID.
         var cancelledBeforeSleeping: Set<UInt64> = []
         var countWaiters = CountWaiters()
         var sleepRequests: [Duration] = []
         var deadlineWaiters: [DeadlineWaiter] = []
+        /// What ``TestClock/probeAdvances(with:)`` set.
+        var advanceProbe: (@Sendable () -> Void)?
+        /// What moves of time took out and no one has resumed yet, in the order to resume it.
+        var wakes: [Wake] = []
+        /// Whether a mover resumes ``wakes`` now: the others leave theirs to it.
+        var isWaking = false
 
         /// The earliest deadline of the parked sleepers, if it is at most `horizon` after now.
         func nextDeadline(within horizon: Duration) -> Instant? {
-            guard let earliest = self.sleepers.lazy.map(\.deadline).min(),
-                earliest <= self.now.advanced(by: horizon)
-            else { return nil }
+            guard let earliest = self.sleepers.earliestDeadline, earliest <= self.now.advanced(by: horizon) else {
+                return nil
+            }
             return earliest
         }
 
         /// Takes out the deadline waiters that a parked sleeper now satisfies, to resume after unlocking.
         mutating func dueWaiters() -> [CheckedContinuation<Void, Never>] {
-            guard !self.deadlineWaiters.isEmpty, let earliest = self.sleepers.lazy.map(\.deadline).min() else {
-                return []
-            }
+            guard !self.deadlineWaiters.isEmpty, let earliest = self.sleepers.earliestDeadline else { return [] }
             let now = self.now
             var ready: [CheckedContinuation<Void, Never>] = []
             self.deadlineWaiters.removeAll { waiter in
@@ -89,12 +101,26 @@ public final class TestClock: Clock, Sendable {
             return ready
         }
 
-        /// Moves time to `instant` and takes out the sleepers due then, earliest first.
-        mutating func moveTime(to instant: Instant) -> [Sleeper] {
+        /// Moves time to `instant`, if that is later than now, and queues the sleepers due then
+        /// (earliest first, equal deadlines in the order they parked) and the deadline waiters
+        /// the move satisfies; returns whether the caller is to resume the queue.
+        mutating func moveTime(to instant: Instant) -> Bool {
+            guard instant > self.now else { return false }
             self.now = instant
-            let due = self.sleepers.filter { $0.deadline <= instant }.sorted { $0.deadline < $1.deadline }
-            self.sleepers.removeAll { $0.deadline <= instant }
-            return due
+            while let (_, continuation) = self.sleepers.popFirst(dueBy: instant) {
+                self.wakes.append(.sleeper(continuation))
+            }
+            self.wakes += self.dueWaiters().map(Wake.waiter)
+            guard !self.wakes.isEmpty, !self.isWaking else { return false }
+            self.isWaking = true
+            return true
+        }
+
+        /// Takes out the queued wakes to resume, or, with none left, ends the resuming.
+        mutating func takeWakes() -> [Wake] {
+            if self.wakes.isEmpty { self.isWaking = false }
+            defer { self.wakes = [] }
+            return self.wakes
         }
 
         /// Removes and returns the waiters whose count the parked sleepers now meet.
@@ -119,6 +145,20 @@ public final class TestClock: Clock, Sendable {
     /// The number of tasks sleeping on the clock now.
     public var sleeperCount: Int {
         self.state.withLock { $0.sleepers.count }
+    }
+
+    /// The earliest deadline of the sleepers parked now, and whether a move of time is still
+    /// resuming sleepers it woke: for the test drivers of this package, which tell a call that
+    /// waits beyond their horizon from one that runs.
+    package var nextDeadline: (deadline: Instant?, isResuming: Bool) {
+        self.state.withLock { ($0.sleepers.earliestDeadline, $0.isWaking) }
+    }
+
+    /// For the tests of this package: has `probe` run in each ``advance(to:)`` after it is
+    /// asked for and before it has moved time, on the advancing thread and outside the lock,
+    /// so that a test can move the clock in between; `nil` removes it.
+    package func probeAdvances(with probe: (@Sendable () -> Void)?) {
+        self.state.withLock { $0.advanceProbe = probe }
     }
 
     /// Every sleep requested so far, as the duration from the clock's time at the request to its deadline.
@@ -146,7 +186,7 @@ public final class TestClock: Clock, Sendable {
                 let action: Action = self.state.withLock { state in
                     if state.cancelledBeforeSleeping.remove(id) != nil { return .cancel }
                     if deadline <= state.now { return .resume }
-                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    state.sleepers.insert(continuation, at: deadline, id: id)
                     return .park(state.satisfiedWaiters() + state.dueWaiters())
                 }
                 switch action {
@@ -157,31 +197,44 @@ public final class TestClock: Clock, Sendable {
                 }
             }
         } onCancel: {
-            let sleeper: Sleeper? = self.state.withLock { state in
-                if let index = state.sleepers.firstIndex(where: { $0.id == id }) {
-                    return state.sleepers.remove(at: index)
-                }
+            let sleeper = self.state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                if let continuation = state.sleepers.remove(id: id) { return continuation }
                 state.cancelledBeforeSleeping.insert(id)
                 return nil
             }
-            sleeper?.continuation.resume(throwing: CancellationError())
+            sleeper?.resume(throwing: CancellationError())
         }
     }
 
-    /// Moves time forward by `duration` and wakes every sleeper whose deadline has come, earliest first.
+    /// Moves time forward by `duration` and wakes every sleeper whose deadline has come, earliest
+    /// first, and sleepers with equal deadlines in the order they began to sleep.
+    ///
+    /// Time is read and moved under one lock, and the sleepers are resumed after it is released.
+    /// When several tasks move the clock at once, each move starts from where the last one left
+    /// time, and the sleepers resume in the order of their deadlines across all the moves: a move
+    /// that finds another resuming leaves its sleepers to it, and may return before they resume.
     ///
     /// - Precondition: `duration` is not negative: a test clock, like the clocks it
     ///   stands in for, never goes back. Use ``advance(to:)`` to move to an instant
     ///   that may already have passed.
     public func advance(by duration: Duration) {
         precondition(duration >= .zero, "TestClock.advance(by:) needs a duration of zero or more, not \(duration)")
-        let (woken, waiters) = self.state.withLock { state in
-            (state.moveTime(to: state.now.advanced(by: duration)), state.dueWaiters())
+        let resumes = self.state.withLock { $0.moveTime(to: $0.now.advanced(by: duration)) }
+        if resumes { self.resumeWakes() }
+    }
+
+    /// Resumes what moves of time took out, in order, until none is left; the lock is held only
+    /// to take each batch, never while resuming.
+    ///
+    /// One mover at a time resumes: a mover that finds another at it leaves its wakes queued
+    /// behind the other's, so that sleepers resume in the order of their deadlines even when
+    /// several tasks move time at once.
+    private func resumeWakes() {
+        while true {
+            let wakes = self.state.withLock { $0.takeWakes() }
+            if wakes.isEmpty { return }
+            for wake in wakes { wake.resume() }
         }
-        for sleeper in woken {
-            sleeper.continuation.resume()
-        }
-        for waiter in waiters { waiter.resume() }
     }
 
     /// Waits until a task sleeps on the clock with a deadline at most `horizon` after now, then
@@ -215,14 +268,14 @@ public final class TestClock: Clock, Sendable {
         )
         while !Task.isCancelled {
             // Found and moved to under one lock: a sleeper that leaves in between is not waited for.
-            let moved: (Instant, [Sleeper], [CheckedContinuation<Void, Never>])? = self.state.withLock { state in
+            let moved: (instant: Instant, resumes: Bool)? = self.state.withLock { state in
                 guard let deadline = state.nextDeadline(within: horizon) else { return nil }
-                return (deadline, state.moveTime(to: deadline), state.dueWaiters())
+                // Every parked deadline is later than now: a sleeper due already never parks.
+                return (deadline, state.moveTime(to: deadline))
             }
-            if let (instant, woken, waiters) = moved {
-                for sleeper in woken { sleeper.continuation.resume() }
-                for waiter in waiters { waiter.resume() }
-                return instant
+            if let moved {
+                if moved.resumes { self.resumeWakes() }
+                return moved.instant
             }
             await self.waitForDeadline(within: horizon)
         }
@@ -270,12 +323,15 @@ public final class TestClock: Clock, Sendable {
         self.state.withLock { $0.now = $0.now.advanced(by: .zero - duration) }
     }
 
-    /// Moves time forward to `instant`, if it is later than now, waking the sleepers that are due.
+    /// Moves time forward to `instant`, if it is later than now, waking the sleepers that are due
+    /// as ``advance(by:)`` does.
+    ///
+    /// Time is read and moved under one lock: of several tasks moving the clock at once, none
+    /// moves it past the latest instant any of them asked for, and none moves it back.
     public func advance(to instant: Instant) {
-        let duration = self.now.duration(to: instant)
-        if duration > .zero {
-            self.advance(by: duration)
-        }
+        self.state.withLock { $0.advanceProbe }?()
+        let resumes = self.state.withLock { $0.moveTime(to: instant) }
+        if resumes { self.resumeWakes() }
     }
 
     /// Suspends until at least `count` tasks are sleeping on the clock, or the waiting task is cancelled.

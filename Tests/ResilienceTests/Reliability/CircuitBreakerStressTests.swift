@@ -1025,8 +1025,8 @@ private final class BreakerStressLot: Sendable {
 /// is a moment at which the whole run has done everything it can without time moving.
 ///
 /// It keeps the deadlines of its sleeps in a heap, so that a step finds the sleepers it wakes
-/// without looking at the thousands that stay asleep (a ``TestClock`` looks at each of
-/// them at every step, which was most of the driver's cost here). Like a ``TestClock``, it
+/// without looking at the thousands that stay asleep (the heap a ``TestClock`` keeps its
+/// sleepers in). Like a ``TestClock``, it
 /// wakes the sleepers due at a step earliest first, and a sleep whose deadline has passed by
 /// the time it parks returns at once.
 private final class BreakerStressClock: Clock, Sendable {
@@ -1037,7 +1037,7 @@ private final class BreakerStressClock: Clock, Sendable {
         /// The sleeps begun and not yet returned (the calls blocked on the clock), by ID.
         var sleepers: [UInt64: Instant] = [:]
         /// The deadlines of the sleeps begun, earliest first (with some of sleeps already ended).
-        var deadlines = DeadlineHeap()
+        var deadlines = DeadlineHeap<Void>()
         /// The parked sleepers, by ID.
         var parked: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         /// Sleeps cancelled before they parked, by ID.
@@ -1072,7 +1072,7 @@ private final class BreakerStressClock: Clock, Sendable {
         let id = self.changeState { state in
             state.nextID += 1
             state.sleepers[state.nextID] = deadline
-            state.deadlines.insert(deadline, state.nextID)
+            state.deadlines.insert((), at: deadline, id: state.nextID)
             return state.nextID
         }
         defer { self.changeState { _ = $0.sleepers.removeValue(forKey: id) } }
@@ -1125,7 +1125,7 @@ private final class BreakerStressClock: Clock, Sendable {
             let target = state.now.advanced(by: duration)
             state.now = target
             var woken: [CheckedContinuation<Void, any Error>] = []
-            while let id = state.deadlines.popFirst(dueBy: target) {
+            while let (id, _) = state.deadlines.popFirst(dueBy: target) {
                 // Counted as no longer blocked whether parked yet or not: one not yet parked
                 // returns at once when it parks.
                 state.sleepers[id] = nil
@@ -1183,53 +1183,5 @@ private final class BreakerStressClock: Clock, Sendable {
         }
         for waiter in waiters { waiter.resume() }
         return result
-    }
-}
-
-/// The deadlines of a clock's sleeps, earliest first (ties by ID, the order they began): a
-/// binary min-heap, so that a clock step takes out only the sleeps it ends.
-private struct DeadlineHeap {
-    private var entries: [(deadline: TestClock.Instant, id: UInt64)] = []
-
-    private static func precedes(
-        _ a: (deadline: TestClock.Instant, id: UInt64), _ b: (deadline: TestClock.Instant, id: UInt64)
-    ) -> Bool {
-        a.deadline < b.deadline || (a.deadline == b.deadline && a.id < b.id)
-    }
-
-    mutating func insert(_ deadline: TestClock.Instant, _ id: UInt64) {
-        self.entries.append((deadline, id))
-        var child = self.entries.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.precedes(self.entries[child], self.entries[parent]) else { break }
-            self.entries.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    /// Takes out the earliest entry if its deadline is at most `target`, and returns its ID.
-    mutating func popFirst(dueBy target: TestClock.Instant) -> UInt64? {
-        guard let first = self.entries.first, first.deadline <= target else { return nil }
-        let last = self.entries.removeLast()
-        if !self.entries.isEmpty {
-            self.entries[0] = last
-            var parent = 0
-            while true {
-                let left = 2 * parent + 1
-                let right = left + 1
-                var smallest = parent
-                if left < self.entries.count, Self.precedes(self.entries[left], self.entries[smallest]) {
-                    smallest = left
-                }
-                if right < self.entries.count, Self.precedes(self.entries[right], self.entries[smallest]) {
-                    smallest = right
-                }
-                guard smallest != parent else { break }
-                self.entries.swapAt(parent, smallest)
-                parent = smallest
-            }
-        }
-        return first.id
     }
 }
