@@ -89,7 +89,9 @@ import Synchronization
 ///
 /// Attempts run concurrently, so the operation is `@Sendable`. It keeps the
 /// caller's isolation, as a `Task`'s closure does: written on the main actor, it is
-/// isolated to the main actor and each attempt runs there.
+/// isolated to the main actor and each attempt runs there. The call's own work between its
+/// attempts runs in the caller's isolation too: it starts hedges and replacements, asks the
+/// ``classifier`` and reports to the observer there.
 ///
 /// A caller that cancels ends the call with `CancellationError`. Its cancellation reaches every
 /// running attempt at once, each hedge and replacement in its own task included, as the
@@ -180,9 +182,9 @@ public final class Hedging: Sendable {
     ///     shared with retry policies if you like.
     ///   - name: The name reported in events.
     ///   - observer: Receives a ``StrategyEvent/Kind/hedged`` event for each attempt started
-    ///     while another of the call still runs. An attempt that replaces one that failed,
-    ///     with none running, counts against `maximumHedges` and spends from `budget` as a
-    ///     retry of that failure would, but is not reported as a hedge. An attempt that fails as the
+    ///     while another of the call still runs, in the caller's isolation. An attempt that
+    ///     replaces one that failed, with none running, counts against `maximumHedges` and
+    ///     spends from `budget` as a retry of that failure would, but is not reported as a hedge. An attempt that fails as the
     ///     hedge delay passes is a tie, taken in the order the two reach the call: the delay first,
     ///     the attempt it starts is reported as a hedge.
     ///   - clock: The clock delays and latencies are measured on.
@@ -309,12 +311,8 @@ public final class Hedging: Sendable {
         call.timer = self.armTimer(at: started + start.delay, for: start.id)
         call.timerDue = started + start.delay
         call.started = started
-        let first = call.attempt(0).signal
-        let outcome: Result<Value, any Error> = await withTaskCancellationHandler {
-            await self.run(&call, start, handedOver: early, inside: stages, operation: operation)
-        } onCancel: {
-            self.callerCancelled(start.id, first: first)
-        }
+        let outcome = await self.watch(
+            &call, start, handedOver: early, inside: stages, isolation: #isolation, operation: operation)
         if let timer = call.timer { self.disarmTimer(timer) }
         if call.winner != nil || call.isEndedByRule, !call.hedges.isEmpty {
             // The losers were superseded, by the winner or by a failure the rules end the call on:
@@ -337,6 +335,35 @@ public final class Hedging: Sendable {
             }
         }
         return try outcome.get()
+    }
+
+    /// Runs the call's loop (``run(_:_:handedOver:inside:operation:)``) in `isolation`, the
+    /// caller's, under the caller's cancellation handler.
+    ///
+    /// The loop starts the hedges and replacements, asks the classifier, arms the timers and
+    /// reports each hedge to the observer, so it runs where the caller runs: the observer hears
+    /// the call's events in the caller's isolation, as ``StrategyObserver`` promises, and a call
+    /// whose first attempt suspended and then won takes its outcome without leaving the caller's
+    /// actor. Hence this function, isolated to `isolation`, whose handler's operation captures it:
+    /// a closure written in a `nonisolated(nonsending)` function is isolated to no actor, so one
+    /// written in ``hedge(idempotency:inside:operation:)`` would run the loop on the global
+    /// executor.
+    @inlinable
+    func watch<Value: Sendable, Stages>(
+        _ call: inout HedgedCall<Value>,
+        _ start: HedgedCallStart,
+        handedOver: Result<Timed<Value>, any Error>?,
+        inside stages: Stages,
+        isolation: isolated (any Actor)?,
+        operation: @escaping @Sendable @isolated(any) () async throws -> Value
+    ) async -> Result<Value, any Error> {
+        let first = call.attempt(0).signal
+        return await withTaskCancellationHandler {
+            _ = isolation  // captured, so the loop runs in the caller's isolation
+            return await self.run(&call, start, handedOver: handedOver, inside: stages, operation: operation)
+        } onCancel: {
+            self.callerCancelled(start.id, first: first)
+        }
     }
 
     /// Takes the wakes of the call until one decides it: a success, or a failure
