@@ -607,7 +607,7 @@ final class TimeLimitSignal: Sendable {
     /// and the limit kept it as it came: as thrown, as an app's enum case's payload, as a stored
     /// property (reflection hands on the box). Where the code in between bridged it to `NSError`
     /// or kept it under `NSUnderlyingErrorKey`, it is found by what its `NSError` form keeps of it
-    /// (see ``holds(_:box:in:)``): an `NSError` instance by its identity, a
+    /// (see ``holds(_:box:in:orSameDomainAndCode:)``): an `NSError` instance by its identity, a
     /// library time limit's error by its end. A Swift value rebuilt on the way, or bridged or read
     /// back from a `userInfo` on Linux, which makes a new value, is not guessed from its domain and
     /// code, which another failure may share: there the age is lost, and the layers above count
@@ -632,10 +632,14 @@ final class TimeLimitSignal: Sendable {
     /// - a library time limit's error keeps its end (``TimeLimitEnd``) in the `userInfo` of its
     ///   `NSError` form, and of a copy made with the same `userInfo`, found by that instance.
     ///
-    /// Nothing else is taken for it: another failure of the same domain and code is another
-    /// failure (another request's `URLError(.timedOut)`, say), and so is a Swift value bridged
-    /// on Linux, of which bridging keeps only its domain and code.
-    private static func holds(_ noted: any Error, box: UInt, in error: any Error) -> Bool {
+    /// For those two nothing else is taken for it: another failure of the same domain and code is
+    /// another failure. A Swift value bridges (on Linux) to its domain and code alone;
+    /// `orSameDomainAndCode` then takes for it an `NSError` instance of the chain, or the error one
+    /// keeps under `NSUnderlyingErrorKey`, with the same domain and code, since nothing better
+    /// survives; a Swift value elsewhere in the chain was never bridged, and is another failure.
+    private static func holds(
+        _ noted: any Error, box: UInt, in error: any Error, orSameDomainAndCode: Bool = false
+    ) -> Bool {
         var found = false
         ErrorChain.walk(error) { node in
             found = Self.identity(of: node) == box
@@ -657,7 +661,21 @@ final class TimeLimitSignal: Sendable {
             }
             return found
         }
-        return false
+        guard orSameDomainAndCode else { return false }
+        let bridged = noted as NSError
+        let same = { (form: NSError) in form.code == bridged.code && form.domain == bridged.domain }
+        ErrorChain.walk(error) { node in
+            // Only what bridging made or kept: an `NSError` instance, and the error it keeps under
+            // `NSUnderlyingErrorKey`, read back as a new value on Linux. A Swift value elsewhere in
+            // the chain, never bridged, is another failure, whatever it would bridge to (`as
+            // NSError` bridges any Swift error on Linux: the opened value's own type tells).
+            guard type(of: node as Any) is NSError.Type else { return true }
+            let form = node as NSError
+            found =
+                same(form) || (form.userInfo[NSUnderlyingErrorKey] as? any Error).map { same($0 as NSError) } ?? false
+            return !found
+        }
+        return found
     }
 
     /// The heap box `error` refers to: stable across rethrows, task groups and `Result`s, as
@@ -743,9 +761,11 @@ final class TimeLimitSignal: Sendable {
     /// Each stop is found by its failure's identity, as ``takeLateErrorAge(of:)`` finds its error,
     /// or, when the code in between bridged it to `NSError`, by what its `NSError` form keeps of
     /// it: an `NSError` instance by its identity, a library time limit's error by its end (see
-    /// ``holds(_:box:in:)``). Never by its domain and code, which another failure may share: a
-    /// Swift value bridged on Linux, which keeps nothing else, is not found, and the limit decides
-    /// as if no policy had told it.
+    /// ``holds(_:box:in:orSameDomainAndCode:)``). Only when no stop is found so, by the domain and
+    /// code of a Swift value that bridging on Linux left nothing else of: another failure of the
+    /// same domain and code (another request's `URLError(.timedOut)` kept under
+    /// `NSUnderlyingErrorKey`, say) is then taken for the stop, which only decides which of two
+    /// passed deadlines the call reports.
     ///
     /// The stops are taken out under the lock, and compared and released after it: the walk along
     /// `error`'s chain may run the app's code (a `CustomNSError`'s `userInfo`), and releasing a
@@ -753,8 +773,15 @@ final class TimeLimitSignal: Sendable {
     func takeDeadlineStops(of error: any Error) -> [TimeLimitEnd] {
         guard let record = self.deadlineStopRecord else { return [] }
         let stops = record.withLock { $0.takeAll() }
-        return stops.compactMap { stop in
+        let found = stops.compactMap { stop in
             Self.holds(stop.error, box: Self.identity(of: stop.error), in: error) ? stop.end : nil
+        }
+        if !found.isEmpty { return found }
+        // No stop's failure is in the chain as itself: where the code in between bridged a Swift
+        // value on Linux, its domain and code are all that is left of it.
+        return stops.compactMap { stop in
+            Self.holds(stop.error, box: Self.identity(of: stop.error), in: error, orSameDomainAndCode: true)
+                ? stop.end : nil
         }
     }
 

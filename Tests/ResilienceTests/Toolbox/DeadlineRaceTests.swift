@@ -137,17 +137,6 @@ struct DeadlineRaceTests {
             }
         }
 
-        /// Whether the failure keeps its identity so wrapped: in the app's enum it does; bridged to
-        /// `NSError`, or kept in a `userInfo` and read back, it does on Apple platforms, where
-        /// bridging keeps the Swift value, and not on Linux, where it makes a new value.
-        var keepsTheFailuresIdentity: Bool {
-            #if canImport(Darwin)
-                true
-            #else
-                self == .inAnAppEnum
-            #endif
-        }
-
         func holdsTheFailure(_ error: any Error) -> Bool {
             switch (self, error) {
             case (.inAnAppEnum, AppFailure.upstream(let inner)): inner is OwnError
@@ -160,11 +149,10 @@ struct DeadlineRaceTests {
 
     enum AppFailure: Error { case upstream(any Error) }
 
-    /// The same race, the code between the limit and the policy wrapping the policy's failure.
-    /// The policy's deadline came first: where the failure keeps its identity, its failure, as
-    /// wrapped, ends the call. Bridged on Linux, or kept in a `userInfo` and read back there, it is
-    /// boxed anew, with only its domain and code, which another failure may share: the limit does
-    /// not take it for the policy's stop, and reports its own time-out, keeping the failure.
+    /// The same race, the code between the limit and the policy wrapping the policy's failure:
+    /// in the app's enum the failure keeps its identity; bridged to `NSError`, or kept in a
+    /// `userInfo` and read back, it is boxed anew, and the limit knows it by its bridged domain
+    /// and code. The policy's deadline came first: its failure, as wrapped, ends the call.
     @Test(arguments: Wrapping.allCases)
     func aPolicysEarlierDeadlineDecidesWhateverWrapsItsFailure(wrapping: Wrapping) async throws {
         for _ in 0..<5 {
@@ -188,13 +176,6 @@ struct DeadlineRaceTests {
             await passTheDeadline(of: outer.watcher, clock, at: .seconds(5), movingBy: .seconds(10))
             blocker.release.signal()
             let result = await call.result
-            guard wrapping.keepsTheFailuresIdentity else {
-                let timeout = result.failureValue as? TimeoutError
-                #expect(timeout?.timeoutName == "outer", "\(wrapping): \(result)")
-                #expect(timeout?.operationError.map(wrapping.holdsTheFailure) == true, "\(wrapping): \(result)")
-                #expect(events.kinds.values == [.timedOut])
-                continue
-            }
             guard case .failure(let error) = result, !(error is TimeoutError) else {
                 Issue.record("\(wrapping): the policy's deadline came first, got \(result)")
                 continue

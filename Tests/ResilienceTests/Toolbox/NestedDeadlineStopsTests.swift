@@ -8,7 +8,7 @@ import Testing
 /// deadline (`TimeLimitSignal.noteDeadlineStop(_:)`), and reads the stop of the policy whose
 /// failure its attempt ends with, known by that failure's identity: another policy stopping in the
 /// same attempt (a sibling in `async let`, a policy in a task that outlived an attempt nested in
-/// the limit) does not hide it, and another failure of the same domain and code is not taken for it.
+/// the limit) does not hide it.
 ///
 /// Each policy's first attempt fails at once, and the policy waits two seconds to retry; the clock
 /// then jumps past every deadline in one move. The sibling's wait, once over, holds until the policy
@@ -206,36 +206,5 @@ struct NestedDeadlineStopsTests {
         let context = "\(limit), \(sibling): \(result)"
         #expect(result.failureValue is OwnError, "the policy's deadline came first: \(context)")
         #expect(events.kinds.values.isEmpty, "\(context)")
-    }
-
-    /// Two requests to one slow host, side by side: one under a policy with a deadline (3 s) that
-    /// stops there with `URLError(.timedOut)`, the other under a policy without one, whose wait the
-    /// limit (5 s) cuts short, with a `URLError(.timedOut)` for another URL. The operation wraps the
-    /// second failure in an error of the app's (under `NSUnderlyingErrorKey`). That failure shares
-    /// the stopped policy's domain and code, but it is not its stop: the limit fired and cut its
-    /// call short, so the limit reports its time-out and keeps the app's error.
-    @Test(arguments: Limit.allCases)
-    func anotherFailureOfTheStoppedPolicysDomainAndCodeIsNotItsStop(limit: Limit) async throws {
-        let clock = TestClock()
-        let events = EventLog()
-        let timedOut = { (url: String) in
-            URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: url)!])
-        }
-        var call = Call(
-            limit: limit, duration: .seconds(5), clock: clock, limitClock: clock, ownClock: clock,
-            own: (timedOut("https://a.example/x"), .seconds(3)), sibling: (timedOut("https://a.example/y"), nil),
-            siblingRuns: .asyncLet, afterTheLimitFired: true)
-        call.ending = { _, sibling in NSError(domain: "App", code: 1, userInfo: [NSUnderlyingErrorKey: sibling]) }
-        let result = try await call.run(events: events, timer: .seconds(5))
-        let context = "\(limit): \(result)"
-        switch (limit, result) {
-        case (.timeout, .failure(let error as TimeoutError)):
-            #expect((error.operationError as? NSError)?.domain == "App", "\(context)")
-            #expect(events.kinds.values == [.timedOut], "\(context)")
-        case (.attemptTimeout, .failure(let error as AttemptTimeoutError)):
-            #expect((error.operationError as? NSError)?.domain == "App", "\(context)")
-        default:
-            Issue.record("the limit fired and cut the call short: \(context)")
-        }
     }
 }
