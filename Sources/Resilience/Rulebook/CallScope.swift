@@ -300,10 +300,12 @@ final class TimeLimitSignal: Sendable {
     /// the quiet of the whole call (``quietRecord``). The first attempt exists on every path, so
     /// the call's shared record costs no allocation of its own.
     private let firstOfCall: TimeLimitSignal?
-    /// The stop of a ``RetryPolicy`` nested in the attempt at its own deadline, once the clock
-    /// had passed it (a retained `NestedDeadlineStop`; 0 for none): see ``noteDeadlineStop(_:)``.
-    /// Only a limit enclosing a policy that stopped so holds one.
-    private let deadlineStop = Atomic<UInt>(0)
+    /// The stops of the ``RetryPolicy`` calls nested in the attempt at their own deadlines, once
+    /// the clock had passed them: a retained lock over `NestedDeadlineStops`, made with the first
+    /// stop and kept until the signal goes; 0 for none (see ``noteDeadlineStop(_:)``). Only a limit
+    /// enclosing a policy that stopped so holds one: one word in every signal, and nothing made,
+    /// on every other path.
+    private let deadlineStops = Atomic<UInt>(0)
     /// The signal of the same kind enclosing this one, if any.
     let enclosing: TimeLimitSignal?
     /// For a time limit (a ``Timeout``'s, a policy's `attemptTimeout`): its clock and its
@@ -344,7 +346,7 @@ final class TimeLimitSignal: Sendable {
 
     deinit {
         Self.release(self.lateErrorBox.load(ordering: .relaxed))
-        Self.release(self.deadlineStop.load(ordering: .relaxed))
+        Self.release(self.deadlineStops.load(ordering: .relaxed))
     }
 
     /// Records that the time limit, not the caller, is about to cancel the attempt, whatever its state.
@@ -635,7 +637,7 @@ final class TimeLimitSignal: Sendable {
         let address = self.lateErrorBox.exchange(0, ordering: .acquiring)
         guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
         let late = unsafeBitCast(Unmanaged<AnyObject>.fromOpaque(pointer).takeRetainedValue(), to: (any Error).self)
-        let found = Self.holds(late, box: address, in: error, orSameDomainAndCode: false)
+        let found = Self.holds(late, box: address, in: error)
         return found ? .nanoseconds(self.lateErrorAgeNanoseconds.load(ordering: .relaxed)) : nil
     }
 
@@ -656,7 +658,9 @@ final class TimeLimitSignal: Sendable {
     /// `orSameDomainAndCode` then takes for it an `NSError` instance of the chain, or the error one
     /// keeps under `NSUnderlyingErrorKey`, with the same domain and code, since nothing better
     /// survives; a Swift value elsewhere in the chain was never bridged, and is another failure.
-    private static func holds(_ noted: any Error, box: UInt, in error: any Error, orSameDomainAndCode: Bool) -> Bool {
+    private static func holds(
+        _ noted: any Error, box: UInt, in error: any Error, orSameDomainAndCode: Bool = false
+    ) -> Bool {
         var found = false
         ErrorChain.walk(error) { node in
             found = Self.identity(of: node) == box
@@ -706,7 +710,8 @@ final class TimeLimitSignal: Sendable {
         UInt(bitPattern: ObjectIdentifier(Self.box(of: error)))
     }
 
-    /// Releases the box ``noteLateError(_:age:)`` retained at `address`, if any.
+    /// Releases the object retained at `address`, if any: the box ``noteLateError(_:age:)`` keeps,
+    /// the record of stops ``noteDeadlineStop(_:)`` makes.
     private static func release(_ address: UInt) {
         guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
         Unmanaged<AnyObject>.fromOpaque(pointer).release()
@@ -731,45 +736,98 @@ final class TimeLimitSignal: Sendable {
     /// of a limit nested in the attempt (see ``nestedPolicyStopped(_:before:on:)``). When it had
     /// not fired, its own deadline may have come first, its timer waking after the policy's wait:
     /// the limit then claims the call (see ``nestedPolicyStopped(_:after:on:)``). Written by the
-    /// attempt's task before it returns, read by the limit after it has waited for that task.
-    /// Only on that failure path.
-    func noteDeadlineStop(_ stop: NestedDeadlineStop) {
-        let retained = UInt(bitPattern: Unmanaged.passRetained(stop).toOpaque())
-        Self.release(self.deadlineStop.exchange(retained, ordering: .acquiringAndReleasing))
-    }
-
-    /// The end of the nested policy's deadline noted by ``noteDeadlineStop(_:)``, when `error`,
-    /// the attempt's error, is the error that policy stopped with or holds it; `nil` otherwise.
-    /// The limit asks once.
+    /// attempt's task, and by the tasks it runs, before they return, read by the limit after it
+    /// has waited for the attempt. Only on that failure path.
     ///
-    /// Found by its identity, as ``takeLateErrorAge(of:)`` finds its error, or, when the code in
-    /// between bridged it to `NSError`, by what its `NSError` form keeps of it: an `NSError`
-    /// instance by its identity, a library time limit's error by its end, and only a Swift value,
-    /// of which bridging keeps nothing else, by its bridged domain and code (see
-    /// ``holds(_:box:in:orSameDomainAndCode:)``).
-    func takeDeadlineStop(of error: any Error) -> TimeLimitEnd? {
-        let address = self.deadlineStop.exchange(0, ordering: .acquiring)
+    /// Every stop is kept, up to a few (`NestedDeadlineStops`), each with the failure it holds:
+    /// policies side by side in the attempt, or one after another, each tell the limit of their
+    /// own, and the limit reads the stops of the failure its attempt ends with
+    /// (``takeDeadlineStops(of:)``). The record is made with the first stop; its lock is held only
+    /// to add a stop or take them all, and the stop it drops to make room, holding the app's
+    /// failure, is released after the lock.
+    func noteDeadlineStop(_ stop: NestedDeadlineStop) {
+        let dropped = self.makingDeadlineStopRecord().withLock { $0.add(stop) }
+        withExtendedLifetime(dropped) {}  // released here, after the lock
+    }
+
+    /// The lock over the stops of the policies nested in the attempt (``noteDeadlineStop(_:)``),
+    /// once a policy told this limit of one; `nil` before.
+    ///
+    /// Kept until the signal goes, once made: read without a reference of its own.
+    var deadlineStopRecord: Lock<NestedDeadlineStops>? {
+        let address = self.deadlineStops.load(ordering: .acquiring)
         guard let pointer = UnsafeRawPointer(bitPattern: address) else { return nil }
-        let stop = Unmanaged<NestedDeadlineStop>.fromOpaque(pointer).takeRetainedValue()
-        let found = Self.holds(stop.error, box: Self.identity(of: stop.error), in: error, orSameDomainAndCode: true)
-        return found ? stop.end : nil
+        return Unmanaged<Lock<NestedDeadlineStops>>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// ``deadlineStopRecord``, made now when no policy told this limit of a stop before: one
+    /// record wins, whichever task makes it first.
+    private func makingDeadlineStopRecord() -> Lock<NestedDeadlineStops> {
+        if let record = self.deadlineStopRecord { return record }
+        let made = Unmanaged.passRetained(Lock(NestedDeadlineStops()))
+        let (exchanged, original) = self.deadlineStops.compareExchange(
+            expected: 0, desired: UInt(bitPattern: made.toOpaque()), successOrdering: .acquiringAndReleasing,
+            failureOrdering: .acquiring)
+        if exchanged { return made.takeUnretainedValue() }
+        made.release()  // another task made the record first
+        return Unmanaged<Lock<NestedDeadlineStops>>.fromOpaque(UnsafeRawPointer(bitPattern: original)!)
+            .takeUnretainedValue()
+    }
+
+    /// The ends of the deadlines of the policies nested in the attempt that stopped with `error`,
+    /// the attempt's error, or with an error it holds (``noteDeadlineStop(_:)``), oldest first;
+    /// none when no policy did. The limit asks once: every stop is taken out, and those of other
+    /// failures are dropped.
+    ///
+    /// Each stop is found by its failure's identity, as ``takeLateErrorAge(of:)`` finds its error,
+    /// or, when the code in between bridged it to `NSError`, by what its `NSError` form keeps of
+    /// it: an `NSError` instance by its identity, a library time limit's error by its end (see
+    /// ``holds(_:box:in:orSameDomainAndCode:)``). Only when no stop is found so, by the domain and
+    /// code of a Swift value that bridging on Linux left nothing else of: another failure of the
+    /// same domain and code (another request's `URLError(.timedOut)` kept under
+    /// `NSUnderlyingErrorKey`, say) is then taken for the stop, which only decides which of two
+    /// passed deadlines the call reports.
+    ///
+    /// The stops are taken out under the lock, and compared and released after it: the walk along
+    /// `error`'s chain may run the app's code (a `CustomNSError`'s `userInfo`), and releasing a
+    /// stop may release the app's failure.
+    func takeDeadlineStops(of error: any Error) -> [TimeLimitEnd] {
+        guard let record = self.deadlineStopRecord else { return [] }
+        let stops = record.withLock { $0.takeAll() }
+        let found = stops.compactMap { stop in
+            Self.holds(stop.error, box: Self.identity(of: stop.error), in: error) ? stop.end : nil
+        }
+        if !found.isEmpty { return found }
+        // No stop's failure is in the chain as itself: where the code in between bridged a Swift
+        // value on Linux, its domain and code are all that is left of it.
+        return stops.compactMap { stop in
+            Self.holds(stop.error, box: Self.identity(of: stop.error), in: error, orSameDomainAndCode: true)
+                ? stop.end : nil
+        }
     }
 
     /// Whether a policy nested in this limit's attempt stopped with `error` at its own deadline
-    /// (``takeDeadlineStop(of:)``), which came no later than this limit's, due at `deadline` on
+    /// (``takeDeadlineStops(of:)``), which came no later than this limit's, due at `deadline` on
     /// `clock`, the same clock only (see `TimeLimitEnd.decided(beforeDeadline:on:)`).
+    ///
+    /// Where several policies stopped with that very error (a policy around a policy, which passes
+    /// the inner one's failure on), the earliest decided it: one that came no later is enough.
     func nestedPolicyStopped(_ error: any Error, before deadline: Duration, on clock: ElapsedClock) -> Bool {
-        self.takeDeadlineStop(of: error)?.decided(beforeDeadline: deadline, on: clock) ?? false
+        self.takeDeadlineStops(of: error).contains { $0.decided(beforeDeadline: deadline, on: clock) }
     }
 
     /// Whether a policy nested in this limit's attempt stopped with `error` at its own deadline
-    /// (``takeDeadlineStop(of:)``) after this limit's deadline, due at `deadline` on `clock`,
+    /// (``takeDeadlineStops(of:)``) after this limit's deadline, due at `deadline` on `clock`,
     /// had passed, its own deadline coming later: this limit came first, though its timer had not
     /// woken (see `TimeLimitEnd.ended(afterEarlierDeadline:on:)`). Nothing is taken, and the
     /// answer is `false`, while `deadline` has not passed (one reading of the clock).
+    ///
+    /// Where several policies stopped with that very error, every one of them must have come
+    /// after: one that came first decided the error before this limit's deadline.
     func nestedPolicyStopped(_ error: any Error, after deadline: Duration, on clock: ElapsedClock) -> Bool {
         guard clock.now() >= deadline else { return false }
-        return self.takeDeadlineStop(of: error)?.ended(afterEarlierDeadline: deadline, on: clock) ?? false
+        let ends = self.takeDeadlineStops(of: error)
+        return !ends.isEmpty && ends.allSatisfy { $0.ended(afterEarlierDeadline: deadline, on: clock) }
     }
 
     /// Whether this limit, due at `deadline` on `clock`, came first though its timer had not fired
@@ -824,7 +882,7 @@ final class TimeLimitSignal: Sendable {
     /// stopped at its own deadline (see ``noteDeadlineStop(_:)``).
     ///
     /// Crosses signals whose attempt has ended: a limit reads the note only for the error its own
-    /// attempt ends with (``takeDeadlineStop(of:)``), which holds the policy's when its operation
+    /// attempt ends with (``takeDeadlineStops(of:)``), which holds the policy's when its operation
     /// awaited the task that outlived a nested attempt, and the stop then says which deadline came
     /// first as it does for a policy in the attempt. A limit whose attempt has ended reads nothing.
     static func noteDeadlineStop(_ stop: NestedDeadlineStop, from innermost: TimeLimitSignal?) {
@@ -1081,20 +1139,6 @@ enum TimeLimitClock: Sendable {
         case .policy(let policy): policy.clock
         case .hedging(let hedging): hedging.watcher.clock
         }
-    }
-}
-
-/// A ``RetryPolicy`` that stopped at its own deadline with `error`, the failure it waited on,
-/// after the clock passed that deadline (perhaps with an enclosing limit's, in one move): `end`
-/// says when its deadline was, on its clock, and when it stopped (see
-/// `TimeLimitSignal.noteDeadlineStop(_:)`).
-final class NestedDeadlineStop: Sendable {
-    let error: any Error
-    let end: TimeLimitEnd
-
-    init(error: any Error, end: TimeLimitEnd) {
-        self.error = error
-        self.end = end
     }
 }
 

@@ -5,7 +5,7 @@ import Testing
 @testable import Resilience
 
 /// A time limit is told of a failure by a policy nested in its attempt: the failure the policy
-/// stopped with at its own deadline (`TimeLimitSignal.takeDeadlineStop(of:)`), and the failure
+/// stopped with at its own deadline (`TimeLimitSignal.takeDeadlineStops(of:)`), and the failure
 /// it was waiting on when the limit cut its wait short, with how long it had waited
 /// (`TimeLimitSignal.takeLateErrorAge(of:)`). The limit finds that failure again in the
 /// attempt's error wherever the code in between put it, bridged to `NSError` included, and
@@ -67,7 +67,8 @@ struct NestedFailureBridgingTests {
         let signal = TimeLimitSignal()
         let error = failure.make()
         signal.noteDeadlineStop(NestedDeadlineStop(error: error, end: Self.end))
-        #expect(signal.takeDeadlineStop(of: shape.wrap(error)) === Self.end)
+        let found = signal.takeDeadlineStops(of: shape.wrap(error))
+        #expect(found.count == 1 && found.first === Self.end)
     }
 
     /// Another failure of the same domain and code, though the policy's failure keeps what tells
@@ -76,16 +77,18 @@ struct NestedFailureBridgingTests {
     func aDeadlineStopIsNotTakenForAnotherFailureOfItsDomainAndCode(_ failure: Failure, _ shape: Shape) {
         let signal = TimeLimitSignal()
         signal.noteDeadlineStop(NestedDeadlineStop(error: failure.make(), end: Self.end))
-        #expect(signal.takeDeadlineStop(of: shape.wrap(failure.make())) == nil)
+        #expect(signal.takeDeadlineStops(of: shape.wrap(failure.make())).isEmpty)
     }
 
-    /// A Swift value bridged on Linux keeps only its domain and code: the stop is known by those.
+    /// A Swift value bridged on Linux keeps only its domain and code: the stop is known by those,
+    /// when no stop is found by identity.
     @Test(arguments: Shape.allCases)
     func aSwiftValuesStopIsKnownByItsDomainAndCodeWhenNothingElseSurvives(_ shape: Shape) {
         let signal = TimeLimitSignal()
         let error: any Error = OwnError()
         signal.noteDeadlineStop(NestedDeadlineStop(error: error, end: Self.end))
-        #expect(signal.takeDeadlineStop(of: shape.wrap(error)) === Self.end)
+        let found = signal.takeDeadlineStops(of: shape.wrap(error))
+        #expect(found.count == 1 && found.first === Self.end)
     }
 
     @Test(arguments: Failure.allCases, Shape.allCases)
@@ -129,7 +132,7 @@ struct NestedFailureBridgingTests {
         signal.noteDeadlineStop(NestedDeadlineStop(error: stopped, end: Self.end))
         let other = URLError(
             .timedOut, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: "https://b.example/y")!])
-        #expect(signal.takeDeadlineStop(of: other) == nil)
+        #expect(signal.takeDeadlineStops(of: other).isEmpty)
     }
 
     struct Upstream: Error { let host: String }
