@@ -115,6 +115,8 @@ public final class CircuitBreaker: Sendable {
     public let throttle: AdaptiveThrottle?
 
     let clock: ElapsedClock
+    /// The generations of the registry that made the breaker, or `nil` for a breaker of its own.
+    let generations: CircuitBreakerGenerations?
     @usableFromInline let storage: CircuitBreakerStorage
     /// Whether a closed-state success with no failures pending needs no lock (the consecutive rule).
     let successNeedsNoLock: Bool
@@ -222,22 +224,26 @@ public final class CircuitBreaker: Sendable {
         self.init(name: name, configuration: configuration, observer: observer, throttle: throttle, clock: clock)
     }
 
-    /// Creates a breaker on an existing elapsed clock, so that a registry's breakers share one origin.
+    /// Creates a breaker on an existing elapsed clock, so that a registry's breakers share one
+    /// origin, and with its registry's generations, so that theirs keep rising across the keys it forgets.
     package init(
         name: String,
         configuration: CircuitBreakerConfiguration,
         observer: (any CircuitBreakerObserver)?,
         throttle: AdaptiveThrottle? = nil,
-        elapsedClock: ElapsedClock
+        elapsedClock: ElapsedClock,
+        generations: CircuitBreakerGenerations? = nil
     ) {
         self.name = name
+        self.generations = generations
         self.configuration = configuration
         self.observer = observer
         self.hasObserver = observer != nil
         self.rejectionSlot = CircuitBreakerRejectionCache.slot
         self.throttle = throttle
         self.clock = elapsedClock
-        self.storage = CircuitBreakerStorage(CircuitBreakerStateMachine(configuration: configuration))
+        self.storage = CircuitBreakerStorage(
+            CircuitBreakerStateMachine(configuration: configuration, generations: generations))
         let hasTimeWindow: Bool
         switch configuration.tripRule.window?.kind {
         case .time: hasTimeWindow = true
@@ -309,6 +315,23 @@ public final class CircuitBreaker: Sendable {
     /// Whether the breaker is closed, from the atomic word, without the lock.
     var isClosed: Bool {
         self.storage.isClosed
+    }
+
+    /// Tells the observer that the registry forgot this breaker while it was not closed, so that
+    /// its key's next breaker is a fresh, closed one: a change to ``CircuitBreakerState/closed``
+    /// for ``CircuitBreakerTransitionReason/forgotten``, in a generation of the registry's. Nothing
+    /// for a breaker closed, one without an observer, or one not made by a registry with a name.
+    ///
+    /// Outside the registry's lock: the observer is user code.
+    func reportForgotten() {
+        guard let observer = self.observer, let generations = self.generations, !self.isClosed else { return }
+        // Due transitions first (an open breaker whose time has passed is half-open), reported as usual.
+        let snapshot = self.snapshot()
+        guard snapshot.state != .closed else { return }
+        observer.stateChanged(
+            CircuitBreakerStateChangeEvent(
+                breakerName: self.name, from: snapshot.state, to: .closed, reason: .forgotten,
+                generation: generations.next(), at: snapshot.takenAt))
     }
 
     func report(_ transition: CircuitBreakerStateMachine.Transition?, error: (any Error)?) {

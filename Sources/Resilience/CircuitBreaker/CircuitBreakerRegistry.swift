@@ -32,6 +32,18 @@
 /// anyone still holding it; the next ``breaker(for:)`` for its key makes a
 /// fresh, closed one.
 ///
+/// A registry made with a name tells its observer when it forgets a breaker that
+/// was not closed: a change of the key's breaker from its state to
+/// ``CircuitBreakerState/closed``, for ``CircuitBreakerTransitionReason/forgotten``.
+/// Its breakers take their generations from one counter of the registry's, so
+/// those of a key keep rising across the breakers the registry makes for it, and
+/// the key's events sorted by generation end in the state its next caller meets.
+/// The registry keeps one counter, however many keys it has forgotten. A breaker
+/// forgotten while some task still uses it goes on numbering from that counter,
+/// so its later events sort after the forgetting. A registry made with
+/// ``init(maximumCount:makeBreaker:)`` holds breakers of yours: each numbers its
+/// own generations from zero, and forgetting one is not reported.
+///
 /// Finding the victim walks from the least recently used end until it meets a
 /// breaker not kept, reading each breaker's state, and its throttle's counts,
 /// from atomic words without their locks. A throttle is judged without reading
@@ -140,10 +152,12 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         clock: some Clock<Duration> = ContinuousClock()
     ) throws(ConfigurationError) {
         let elapsedClock = ElapsedClock(clock)
+        let generations = CircuitBreakerGenerations()
         try self.init(maximumCount: maximumCount) { key in
             CircuitBreaker(
                 name: "\(name)[\(key)]", configuration: configuration, observer: observer,
-                throttle: makeThrottle?(key), elapsedClock: elapsedClock)
+                throttle: makeThrottle?(key), elapsedClock: elapsedClock,
+                generations: generations)
         }
     }
 
@@ -173,11 +187,13 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
         clock: some Clock<Duration> = ContinuousClock()
     ) {
         let elapsedClock = ElapsedClock(clock)
+        let generations = CircuitBreakerGenerations()
         let breakerConfiguration = configuration.breaker
         self.init(uncheckedMaximumCount: configuration.maximumCount) { key in
             CircuitBreaker(
                 name: "\(name)[\(key)]", configuration: breakerConfiguration, observer: observer,
-                throttle: makeThrottle?(key), elapsedClock: elapsedClock)
+                throttle: makeThrottle?(key), elapsedClock: elapsedClock,
+                generations: generations)
         }
     }
 
@@ -285,6 +301,8 @@ public final class CircuitBreakerRegistry<Key: Hashable & Sendable>: Sendable {
             }
             // Released here, outside the lock: a key's or a breaker's deinit may run user code.
             if let released {
+                // A breaker forgotten while not closed: the observer hears that its key's breaker is closed now.
+                released.evictedBreaker?.reportForgotten()
                 _ = released
                 return breaker
             }

@@ -20,7 +20,9 @@ public struct CircuitBreakerSnapshot: Sendable, Hashable {
     public var name: String
     /// The state now.
     public var state: CircuitBreakerState
-    /// The generation: it goes up by one at every transition and every reset.
+    /// The generation: it goes up at every transition and every reset, by one for a breaker of
+    /// its own; a ``CircuitBreakerRegistry``'s breakers draw theirs from one counter of the
+    /// registry's, so each starts at the registry's latest and may skip numbers.
     public var generation: UInt64
     /// Counted failures in a row while closed; 0 in the other states.
     public var consecutiveFailures: Int

@@ -8,7 +8,8 @@ public struct CircuitBreakerStateChangeEvent: Sendable {
     public var to: CircuitBreakerState
     /// Why it changed.
     public var reason: CircuitBreakerTransitionReason
-    /// The generation the breaker entered; higher is later.
+    /// The generation the breaker entered; higher is later. Among a ``CircuitBreakerRegistry``'s
+    /// events too, for the breakers it makes for one key one after the other (see its bound).
     public var generation: UInt64
     /// When it changed, on the breaker's clock since the breaker (or its registry) was created.
     public var at: Duration

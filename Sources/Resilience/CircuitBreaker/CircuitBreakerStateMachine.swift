@@ -105,9 +105,18 @@ package struct CircuitBreakerStateMachine: Sendable {
     private var probes: [Probe]
     private var nextTicket: UInt64 = 1
 
+    /// Where a registry's breaker draws its generations from, or `nil` for a breaker of its own.
+    private let generations: CircuitBreakerGenerations?
+
     /// A closed breaker with nothing counted.
-    package init(configuration: CircuitBreakerConfiguration) {
+    ///
+    /// - Parameter generations: The counter of the registry the breaker belongs to, whose
+    ///   latest generation it starts in and whose next one each transition takes; `nil` for a
+    ///   breaker that numbers its generations from zero, one by one.
+    package init(configuration: CircuitBreakerConfiguration, generations: CircuitBreakerGenerations? = nil) {
         self.configuration = configuration
+        self.generations = generations
+        self.generation = (generations?.current ?? 0) & Self.generationMask
         self.window = configuration.tripRule.window.map(CircuitBreakerSlidingWindow.init)
         self.probes = []
         self.probes.reserveCapacity(Swift.min(configuration.maximumProbes, 16))
@@ -496,7 +505,7 @@ package struct CircuitBreakerStateMachine: Sendable {
     ) -> Transition {
         let from = self.state
         self.phase = phase
-        self.generation = (self.generation &+ 1) & Self.generationMask
+        self.generation = (self.generations?.next() ?? self.generation &+ 1) & Self.generationMask
         self.consecutiveFailures = 0
         self.successfulProbes = 0
         self.probes.removeAll(keepingCapacity: true)

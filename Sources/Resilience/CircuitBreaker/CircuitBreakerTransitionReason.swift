@@ -25,6 +25,10 @@ public struct CircuitBreakerTransitionReason: Sendable, Hashable, CustomStringCo
     public static let isolated = CircuitBreakerTransitionReason(rawValue: "isolated")
     /// ``CircuitBreaker/reset()`` was called.
     public static let reset = CircuitBreakerTransitionReason(rawValue: "reset")
+    /// A ``CircuitBreakerRegistry`` forgot the key's breaker at its bound while it was not closed:
+    /// the next ``CircuitBreakerRegistry/breaker(for:)`` for the key makes a fresh, closed one. The
+    /// forgotten breaker keeps its state for anyone still holding it.
+    public static let forgotten = CircuitBreakerTransitionReason(rawValue: "forgotten")
 
     /// The identifier.
     public var description: String { self.rawValue }

@@ -16,8 +16,15 @@ extension RetryPolicy {
         self.throttle?.recordAccepted()
     }
 
-    /// Records an attempt the throttle admitted and that failed with `error`.
+    /// Records an attempt the throttle admitted and that failed with `error`; one that held back
+    /// items that may have been applied and left nothing to send again counts as accepted, as a
+    /// success does (`AttemptFailureStandIn.endsTheCallAsNotIdempotent`).
     nonisolated func recordAttemptFailure(_ error: any Error) {
-        self.throttle?.record(error)
+        guard let throttle = self.throttle else { return }
+        if endsTheCallAsNotIdempotent(error) {
+            throttle.recordAccepted()
+        } else {
+            throttle.record(error)
+        }
     }
 }

@@ -57,7 +57,7 @@ public struct RetryAttemptFailedEvent: Sendable {
     {
         self.policyName = policyName
         self.attempt = attempt
-        self.error = error
+        self.error = reportedError(error)
         self.httpStatus = httpStatus
         self.retryAfter = retryAfter
     }
@@ -83,7 +83,7 @@ public struct RetryScheduledEvent: Sendable {
         self.policyName = policyName
         self.attempt = attempt
         self.delay = delay
-        self.error = error
+        self.error = reportedError(error)
         self.retryAfter = retryAfter
     }
 }
@@ -117,6 +117,6 @@ public struct RetryCallFinishedEvent: Sendable {
         self.stopReason = stopReason
         self.retryAfter = retryAfter
         self.elapsed = elapsed
-        self.error = error
+        self.error = error.map(reportedError)
     }
 }

@@ -585,17 +585,28 @@ public final actor RetryPolicy {
                 scope, operation: { await self.loop(isolation: isolation, options, &call, attempt) },
                 isolation: isolation)
             // A call that may not run twice reached the dependency: the calls around it hear so.
-            if outcome.stopReason == .succeeded { self.noteSucceeded(call, handingDown: scope) }
+            if Self.reachedTheDependency(outcome) { self.noteSucceeded(call, handingDown: scope) }
             return outcome
         }
         let outcome = await self.loop(isolation: isolation, options, &call, attempt)
         // A call whose classifier declares its request not idempotent hands nothing down inside a
         // call that declared an idempotency already, and no deadline; when that declaration says
         // it may not run twice, the call still tells of its success.
-        if call.succeedsAsNotIdempotent, outcome.stopReason == .succeeded {
+        if call.succeedsAsNotIdempotent, Self.reachedTheDependency(outcome) {
             self.noteSucceeded(call, handingDown: nil)
         }
         return outcome
+    }
+
+    /// Whether a call reached its dependency as one that succeeded does: it succeeded, or its last
+    /// attempt held back items that may have been applied and left nothing to send again
+    /// (`AttemptFailureStandIn.endsTheCallAsNotIdempotent`).
+    @inlinable
+    static func reachedTheDependency<Value>(_ outcome: RetryOutcome<Value>) -> Bool {
+        switch outcome.result {
+        case .success: return outcome.stopReason == .succeeded
+        case .failure(let error): return outcome.stopReason == .notIdempotent && endsTheCallAsNotIdempotent(error)
+        }
     }
 
     /// The loop of `drive(isolation:firstFailure:options:attempt:)`, under the scope it hands down.
@@ -961,6 +972,8 @@ public final actor RetryPolicy {
     ) async -> Plan {
         let reported = options.attemptReport?.take() ?? .none
         var analysis = FailureAnalysis(error)
+        // An attempt that left nothing to send again but held items back ends the call itself.
+        if endsTheCallAsNotIdempotent(error) { return self.endAsNotIdempotent(after: error, analysis: analysis, call) }
         // The operation proved its attempt had no effect: as good as a request never sent.
         if reported == .noEffect { analysis = analysis.provingNoEffect() }
         // A library time limit around the call whose deadline has passed ends the attempt, as
@@ -1079,6 +1092,25 @@ public final actor RetryPolicy {
         return .wait(delay)
     }
 
+    /// Ends a call whose attempt left nothing to send again but held back items that may have been
+    /// applied (`AttemptFailureStandIn.endsTheCallAsNotIdempotent`): it stops with
+    /// ``RetryStopReason/notIdempotent``, whatever the rules would read in the failure, a cancelled
+    /// task's included, as a call whose attempt succeeded would have returned. The observer hears
+    /// of the attempt's failure when its operation threw one; the budget counts the call's end
+    /// as a success, as the throttle does (`recordAttemptFailure(_:)`).
+    private nonisolated func endAsNotIdempotent(after error: any Error, analysis: FailureAnalysis, _ call: CallState)
+        -> Plan
+    {
+        self.budget?.recordSuccess()
+        if (error as? any AttemptFailureStandIn)?.operationThrew ?? true {
+            self.observer?.attemptFailed(
+                .init(
+                    policyName: self.name, attempt: call.attempts, error: error, httpStatus: analysis.httpStatus,
+                    retryAfter: analysis.retryAfter))
+        }
+        return .stop(.notIdempotent)
+    }
+
     /// The classifier's decision on a failure. A call-specific classifier (the SQLite helper's)
     /// retries only what it knows; the policy's own falls back to the default rules.
     private nonisolated static func decision(
@@ -1108,7 +1140,14 @@ public final actor RetryPolicy {
     ) async -> CallEnd {
         let end = self.conclude(call, result, reason)
         if reason != .succeeded || call.state.attempts > 1 {
-            let failed = reason == .succeeded ? call.state.attempts - 1 : call.state.attempts
+            // An attempt whose operation returned, although the call did not succeed, is not a failed one.
+            let lastSucceeded: Bool
+            if case .failure(let error) = result, let standIn = error as? any AttemptFailureStandIn {
+                lastSucceeded = !standIn.operationThrew
+            } else {
+                lastSucceeded = reason == .succeeded
+            }
+            let failed = lastSucceeded ? call.state.attempts - 1 : call.state.attempts
             await self.record(failedAttempts: failed, retries: call.state.retries, stop: reason)
         }
         return end

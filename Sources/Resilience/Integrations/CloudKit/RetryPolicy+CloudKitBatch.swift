@@ -37,7 +37,11 @@ extension RetryPolicy {
     /// ``CloudKitBatchResult/failureReasons`` entry, so the app can check whether it was saved.
     /// It has no say in the wait before the others are sent again. A call that held an item
     /// back and then had nothing else left to send stops with ``RetryStopReason/notIdempotent``,
-    /// not ``RetryStopReason/succeeded``: the batch was not reconciled in full.
+    /// not ``RetryStopReason/succeeded``: the batch was not reconciled in full. The policy's
+    /// observer hears the same: its ``RetryCallFinishedEvent`` says
+    /// ``RetryStopReason/notIdempotent``, with the partial failure that held the item back as
+    /// its error. Every event of an attempt that failed partly carries the partial failure
+    /// `operation` threw.
     ///
     /// A partial failure that names none of the items sent (its per-item errors missing, as
     /// in an error re-created from its domain and code, or keyed by IDs of another type)
@@ -160,6 +164,8 @@ extension RetryPolicy {
         // The last error of each item still to send, once an attempt has reported on the items.
         var lastErrors: [ID: any Error] = [:]
         var reportedOnItems = false
+        // The partial failure of the last attempt that held items back as possibly applied, if any.
+        var heldBackBy: (any Error)?
         // The retry-after advice of the last attempt that failed, for the items still to send.
         var lastAdvice: Duration?
         var attempts = 0
@@ -228,9 +234,12 @@ extension RetryPolicy {
                 for id in remaining {
                     if let itemError = partial.failedItems[AnyHashable(id)] {
                         failed[id] = itemError
-                        reasons[id] = CloudKitRetryClassifier.stopReason(
+                        let reason = CloudKitRetryClassifier.stopReason(
                             forItemError: itemError, decision: partial.itemDecisions[AnyHashable(id)] ?? .doNotRetry)
+                        reasons[id] = reason
                         failedForGood.append(itemError)
+                        // Held back as possibly applied (a lost response nothing said may be sent again).
+                        if reason == .notIdempotent { heldBackBy = error }
                     } else if let itemError = partial.retryableItems[AnyHashable(id)] {
                         let analysis = FailureAnalysis(itemError, isCancelled: false, timeLimitFired: false)
                         if Rulebook.stopReason(for: analysis, idempotency: callIdempotency) == .notIdempotent {
@@ -238,6 +247,7 @@ extension RetryPolicy {
                             failed[id] = itemError
                             reasons[id] = .notIdempotent
                             failedForGood.append(itemError)
+                            heldBackBy = error
                             continue
                         }
                         retryable.append(id)
@@ -252,16 +262,22 @@ extension RetryPolicy {
                 }
                 remaining = retryable
                 let isTooManyRequests = FailureAnalysis(error).isTooManyRequests
-                // Nothing left to send ends the call, unless the rules must see it (a 429 among the items).
-                guard !retryable.isEmpty || isTooManyRequests else { return }
+                // Nothing left to send ends the call, unless the rules must see it (a 429 among the items);
+                // with items held back, as not idempotent, the partial failure its error.
+                guard !retryable.isEmpty || isTooManyRequests else {
+                    guard heldBackBy != nil else { return }
+                    throw CloudKitItemsHeldBack(partialFailure: error, operationThrew: true)
+                }
                 let attemptError = CloudKitItemsToRetry(
-                    itemErrors: itemErrors, retryAfter: hint,
+                    partialFailure: error, itemErrors: itemErrors, retryAfter: hint,
                     pushback: isTooManyRequests ? Self.pushback(in: error, failedForGood: failedForGood) : [])
                 // The advice is that of the failure the rules judge, a 429's pushback included.
                 lastAdvice = FailureAnalysis(attemptError, isCancelled: false, timeLimitFired: false).retryAfter
                 throw attemptError
             }
             remaining = []
+            // Every item still to send was sent, but items held back earlier may have been applied.
+            if let heldBackBy { throw CloudKitItemsHeldBack(partialFailure: heldBackBy, operationThrew: false) }
         }
         if case .failure(let error) = outcome.result {
             guard reportedOnItems else { throw error }
@@ -272,10 +288,9 @@ extension RetryPolicy {
                 reasons[id] = outcome.stopReason
             }
         }
-        // Nothing was left to send, but items held back as possibly applied are unreconciled:
-        // the batch did not succeed in full, and says why.
-        let heldBack = reasons.values.contains(.notIdempotent)
-        let stopReason = outcome.stopReason == .succeeded && heldBack ? .notIdempotent : outcome.stopReason
+        // Nothing left to send with items held back as possibly applied ends the call with
+        // `.notIdempotent` (`CloudKitItemsHeldBack`): the batch did not succeed in full, and says why.
+        let stopReason = outcome.stopReason
         let failedIDs = Set(failed.keys)
         return CloudKitBatchResult(
             sentItems: items.filter { !failedIDs.contains($0) }, failedItems: failed, attempts: attempts,
@@ -363,13 +378,34 @@ public struct CloudKitBatchResult<ID: Hashable> {
 /// their facts (how far each request got, their hints), and those of the items that
 /// failed for good only when they carry an HTTP 429, which ends the call: an item that
 /// is not sent again sets no wait and gives none of the others up.
-struct CloudKitItemsToRetry: Error, RetryAfterProviding, UnderlyingErrorProviding {
+///
+/// Observers hear of the partial failure the operation threw instead (see `AttemptFailureStandIn`).
+struct CloudKitItemsToRetry: Error, RetryAfterProviding, UnderlyingErrorProviding, AttemptFailureStandIn {
+    /// The partial failure the operation threw.
+    var partialFailure: any Error
     var itemErrors: [any Error]
     var retryAfter: Duration?
     /// The errors that make the partial failure an HTTP 429, if it is one.
     var pushback: [any Error]
 
     var underlyingErrors: [any Error] { self.itemErrors + self.pushback }
+    var reportedError: any Error { self.partialFailure }
+}
+
+/// The end of a batch that sent every item it could and held back items that may have been
+/// applied, as the failure of its last attempt: the call stops with
+/// ``RetryStopReason/notIdempotent``, as the batch's result does, whatever the rules would read in
+/// it, and observers hear of the partial failure that held the items back.
+///
+/// Its chain is empty: the items held back have no say in how the rules judge the call.
+struct CloudKitItemsHeldBack: Error, AttemptFailureStandIn {
+    /// The partial failure of the last attempt that held items back.
+    var partialFailure: any Error
+    /// Whether the last attempt's operation threw it; `false` when it sent the rest of the items.
+    var operationThrew: Bool
+
+    var reportedError: any Error { self.partialFailure }
+    var endsTheCallAsNotIdempotent: Bool { true }
 }
 
 /// A partial failure that names none of the items sent, as the failure of one batch attempt.
@@ -378,12 +414,13 @@ struct CloudKitItemsToRetry: Error, RetryAfterProviding, UnderlyingErrorProvidin
 /// from its domain and code) or keyed by IDs of another kind: some items may have been saved,
 /// none is known to be. The attempt failed as a whole, and is sent again only when the batch is
 /// idempotent.
-struct CloudKitUnreadablePartialFailure: Error, UnderlyingErrorProviding {
+struct CloudKitUnreadablePartialFailure: Error, UnderlyingErrorProviding, AttemptFailureStandIn {
     var partialFailure: any Error
     /// Whether sending the whole batch again is harmless: the word a lost response needs.
     var mayBeSentAgain: Bool
 
     var underlyingErrors: [any Error] { [self.partialFailure] }
+    var reportedError: any Error { self.partialFailure }
 }
 
 extension CloudKitBatchResult: Sendable where ID: Sendable {}
