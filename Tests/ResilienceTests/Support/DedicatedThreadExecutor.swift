@@ -65,72 +65,17 @@ actor DedicatedThread {
 /// woken, a child started) until it has run. With nothing pending, every such task is suspended
 /// or done. Code isolated to an actor still runs on the actor.
 final class CountingTaskExecutor: TaskExecutor {
-    private struct State {
-        var pending = 0
-        var enqueued = 0
-        var nextID: UInt64 = 0
-        var restWaiters: [UInt64: (after: Int, continuation: CheckedContinuation<Int, Never>)] = [:]
-        /// Waiters cancelled before they parked.
-        var cancelledWaiters: Set<UInt64> = []
-
-        /// Takes out the waiters this moment of rest satisfies, with the number of jobs enqueued so far.
-        mutating func restedWaiters() -> [CheckedContinuation<Int, Never>] {
-            guard self.pending == 0 else { return [] }
-            let enqueued = self.enqueued
-            let ready = self.restWaiters.filter { $0.value.after < enqueued }
-            for id in ready.keys { self.restWaiters[id] = nil }
-            return ready.values.map(\.continuation)
-        }
-    }
-
-    private let state = Lock(State())
+    private let count = Lock(0)
 
     /// The jobs enqueued and not yet run to their end.
-    var pending: Int { self.state.withLock { $0.pending } }
+    var pending: Int { self.count.withLock { $0 } }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        self.state.withLock {
-            $0.pending += 1
-            $0.enqueued += 1
-        }
+        self.count.withLock { $0 += 1 }
         DispatchQueue.global().async {
             job.runSynchronously(on: self.asUnownedTaskExecutor())
-            let waiters = self.state.withLock { state in
-                state.pending -= 1
-                return state.restedWaiters()
-            }
-            for waiter in waiters { waiter.resume(returning: self.state.withLock { $0.enqueued }) }
-        }
-    }
-
-    /// Suspends until no job is pending and more than `seen` jobs have been enqueued in all, and
-    /// returns how many have; or returns `seen` once the waiting task is cancelled.
-    ///
-    /// Pass the number the last call returned, to wait for the next moment every task that
-    /// prefers this executor has come to rest after running again.
-    func waitForRest(after seen: Int) async -> Int {
-        let id = self.state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-                let ready: Int? = self.state.withLock { state in
-                    if state.cancelledWaiters.remove(id) != nil { return seen }
-                    if state.pending == 0, state.enqueued > seen { return state.enqueued }
-                    state.restWaiters[id] = (seen, continuation)
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        } onCancel: {
-            let waiter = self.state.withLock { state -> CheckedContinuation<Int, Never>? in
-                if let waiter = state.restWaiters.removeValue(forKey: id) { return waiter.continuation }
-                state.cancelledWaiters.insert(id)
-                return nil
-            }
-            waiter?.resume(returning: seen)
+            self.count.withLock { $0 -= 1 }
         }
     }
 }

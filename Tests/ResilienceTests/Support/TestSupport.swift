@@ -85,46 +85,14 @@ func advanceThroughSleeps(_ clock: TestClock, count: Int) async {
 /// the driver never polls; then lets a stray sleeper go by advancing a second.
 ///
 /// Only sleeps due at most `horizon` after now are moved to: a longer one (a time limit watching
-/// the call, say) stays asleep while the call runs, rather than coming due under it. A call that
-/// waits for a longer one itself would wait for ever: once `body`'s task and its child tasks have
-/// all come to rest (they run on a ``CountingTaskExecutor``) with the earliest deadline on the
-/// clock beyond the horizon, the driver records an issue naming that deadline and cancels `body`,
-/// so the test fails at once instead of at its time limit. Code that `body` waits for in a task
-/// it does not own (an unstructured task, the main actor) is not seen to run: such a body needs a
-/// horizon past every deadline it sleeps beside. When the test is cancelled (its time limit),
-/// `body`'s task is cancelled too.
+/// the call, say) stays asleep while the call runs, rather than coming due under it. When the
+/// test is cancelled (its time limit), `body`'s task is cancelled too.
 func driveThroughEveryWait<T: Sendable>(
-    _ clock: TestClock, within horizon: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: @escaping @Sendable () async -> T
+    _ clock: TestClock, within horizon: Duration = .seconds(30), _ body: @escaping @Sendable () async -> T
 ) async -> T {
-    let executor = CountingTaskExecutor()
-    let finished = Lock(false)
-    let task = Task(executorPreference: executor) {
-        let value = await body()
-        finished.withLock { $0 = true }
-        return value
-    }
+    let task = Task { await body() }
     let driver = Task {
         while await clock.advanceToNextDeadline(within: horizon) != nil {}
-    }
-    let missed = Lock<String?>(nil)
-    let watchdog = Task {
-        var seen = 0
-        while !Task.isCancelled {
-            seen = await executor.waitForRest(after: seen)
-            let (deadline, isResuming) = clock.nextDeadline
-            let now = clock.now
-            guard !finished.withLock({ $0 }), !isResuming, let deadline, deadline > now.advanced(by: horizon)
-            else { continue }
-            missed.withLock {
-                $0 =
-                    "the call waits, and the earliest deadline on the clock, at \(deadline.offset), is "
-                    + "\(now.duration(to: deadline)) after now (\(now.offset)): beyond the driver's horizon of "
-                    + "\(horizon); pass a longer `within:`"
-            }
-            task.cancel()
-            return
-        }
     }
     let value = await withTaskCancellationHandler {
         await task.value
@@ -132,8 +100,6 @@ func driveThroughEveryWait<T: Sendable>(
         task.cancel()
     }
     driver.cancel()
-    watchdog.cancel()
-    if let missed = missed.withLock({ $0 }) { Issue.record(Comment(rawValue: missed), sourceLocation: sourceLocation) }
     clock.advance(by: .seconds(1))
     return value
 }
