@@ -257,9 +257,9 @@ enum NestedRetryLedger {
                 // Every kept word is a hard stop: this one is dropped, and dated; a taker that
                 // finds none of its own stops as if told "not idempotent" (it fails closed).
                 self.overflowNotIdempotentSince = Swift.max(
-                self.overflowNotIdempotentSince, new.notIdempotentSince, new.tooManyRequestsSince)
+                    self.overflowNotIdempotentSince, new.notIdempotentSince, new.tooManyRequestsSince)
             } else {
-                // Every kept word says "not idempotent": this "exhausted" one is kept in brief.
+                // Every kept word is a hard stop: this "exhausted" one is kept in brief.
                 self.spilled.keep(new)
             }
         }

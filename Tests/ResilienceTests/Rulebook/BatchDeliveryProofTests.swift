@@ -35,7 +35,9 @@ import Testing
             maximumAttempts: 2, backoff: .constant(.zero), jitter: .none, clock: clock,
             generator: SeededRandomNumberGenerator(seed: 1))
         let pipeline = try ResiliencePipeline { try Timeout(.seconds(60), clock: clock) }
-        let failure = Self.partialFailure(["offline": Self.offline, "busy": Self.wrapped(SQLiteError(code: .busy), depth: 3)])
+        let failure = Self.partialFailure([
+            "offline": Self.offline, "busy": Self.wrapped(SQLiteError(code: .busy), depth: 3),
+        ])
         let sends = Counter()
         let outcome = await policy.outcome { () async throws -> Int in
             try await pipeline.execute(idempotency: .notIdempotent) { () async throws -> Int in
