@@ -67,8 +67,7 @@ public struct FailureAnalysis: Sendable, Hashable {
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
     ///
-    /// A batch (a CloudKit partial failure's per-item errors, or an `NSError`'s
-    /// `NSMultipleUnderlyingErrorsKey` with its `NSUnderlyingErrorKey`) proves its request never
+    /// A batch (a CloudKit partial failure's per-item errors) proves its request never
     /// left only when every item's error proves it: an item whose error says nothing of its
     /// delivery, or that it may have left, beside one that proves it never left, makes the
     /// failure ``RequestDelivery/mayHaveBeenSent``.
@@ -362,9 +361,10 @@ public struct FailureAnalysis: Sendable, Hashable {
             self.settleBatches()
         }
 
-        /// The errors of a batch `node` reports on, one per item or request, when it reports on
-        /// more than one: a CloudKit partial failure's per-item errors, or the errors of an
-        /// `NSError`'s `NSMultipleUnderlyingErrorsKey` with its `NSUnderlyingErrorKey` (once each).
+        /// The errors of a batch `node` reports on, one per item, when it reports on more than one:
+        /// a CloudKit partial failure's per-item errors. An `NSError`'s `NSMultipleUnderlyingErrorsKey`
+        /// is not read so: the library's own errors keep a consequence there beside its cause (a
+        /// failed rollback's error beside the transaction's), not one error per request.
         static func batchItems(of node: ErrorChain.Node) -> [any Error] {
             let userInfo = node.userInfo
             var items: [any Error] = []
@@ -373,15 +373,6 @@ public struct FailureAnalysis: Sendable, Hashable {
             {
                 for value in perItem.values {
                     if let item = value as? any Error { items.append(item) }
-                }
-            }
-            if let multiple = userInfo[ErrorChain.multipleUnderlyingErrorsKey] as? [any Error], !multiple.isEmpty {
-                if let underlying = userInfo[NSUnderlyingErrorKey] as? any Error { items.append(underlying) }
-                var seen: Set<ObjectIdentifier> = []
-                for error in items { if let object = identity(of: error) { seen.insert(object) } }
-                for error in multiple {
-                    if let object = identity(of: error), !seen.insert(object).inserted { continue }
-                    items.append(error)
                 }
             }
             return items.count > 1 ? items : []
@@ -528,12 +519,6 @@ public struct FailureAnalysis: Sendable, Hashable {
                     if code == .notAuthenticated { self.needsCredentials = true }
                     if CloudKitErrorCode.serviceBusyCodes.contains(code) { self.sawServiceBusy = true }
                 }
-            }
-            if cloudKitCode != .partialFailure, node.nsError != nil,
-                node.userInfo[ErrorChain.multipleUnderlyingErrorsKey] != nil
-            {
-                // Several errors that caused this one: read as a batch too.
-                self.batches.append(node)
             }
             // A library error bridged to a plain `NSError` is judged as its Swift value.
             let rest = error as? RESTServiceError ?? BridgedLibraryError.restServiceError(of: node)

@@ -4,8 +4,7 @@ import Testing
 
 @testable import Resilience
 
-/// A failure that reports on several items or requests (a CloudKit partial failure's per-item
-/// errors, an `NSError`'s `NSMultipleUnderlyingErrorsKey`) proves its request never left only
+/// A failure that reports on several items (a CloudKit partial failure's per-item errors) proves its request never left only
 /// when every item's error proves it: one item that says nothing of its delivery, or says it may
 /// have left, makes the whole failure one that may have been sent.
 @Suite(.timeLimit(.minutes(5))) struct BatchDeliveryProofTests {
@@ -50,22 +49,6 @@ import Testing
         #expect(!analysis.delivery.provesNotSent, "read as \(analysis.delivery)")
     }
 
-    /// The same batch as an `NSError`'s several underlying errors.
-    @Test func severalUnderlyingErrorsWithAnOfflineOneAndASilentOneMayHaveBeenSent() {
-        let failure = NSError(
-            domain: "App.Sync", code: 1,
-            userInfo: [
-                NSUnderlyingErrorKey: URLError(.notConnectedToInternet),
-                ErrorChain.multipleUnderlyingErrorsKey: [URLError(.notConnectedToInternet), SQLiteError(code: .busy)],
-            ])
-        let analysis = FailureAnalysis(failure, isCancelled: false, timeLimitFired: false)
-        #expect(!analysis.delivery.provesNotSent, "read as \(analysis.delivery)")
-        let allOffline = NSError(
-            domain: "App.Sync", code: 1,
-            userInfo: [ErrorChain.multipleUnderlyingErrorsKey: [URLError(.notConnectedToInternet), Self.offline]])
-        #expect(FailureAnalysis(allOffline, isCancelled: false, timeLimitFired: false).delivery == .notSent)
-    }
-
     enum ItemKind: CaseIterable {
         case provesNotSent, silent, mayHaveLeft
     }
@@ -104,13 +87,8 @@ import Testing
                 everyItemProves = everyItemProves && kind == .provesNotSent
             }
         }
-        let batch: any Error
-        if Bool.random(using: &generator) {
-            batch = Self.partialFailure(
-                Dictionary(uniqueKeysWithValues: items.enumerated().map { ("item\($0.offset)", $0.element) }))
-        } else {
-            batch = NSError(domain: "App.Batch", code: 2, userInfo: [ErrorChain.multipleUnderlyingErrorsKey: items])
-        }
+        let batch = Self.partialFailure(
+            Dictionary(uniqueKeysWithValues: items.enumerated().map { ("item\($0.offset)", $0.element) }))
         return (Self.wrapped(batch, depth: Int.random(in: 0...2, using: &generator)), everyItemProves)
     }
 
