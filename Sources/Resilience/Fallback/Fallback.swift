@@ -7,6 +7,13 @@
 /// strategies inside finally give up with: a retry's last error, an open
 /// breaker, a full limiter, a time-out.
 ///
+/// An answer that throws keeps the hard stops of the failure it handled: when that failure
+/// got an HTTP 429, or was a request that may not run twice (by the enclosing call's
+/// declaration or its own report) and may have left, a ``RetryPolicy`` around the fallback
+/// stops on the answer's error (``RetryStopReason/tooManyRequests``,
+/// ``RetryStopReason/notIdempotent``), whatever its classifier says. The caller catches the
+/// answer's error unchanged; see <doc:Fallbacks>.
+///
 /// ```swift
 /// let cached = Fallback<[Article]>.value([])
 /// let articles = try await cached.execute {
@@ -108,7 +115,15 @@ public struct Fallback<Value: Sendable>: Sendable {
         let context = FallbackContext(error: error, analysis: analysis)
         guard self.handles(context) else { throw error }
         // Reported once the answer is in: an answer that throws answered nothing, and its error goes on unreported.
-        let value = try await self.answer(context)
+        let value: Value
+        do {
+            value = try await self.answer(context)
+        } catch {
+            // The answer's error stands for the handled failure: a hard stop that failure called
+            // for (a 429, a request that may not run twice and may have left) goes with it.
+            NestedRetryLedger.recordFailure(error, ofAnswerTo: analysis)
+            throw error
+        }
         self.observer?.observe(StrategyEvent(strategyName: self.name, kind: .fallbackUsed, error: error))
         return value
     }

@@ -160,6 +160,9 @@ enum NestedRetryLedger {
         /// The record names no writer: a policy nested in itself takes its own word like any
         /// other layer's (see ``Entry/take(by:writtenAfter:)``).
         var notIdempotentSince: UInt64
+        /// When a writer last said "too many requests", in ``written``'s count, or 0 for never;
+        /// dated as ``notIdempotentSince`` is.
+        var tooManyRequestsSince: UInt64 = 0
         /// The call the word is for: the one the last writer was nested in.
         var address: Address
         /// Whether that call took the word; it is not taken twice, so a layer further out
@@ -168,8 +171,12 @@ enum NestedRetryLedger {
 
         /// What the record says for an attempt that began at `mark`.
         func word(after mark: UInt64) -> Word {
-            self.notIdempotentSince > mark ? .notIdempotent : .exhausted
+            if self.notIdempotentSince > mark { return .notIdempotent }
+            return self.tooManyRequestsSince > mark ? .tooManyRequests : .exhausted
         }
+
+        /// Whether the record says more than "exhausted": a word no other word displaces.
+        var isHardStop: Bool { self.notIdempotentSince != 0 || self.tooManyRequestsSince != 0 }
 
         /// Adds `new`, written later at the same address, to this record: once taken, the
         /// record is spent and `new` replaces it (the call passing the word on). Else the
@@ -187,6 +194,7 @@ enum NestedRetryLedger {
             }
             self.sequence = new.sequence
             self.notIdempotentSince = Swift.max(self.notIdempotentSince, new.notIdempotentSince)
+            self.tooManyRequestsSince = Swift.max(self.tooManyRequestsSince, new.tooManyRequestsSince)
         }
     }
 
@@ -246,11 +254,13 @@ enum NestedRetryLedger {
             } else if let exhausted = self.oldestExhausted() {
                 self.spilled.keep(self[exhausted])
                 self.update(exhausted) { $0 = new }
-            } else if new.notIdempotentSince != 0 {
-                // Every kept word says "not idempotent": this one is dropped, and dated.
-                self.overflowNotIdempotentSince = Swift.max(self.overflowNotIdempotentSince, new.notIdempotentSince)
+            } else if new.isHardStop {
+                // Every kept word is a hard stop: this one is dropped, and dated; a taker that
+                // finds none of its own stops as if told "not idempotent" (it fails closed).
+                self.overflowNotIdempotentSince = Swift.max(
+                    self.overflowNotIdempotentSince, new.notIdempotentSince, new.tooManyRequestsSince)
             } else {
-                // Every kept word says "not idempotent": this "exhausted" one is kept in brief.
+                // Every kept word is a hard stop: this "exhausted" one is kept in brief.
                 self.spilled.keep(new)
             }
         }
@@ -259,7 +269,7 @@ enum NestedRetryLedger {
         /// displaces when the box holds ``capacity``.
         private func oldestExhausted() -> Int? {
             var oldest: Int?
-            for index in 0..<self.count where self[index].notIdempotentSince == 0 {
+            for index in 0..<self.count where !self[index].isHardStop {
                 if oldest.map({ self[index].sequence < self[$0].sequence }) ?? true { oldest = index }
             }
             return oldest
@@ -284,7 +294,9 @@ enum NestedRetryLedger {
                 self.update(index) { $0.isTaken = true }
                 // Two writers nested in this call, in tasks of their own, may have stopped on one
                 // box: "not idempotent" from either stands.
-                if found != .notIdempotent { found = record.word(after: mark) }
+                if found != .notIdempotent, found != .tooManyRequests || record.word(after: mark) == .notIdempotent {
+                    found = record.word(after: mark)
+                }
             }
             if found == nil, self.overflowNotIdempotentSince > mark { return .notIdempotent }
             if found == nil, self.spilled.take(by: taker, writtenAfter: mark) { return .exhausted }
@@ -403,6 +415,10 @@ enum NestedRetryLedger {
         /// The request may have reached the server and is not idempotent: no layer above
         /// may send it again, whatever it was told about its own operation.
         case notIdempotent
+        /// A ``Fallback``'s answer failed after handling a failure that got an HTTP 429: the answer's
+        /// error stands for that call, and no layer above may send it again
+        /// (``RetryStopReason/tooManyRequests``).
+        case tooManyRequests
     }
 
     struct Records {
@@ -585,7 +601,7 @@ enum NestedRetryLedger {
         let sequence = self.written.wrappingAdd(1, ordering: .relaxed).newValue
         let new = Record(
             error: box, sequence: sequence, notIdempotentSince: word == .notIdempotent ? sequence : 0,
-            address: address)
+            tooManyRequestsSince: word == .tooManyRequests ? sequence : 0, address: address)
         let swept = self.records.withLock { records -> [AnyObject] in
             // Another call's word for this very error is kept beside it (see ``Entry``). The weak
             // reference loaded here answers with `box` or nothing: no other box lives at its
@@ -623,6 +639,27 @@ enum NestedRetryLedger {
         else { return }
         // Word for the call around this one: the scope here is the enclosing call's.
         self.record(.notIdempotent, for: error, to: .here(in: CallScope.current.retryCall))
+    }
+
+    /// Leaves word for the policies around a ``Fallback`` whose answer failed with `error` after
+    /// handling a failure read as `handled`, when the rules stop that failure whatever a
+    /// classifier says: an HTTP 429 (``RetryStopReason/tooManyRequests``), or a request that may
+    /// not run twice, by the enclosing call's declaration or its own report, and that may have
+    /// left (``RetryStopReason/notIdempotent``).
+    ///
+    /// The answer's error replaces the failure, so a policy around the fallback would judge a new
+    /// failure and send the request again; the word travels with the answer's error instead, as a
+    /// declared call's does (``recordFailure(_:ofCallDeclaring:)``). Nothing in a task the caller
+    /// cancelled, which no policy retries. Failure path only.
+    static func recordFailure(_ error: any Error, ofAnswerTo handled: FailureAnalysis) {
+        guard !Task.isCancelled else { return }
+        let word: Word
+        switch Rulebook.stopReason(for: handled, idempotency: CallScope.current.idempotency ?? .idempotent) {
+        case .tooManyRequests?: word = .tooManyRequests
+        case .notIdempotent?: word = .notIdempotent
+        default: return
+        }
+        self.record(word, for: error, to: .here(in: CallScope.current.retryCall))
     }
 
     /// Leaves word for the policies around a library time limit or a hedged call whose attempt,

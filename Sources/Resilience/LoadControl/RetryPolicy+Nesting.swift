@@ -104,6 +104,7 @@ extension RetryPolicy {
         }
         switch word {
         case .notIdempotent: return .notIdempotent
+        case .tooManyRequests: return .tooManyRequests
         case .exhausted: return self.nestedRetries.retriesExhaustedFailures ? nil : .retriedByInnerPolicy
         }
     }
@@ -136,6 +137,8 @@ extension RetryPolicy {
         switch reason {
         case .exhausted where call.attempts > 1, .retriedByInnerPolicy: word = .exhausted
         case .notIdempotent: word = .notIdempotent
+        // A 429 the error does not show (a fallback's answer stands for it): passed on.
+        case .tooManyRequests where !FailureAnalysis(error).isTooManyRequests: word = .tooManyRequests
         // Stopped by the idempotency rule, reported as the classifier's sign-in: still never sent again.
         case _ where call.stoppedAsNotIdempotent: word = .notIdempotent
         default: return error

@@ -66,6 +66,11 @@ public struct FailureAnalysis: Sendable, Hashable {
     /// whole, counted from the limit's end.
     public let retryAfter: Duration?
     /// How far the request got, from everything the chain says (the most cautious reading wins).
+    ///
+    /// A batch (a CloudKit partial failure's per-item errors) proves its request never
+    /// left only when every item's error proves it: an item whose error says nothing of its
+    /// delivery, or that it may have left, beside one that proves it never left, makes the
+    /// failure ``RequestDelivery/mayHaveBeenSent``.
     public private(set) var delivery: RequestDelivery
     /// The idempotency the failed request reported about itself, if any error in the chain did;
     /// when several did (a failure that speaks for a `GET` and a `POST`), the strictest report.
@@ -206,11 +211,7 @@ public struct FailureAnalysis: Sendable, Hashable {
         _ error: any Error, isCancelled: Bool, timeLimitFired: Bool, superseded: Bool = false,
         requestLeftEarlier: Bool = false
     ) {
-        var reader = Reader()
-        ErrorChain.walkNodes(error) { node in
-            reader.read(node)
-            return true
-        }
+        let reader = Reader.reading(error)
         self.subject = Subject(error)
         self.holdsTimeLimitError = reader.sawTimeLimit
         self.httpStatus = reader.status
@@ -321,6 +322,11 @@ public struct FailureAnalysis: Sendable, Hashable {
         /// Whether a late error read is a wait for a limiter that the limit cut short
         /// (``LimiterRejectionError/Reason/waitCutShort``), through nested limits.
         var lateEndedWaitingAtAGate = false
+        /// The errors of the chain that report on a batch (see ``batchItems(of:)``), read as
+        /// wholes once the chain is (``settleBatches()``).
+        var batches: [ErrorChain.Node] = []
+        /// How many batches' items this reader is nested in (see ``batchMayHaveLeft(_:depth:)``).
+        var batchDepth = 0
 
         static let limiterRejection = ObjectIdentifier(LimiterRejectionError.self)
         static let throttleRejection = ObjectIdentifier(AdaptiveThrottleRejection.self)
@@ -337,6 +343,76 @@ public struct FailureAnalysis: Sendable, Hashable {
                 let code = CloudKitRetryClassifier.judgedCode(in: item)
                 return code == .zoneNotFound || code == .userDeletedZone
             }
+        }
+
+        /// The facts of `error`'s chain.
+        static func reading(_ error: any Error) -> Reader {
+            var reader = Reader()
+            reader.readChain(of: error)
+            return reader
+        }
+
+        /// Reads each error of `error`'s chain, then what its batches say as wholes (``settleBatches()``).
+        mutating func readChain(of error: any Error) {
+            ErrorChain.walkNodes(error) { node in
+                self.read(node)
+                return true
+            }
+            self.settleBatches()
+        }
+
+        /// The errors of a batch `node` reports on, one per item, when it reports on more than one:
+        /// a CloudKit partial failure's per-item errors. An `NSError`'s `NSMultipleUnderlyingErrorsKey`
+        /// is not read so: the library's own errors keep a consequence there beside its cause (a
+        /// failed rollback's error beside the transaction's), not one error per request.
+        static func batchItems(of node: ErrorChain.Node) -> [any Error] {
+            let userInfo = node.userInfo
+            var items: [any Error] = []
+            if let perItem = userInfo[CloudKitErrorCode.partialErrorsKey] as? [AnyHashable: Any],
+                node.nsError?.domain == CloudKitErrorCode.domain
+            {
+                for value in perItem.values {
+                    if let item = value as? any Error { items.append(item) }
+                }
+            }
+            return items.count > 1 ? items : []
+        }
+
+        /// Makes a batch read as a whole: it proves its request never left only when each of its
+        /// items does. An item whose error says nothing of its delivery (a database's busy error,
+        /// an app's own) or says it may have left, beside an item that proves it never left,
+        /// makes the batch one that may have been sent, however deep in the chain it is.
+        ///
+        /// Read only when the chain would otherwise prove the request never left: an item's
+        /// proof is then the only one, and each item's chain is read again on its own.
+        mutating func settleBatches() {
+            guard !self.batches.isEmpty, self.provesNeverLeft else { return }
+            for batch in self.batches where Self.batchMayHaveLeft(batch, depth: self.batchDepth) {
+                self.sawMaybeSent = true
+                return
+            }
+        }
+
+        /// Whether `batch` has an item that proves its request never left beside one that does
+        /// not (an item that says nothing, or that it may have left); items beyond
+        /// ``ErrorChain/maximumErrors`` count as saying nothing.
+        static func batchMayHaveLeft(_ batch: ErrorChain.Node, depth: Int) -> Bool {
+            guard depth < ErrorChain.maximumDepth else { return true }
+            let items = Self.batchItems(of: batch)
+            var proves = false
+            var silent = items.count > ErrorChain.maximumErrors
+            for item in items.prefix(ErrorChain.maximumErrors) {
+                var reader = Reader()
+                reader.batchDepth = depth + 1
+                reader.readChain(of: item)
+                if reader.provesNeverLeft {
+                    proves = true
+                } else if !reader.sawAnswered && !reader.sawRefused {
+                    silent = true
+                }
+                if proves && silent { return true }
+            }
+            return false
         }
 
         /// Reads the facts of one error of the chain, each reader sharing the node's `NSError` form.
@@ -436,6 +512,7 @@ public struct FailureAnalysis: Sendable, Hashable {
                 }
                 if code == .partialFailure {
                     self.sawPartialFailure = true
+                    self.batches.append(node)
                 } else {
                     self.note(CloudKitRetryClassifier.delivery(for: code))
                     if code == .networkUnavailable { self.isOffline = true }
@@ -481,10 +558,7 @@ public struct FailureAnalysis: Sendable, Hashable {
             guard self.lateDepth < ErrorChain.maximumDepth else { return }
             var reader = Reader()
             reader.lateDepth = self.lateDepth + 1
-            ErrorChain.walkNodes(late) { node in
-                reader.read(node)
-                return true
-            }
+            reader.readChain(of: late)
             if reader.sawTooManyRequests { self.sawTooManyRequests = true }
             if var hint = reader.hint {
                 if let age { hint = Swift.max(hint - age, .zero) }
