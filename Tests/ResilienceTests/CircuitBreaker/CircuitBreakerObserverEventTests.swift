@@ -66,26 +66,35 @@ struct CircuitBreakerObserverEventTests {
             "seed \(seed): the pipeline's breaker refused \(throttled) calls, its observer heard of \(heard.count)")
     }
 
-    /// A 429 that arrives late, from a call admitted before the breaker tripped, keeps the open
-    /// breaker open for its hint: the observer hears of it, an open-to-open change for the
-    /// pushback in a later generation, with the new open time.
-    @Test func aLatePushbackThatKeepsTheBreakerOpenLongerIsReported() async throws {
+    /// A breaker open for `openDuration` after a 503 trips it, and a call admitted before the
+    /// trip whose 429 with a `hint` arrives after it.
+    static func lateHint(
+        _ hint: Duration, afterATripOpenFor openDuration: Duration
+    ) async throws -> (CircuitBreaker, BreakerObserverLog, TestClock) {
         let clock = TestClock()
         let log = BreakerObserverLog()
         let breaker = try CircuitBreaker(
-            name: "b", tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(5)), observer: log,
+            name: "b", tripRule: .consecutiveFailures(1), openDuration: .fixed(openDuration), observer: log,
             clock: clock)
         let gate = Gate()
         let late = Task {
             try await breaker.execute { () async throws -> Int in
                 await gate.pass()
-                throw StatusError(status: 429, hint: .seconds(60))
+                throw StatusError(status: 429, hint: hint)
             }
         }
         try await yieldUntil("the late call runs") { gate.entered.value == 1 }
         _ = try? await breaker.execute { () async throws -> Int in throw StatusError(status: 503) }
         gate.open()
         _ = try? await late.value
+        return (breaker, log, clock)
+    }
+
+    /// A 429 that arrives late, from a call admitted before the breaker tripped, keeps the open
+    /// breaker open for its hint: the observer hears of it, an open-to-open change for the
+    /// pushback in a later generation, with the new open time.
+    @Test func aLatePushbackThatKeepsTheBreakerOpenLongerIsReported() async throws {
+        let (breaker, log, clock) = try await Self.lateHint(.seconds(60), afterATripOpenFor: .seconds(5))
         let remaining = breaker.snapshot().remainingOpenTime
         #expect(remaining == .seconds(60))
         let changes = log.changes.withLock { $0 }
@@ -107,22 +116,7 @@ struct CircuitBreakerObserverEventTests {
 
     /// A late hint shorter than the open time left changes nothing, and tells nothing.
     @Test func aLatePushbackWithinTheOpenTimeIsNotReported() async throws {
-        let clock = TestClock()
-        let log = BreakerObserverLog()
-        let breaker = try CircuitBreaker(
-            name: "b", tripRule: .consecutiveFailures(1), openDuration: .fixed(.seconds(30)), observer: log,
-            clock: clock)
-        let gate = Gate()
-        let late = Task {
-            try await breaker.execute { () async throws -> Int in
-                await gate.pass()
-                throw StatusError(status: 429, hint: .seconds(10))
-            }
-        }
-        try await yieldUntil("the late call runs") { gate.entered.value == 1 }
-        _ = try? await breaker.execute { () async throws -> Int in throw StatusError(status: 503) }
-        gate.open()
-        _ = try? await late.value
+        let (breaker, log, _) = try await Self.lateHint(.seconds(10), afterATripOpenFor: .seconds(30))
         #expect(breaker.snapshot().remainingOpenTime == .seconds(30))
         #expect(log.changes.withLock { $0 }.map(\.to) == [.open])
     }
